@@ -1,0 +1,160 @@
+#include "interpreter/check/checker.h"
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "interpreter/check/codes.h"
+#include "interpreter/check/resolver.h"
+
+namespace ipu::check {
+
+Checker::Checker(base::SourceMap& sources, base::Diagnostics& diags)
+    : sources_(sources), diags_(diags), loader_(std::make_unique<ModuleLoader>(sources, diags)),
+      evaluator_(std::make_unique<Evaluator>(diags, *loader_)) {}
+
+Checker::~Checker() = default;
+
+namespace {
+
+// Evaluate a definition with parameters once with unknown arguments, so that
+// mistakes in its body (unknown names, misplaced members, bad fields) are
+// reported even if nothing calls it yet.
+void probeTemplate(Evaluator& ev, const Template& t) {
+  const syntax::Declaration& d = *t.decl;
+  auto scope = std::make_shared<Scope>(t.scope);
+  for (const auto& p : d.params) scope->define(p.name, Value::unknown(p.span), p.span);
+  PhaseContext structural;
+  if (d.declKind == syntax::DeclKind::Model && d.body) {
+    ModelValue m;
+    m.name = d.name;
+    m.body = d.body.get();
+    m.decl = &d;
+    m.scope = scope;
+    m.span = d.nameSpan;
+    auto st = expandModel(ev, m, structural);
+    for (const auto& leaf : st->leaves) layerFacts(ev, leaf, structural);
+  } else if (d.declKind == syntax::DeclKind::Layer && d.body) {
+    structural.bind(*scope);
+    ev.buildRecord("layer", *d.body, scope, nullptr, d.name, d.nameSpan);
+  } else if (d.body) {
+    ev.buildRecord(syntax::spelling(d.declKind), *d.body, scope, nullptr, d.name, d.nameSpan);
+  } else if (d.value) {
+    ev.eval(*d.value, scope);
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<CheckedProgram> Checker::checkFile(base::FileId rootFile) {
+  const std::size_t errorsBefore = diags_.errorCount();
+  Module* root = loader_->loadRoot(rootFile);
+  root_ = root;
+  if (root == nullptr || !root->program || diags_.errorCount() > errorsBefore) return nullptr;
+  Evaluator& ev = *evaluator_;
+  Resolver resolver(ev);
+  auto program = std::make_unique<CheckedProgram>();
+
+  // Evaluate every declaration in the user's own modules.
+  std::vector<std::pair<std::string, const Value*>> rootValues;
+  for (const auto& mod : loader_->modules()) {
+    if (mod->standard || !mod->program) continue;
+    ModuleScope& scope = ev.scopeOf(*mod);
+    scope.index(ev);
+    for (const auto& item : mod->program->items) {
+      if (diags_.full()) break;
+      std::string name;
+      if (const auto* d = item->dyn<syntax::Declaration>()) name = d->name;
+      else if (const auto* l = item->dyn<syntax::LetItem>()) name = l->name;
+      else continue;
+      const Value* v = scope.lookupOwn(name, ev, {});
+      if (v == nullptr) continue;
+      if (v->kind == ValueKind::Template) probeTemplate(ev, *v->tmpl);
+      if (mod.get() == root) rootValues.emplace_back(name, v);
+      if (v->kind == ValueKind::Record && v->record->kind == "mapping" && !v->record->name.empty()) {
+        if (auto spec = resolver.mapping(*v)) program->mappings.push_back(spec);
+      }
+      if (v->kind == ValueKind::Model) resolver.model(*v);
+      if (v->kind == ValueKind::Record && v->record->kind == "hook") program->hooks.push_back(resolver.hook(*v->record));
+    }
+  }
+
+  // What runs: `run` statements, or every training when there are none.
+  std::set<std::string> seen;
+  std::map<std::string, Span> runAt;
+  for (const auto& item : root->program->items) {
+    const auto* r = item->dyn<syntax::RunItem>();
+    if (r == nullptr) continue;
+    if (auto it = runAt.find(r->name); it != runAt.end()) {
+      auto& d = ev.error(code::kDuplicateRun, r->nameSpan, "training `" + r->name + "` is already run",
+                         "to run a variant, declare `training t2 = " + r->name + " with { ... }` and `run t2`");
+      d.notes.push_back({it->second, "first run here"});
+      continue;
+    }
+    runAt[r->name] = r->nameSpan;
+    const Value* v = ev.scopeOf(*root).lookup(r->name, ev, r->nameSpan);
+    if (v == nullptr) {
+      std::vector<std::string> trainings;
+      for (const auto& [n, val] : rootValues)
+        if (val->kind == ValueKind::Record && val->record->kind == "training") trainings.push_back(n);
+      ev.error(code::kBadRun, r->nameSpan, "unknown training `" + r->name + "`", base::didYouMean(r->name, trainings));
+      continue;
+    }
+    if (v->isUnknown()) continue;
+    if (v->kind != ValueKind::Record || v->record->kind != "training") {
+      ev.error(code::kBadRun, r->nameSpan, "`run` needs a training, but `" + r->name + "` is " + v->describe(),
+               "declare `training NAME { mapping: ..., phase ... }` and run that");
+      continue;
+    }
+    TrainingSpec t;
+    if (resolver.training(*v->record, t)) program->runs.push_back(std::move(t));
+  }
+  if (runAt.empty()) {
+    program->implicitRuns = true;
+    for (const auto& [name, v] : rootValues) {
+      if (v->kind != ValueKind::Record || v->record->kind != "training") continue;
+      TrainingSpec t;
+      if (resolver.training(*v->record, t)) program->runs.push_back(std::move(t));
+    }
+  } else {
+    // Trainings not run are still checked.
+    for (const auto& [name, v] : rootValues)
+      if (v->kind == ValueKind::Record && v->record->kind == "training" && !runAt.count(name)) {
+        TrainingSpec t;
+        resolver.training(*v->record, t);
+      }
+  }
+
+  // Hooks: read file hooks; warn about hooks no training uses.
+  std::set<std::string> used;
+  for (const auto& [name, v] : rootValues)
+    if (v->kind == ValueKind::Record && v->record->kind == "training")
+      if (const Value* h = v->record->get("hooks"); h != nullptr && h->kind == ValueKind::List)
+        for (const auto& x : *h->list)
+          if (x.kind == ValueKind::Record) used.insert(x.record->name);
+  for (auto& h : program->hooks) {
+    if (h.file) {
+      namespace fs = std::filesystem;
+      fs::path base = fs::path(sources_.file(h.sourceSpan.file).path()).parent_path();
+      fs::path p = fs::path(h.path).is_absolute() ? fs::path(h.path) : base / h.path;
+      std::ifstream in(p, std::ios::binary);
+      if (!in) {
+        ev.error(code::kModuleNotFound, h.sourceSpan, "cannot read Lua file `" + h.path + "`",
+                 "paths are relative to the script (" + (base.empty() ? std::string(".") : base.string()) + ")");
+        continue;
+      }
+      std::stringstream ss;
+      ss << in.rdbuf();
+      h.source = ss.str();
+      h.path = p.lexically_normal().string();
+    }
+    if (!used.count(h.name))
+      ev.warning(code::kUnusedHook, h.span, "hook `" + h.name + "` is declared but no training uses it",
+                 "add `hooks: [" + h.name + "]` to the training that should run it");
+  }
+  if (diags_.errorCount() > errorsBefore) return nullptr;
+  return program;
+}
+
+}  // namespace ipu::check

@@ -1,0 +1,37 @@
+// The check stage's entry point: load a script and its imports, evaluate every
+// declaration in the user's files (so mistakes in unused ones are found too),
+// and resolve what the script runs into typed specs (program.h). All problems
+// are diagnostics; a program is returned only when there were no errors.
+#pragma once
+
+#include <memory>
+
+#include "interpreter/base/diagnostic.h"
+#include "interpreter/base/source.h"
+#include "interpreter/check/evaluator.h"
+#include "interpreter/check/modules.h"
+#include "interpreter/check/program.h"
+
+namespace ipu::check {
+
+class Checker {
+ public:
+  Checker(base::SourceMap& sources, base::Diagnostics& diags);
+  ~Checker();
+
+  std::unique_ptr<CheckedProgram> checkFile(base::FileId root);
+
+  // Access for the session and the REPL.
+  Evaluator& evaluator() { return *evaluator_; }
+  ModuleLoader& loader() { return *loader_; }
+  const Module* root() const { return root_; }
+
+ private:
+  base::SourceMap& sources_;
+  base::Diagnostics& diags_;
+  std::unique_ptr<ModuleLoader> loader_;
+  std::unique_ptr<Evaluator> evaluator_;
+  const Module* root_ = nullptr;
+};
+
+}  // namespace ipu::check

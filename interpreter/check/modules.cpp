@@ -1,0 +1,140 @@
+#include "interpreter/check/modules.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "interpreter/check/codes.h"
+#include "interpreter/check/stdlib_files.h"
+#include "interpreter/syntax/parser.h"
+
+namespace ipu::check {
+
+namespace fs = std::filesystem;
+
+std::vector<std::string> ModuleLoader::standardModuleNames() {
+  std::vector<std::string> names;
+  for (const auto& f : stdlibFiles()) names.push_back(f.module);
+  return names;
+}
+
+Module* ModuleLoader::load(std::string key, std::string name, base::FileId file, bool standard) {
+  auto m = std::make_unique<Module>();
+  m->key = std::move(key);
+  m->name = std::move(name);
+  m->file = file;
+  m->standard = standard;
+  Module* raw = m.get();
+  modules_.push_back(std::move(m));
+  byKey_[raw->key] = raw;
+  raw->program = syntax::parse(sources_, file, diags_);
+  loading_.push_back(raw);
+  if (raw->program) loadImports(*raw);
+  loading_.pop_back();
+  return raw;
+}
+
+Module* ModuleLoader::loadRoot(base::FileId file) {
+  std::string path = sources_.file(file).path();
+  std::error_code ec;
+  fs::path abs = fs::weakly_canonical(fs::absolute(path, ec), ec);
+  std::string key = ec ? path : abs.string();
+  if (auto it = byKey_.find(key); it != byKey_.end()) return it->second;
+  return load(key, path, file, false);
+}
+
+Module* ModuleLoader::loadStandard(const std::string& name) {
+  if (auto it = byKey_.find(name); it != byKey_.end()) return it->second;
+  for (const auto& f : stdlibFiles())
+    if (name == f.module) {
+      base::FileId id = sources_.add(std::string(f.module) + ".ipu", f.text);
+      return load(name, name, id, true);
+    }
+  return nullptr;
+}
+
+void ModuleLoader::loadImports(Module& m) {
+  for (const auto& item : m.program->items) {
+    const auto* imp = item->dyn<syntax::ImportItem>();
+    if (imp == nullptr) continue;
+    if (Module* dep = resolve(*imp, m)) m.imports.emplace_back(imp, dep);
+  }
+}
+
+Module* ModuleLoader::resolve(const syntax::ImportItem& imp, const Module& from) {
+  std::string path = imp.path;
+  std::string key;
+  bool standard = path.rfind("std/", 0) == 0 || path == "std";
+  base::FileId file = base::kNoFile;
+  std::string text;
+  if (standard) {
+    key = path;
+    if (!byKey_.count(key)) {
+      const StdlibFile* found = nullptr;
+      for (const auto& f : stdlibFiles())
+        if (path == f.module) found = &f;
+      if (found == nullptr) {
+        std::string help = base::didYouMean(path, standardModuleNames());
+        if (help.empty()) {
+          help = "the standard library has:";
+          for (const auto& n : standardModuleNames()) help += " `" + n + "`";
+        }
+        diags_.error(code::kModuleNotFound, imp.pathSpan, "no standard module `" + path + "`", help);
+        return nullptr;
+      }
+      text = found->text;
+    }
+  } else {
+    if (from.standard) {
+      diags_.error(code::kModuleNotFound, imp.pathSpan, "standard modules can only import `std/...` modules");
+      return nullptr;
+    }
+    fs::path base = fs::path(sources_.file(from.file).path()).parent_path();
+    fs::path candidate = fs::path(path).is_absolute() ? fs::path(path) : base / path;
+    std::error_code ec;
+    if (!fs::is_regular_file(candidate, ec) && candidate.extension() != ".ipu") candidate += ".ipu";
+    if (!fs::is_regular_file(candidate, ec)) {
+      std::string help = "paths are relative to the importing script (" +
+                         (base.empty() ? std::string(".") : base.string()) + "); standard modules start with `std/`";
+      std::vector<std::string> siblings;
+      for (const auto& entry : fs::directory_iterator(candidate.parent_path().empty() ? "." : candidate.parent_path(), ec))
+        if (entry.path().extension() == ".ipu") siblings.push_back(entry.path().stem().string());
+      std::string dym = base::didYouMean(fs::path(path).stem().string(), siblings);
+      if (!dym.empty()) help = dym;
+      diags_.error(code::kModuleNotFound, imp.pathSpan, "cannot find module `" + path + "`", help);
+      return nullptr;
+    }
+    fs::path abs = fs::weakly_canonical(fs::absolute(candidate, ec), ec);
+    key = abs.string();
+    if (!byKey_.count(key)) {
+      std::ifstream in(candidate, std::ios::binary);
+      std::stringstream ss;
+      ss << in.rdbuf();
+      if (!in.good() && !in.eof()) {
+        diags_.error(code::kModuleNotFound, imp.pathSpan, "cannot read module `" + path + "`");
+        return nullptr;
+      }
+      text = ss.str();
+    }
+    path = candidate.lexically_normal().string();
+  }
+  for (Module* open : loading_)
+    if (open->key == key) {
+      std::string chain;
+      bool on = false;
+      for (Module* m : loading_) {
+        if (m == open) on = true;
+        if (on) chain += "`" + m->name + "` -> ";
+      }
+      chain += "`" + open->name + "`";
+      diags_.error(code::kImportCycle, imp.pathSpan, "import cycle: " + chain,
+                   "move what both modules need into a third module that neither imports");
+      return nullptr;
+    }
+  if (auto it = byKey_.find(key); it != byKey_.end()) return it->second;
+  file = sources_.add(standard ? path + ".ipu" : path, std::move(text));
+  return load(key, path, file, standard);
+}
+
+}  // namespace ipu::check

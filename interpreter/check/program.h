@@ -1,0 +1,90 @@
+// The checked program: what `ipu check` proves and `ipu plan` consumes.
+// Everything here is resolved and typed: models expanded into layers with
+// their costs for each phase, mappings with their placement resolved to layer
+// indices, hardware as plain data, batch figures derived. The plan layer never
+// evaluates an expression; it only reads these specs.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "interpreter/base/source.h"
+#include "interpreter/check/model.h"
+#include "runtime/ir/execution_plan.h"
+#include "runtime/model/hardware.h"
+
+namespace ipu::check {
+
+struct ModelSpec {
+  std::string name;
+  Span span;
+  std::shared_ptr<const ModelStructure> structure;  // layer names, groups
+  std::vector<LayerFacts> layers;                   // structural facts (parameters; no phase costs)
+  double parameters = 0;                            // unique: tied weights counted once
+  std::string family;
+};
+
+struct StageSpec {
+  long long ipu = 0;
+  Span span;
+  std::vector<int> leaves;  // indices into the model's layers
+};
+
+struct MappingSpec {
+  std::string name;
+  Span span;
+  std::map<std::string, Span> fieldSpans;  // where each field was written (for plan diagnostics)
+  std::shared_ptr<const ModelSpec> model;
+  hw::Pod pod;
+  enum class PipelineKind { Single, Explicit, Balanced, Lua } pipelineKind = PipelineKind::Single;
+  std::vector<StageSpec> stages;  // Explicit: in the order written
+  int pipelineIpus = 1;           // p
+  std::string luaFunction;
+  ir::Mapping mapping;            // t, r, phases, recompute, offload, RTS, AMP
+  Span spanOf(const std::string& field) const;
+};
+
+struct HookSpec {
+  std::string name;
+  Span span;
+  bool file = false;        // `lua file "x.lua"`
+  std::string path;         // resolved path for file hooks
+  std::string source;       // Lua source text (inline, or the file's contents)
+  Span sourceSpan;          // where inline source starts, for line mapping
+};
+
+struct PhaseSpec {
+  std::string name;
+  Span span;
+  std::string from;
+  Span fromSpan;
+  std::shared_ptr<const ModelSpec> model;
+  std::shared_ptr<const MappingSpec> mapping;
+  ir::Precision precision;
+  ir::Optimizer optimizer;
+  ir::LrSchedule lr;
+  ir::Dataset dataset;
+  ir::Batch batch;
+  long long seqLen = 0, maskedTokens = 0, imageSize = 0, steps = 0;
+  double epochs = 0;
+  std::vector<LayerFacts> layers;  // the model's layers costed for this phase
+};
+
+struct TrainingSpec {
+  std::string name;
+  Span span;
+  long long seed = 0;
+  std::vector<PhaseSpec> phases;
+  std::vector<std::string> hooks;
+};
+
+struct CheckedProgram {
+  std::vector<TrainingSpec> runs;     // `run` statements in order (or every training when there are none)
+  bool implicitRuns = false;          // true when there were no `run` statements
+  std::vector<std::shared_ptr<const MappingSpec>> mappings;  // every mapping of the script, checked
+  std::vector<HookSpec> hooks;        // every hook of the script
+};
+
+}  // namespace ipu::check

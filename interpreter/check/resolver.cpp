@@ -1,0 +1,734 @@
+#include "interpreter/check/resolver.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <filesystem>
+#include <set>
+#include <sstream>
+
+#include "interpreter/check/codes.h"
+
+namespace ipu::check {
+
+namespace {
+
+// Phase fields fall back to the training's, then to the schema default.
+const Value* phaseField(const Record& phase, const Record& training, const std::string& name) {
+  if (const Value* v = phase.get(name); v != nullptr && !v->isUnknown()) return v;
+  if (const Value* v = training.get(name); v != nullptr && !v->isUnknown()) return v;
+  return nullptr;
+}
+
+Span phaseFieldSpan(const Record& phase, const Record& training, const std::string& name, Span dflt) {
+  if (const RecordField* f = phase.field(name)) return f->nameSpan;
+  if (const RecordField* f = training.field(name)) return f->nameSpan;
+  return dflt;
+}
+
+double num(const Record& rec, const std::string& name, double dflt = 0) {
+  const Value* v = rec.get(name);
+  if (v != nullptr && v->isNumber()) return v->number;
+  if (v == nullptr)
+    if (const Schema* s = schemaFor(rec.kind))
+      if (const Field* f = s->find(name); f != nullptr && f->dflt.isNumber()) return f->dflt.number;
+  return dflt;
+}
+
+std::string sym(const Record& rec, const std::string& name, const std::string& dflt) {
+  const Value* v = rec.get(name);
+  if (v != nullptr && (v->kind == ValueKind::Symbol || v->kind == ValueKind::String)) return v->text;
+  return dflt;
+}
+
+bool flag(const Record& rec, const std::string& name, bool dflt) {
+  const Value* v = rec.get(name);
+  if (v != nullptr && v->kind == ValueKind::Bool) return v->boolean;
+  return dflt;
+}
+
+ir::DType dtype(const std::string& s) { return s == "fp16" ? ir::DType::FP16 : ir::DType::FP32; }
+
+bool isPowerOfTwo(long long n) { return n > 0 && (n & (n - 1)) == 0; }
+
+std::string commas(long long n) {
+  std::string s = std::to_string(n), out;
+  int count = 0;
+  for (auto it = s.rbegin(); it != s.rend(); ++it) {
+    if (count && count % 3 == 0 && *it != '-') out.insert(out.begin(), ',');
+    out.insert(out.begin(), *it);
+    ++count;
+  }
+  return out;
+}
+
+}  // namespace
+
+hw::Pod Resolver::pod(const Record& rec) {
+  hw::Pod p;
+  p.name = rec.name;
+  p.machines = static_cast<int>(num(rec, "machines"));
+  p.powerOfTwoReplicas = flag(rec, "power_of_two_replicas", true);
+  if (const Value* m = rec.get("machine"); m != nullptr && m->kind == ValueKind::Record) {
+    const Record& mr = *m->record;
+    p.machine.name = mr.name;
+    p.machine.ipus = static_cast<int>(num(mr, "ipus"));
+    p.machine.streamingMemoryBytes = num(mr, "streaming_memory");
+    p.machine.streamingBandwidth = num(mr, "streaming_bandwidth");
+    p.machine.gwLinkBandwidth = num(mr, "gw_link_bandwidth");
+    p.machine.hostBandwidth = num(mr, "host_bandwidth");
+    if (const Value* c = mr.get("chip"); c != nullptr && c->kind == ValueKind::Record) {
+      const Record& cr = *c->record;
+      hw::Chip& chip = p.machine.chip;
+      chip.name = cr.name;
+      chip.clockHz = num(cr, "clock");
+      chip.tiles = static_cast<int>(num(cr, "tiles"));
+      chip.memoryBytes = num(cr, "memory");
+      if (const Value* f = cr.get("flops_per_cycle"); f != nullptr && f->kind == ValueKind::Record) {
+        chip.fp16FlopsPerCycle = num(*f->record, "fp16");
+        chip.fp32FlopsPerCycle = num(*f->record, "fp32");
+      }
+      chip.memoryBandwidth = num(cr, "memory_bandwidth");
+      chip.exchangeBandwidth = num(cr, "exchange_bandwidth");
+      chip.ipuLinks = static_cast<int>(num(cr, "ipu_links"));
+      chip.ipuLinkBandwidth = num(cr, "ipu_link_bandwidth");
+      chip.codeBaseBytes = num(cr, "code_base");
+    }
+  }
+  const Value* perRack = rec.get("machines_per_rack");
+  p.machinesPerRack = perRack != nullptr && perRack->isNumber() ? static_cast<int>(perRack->number) : p.machines;
+  if (p.machinesPerRack <= 0) p.machinesPerRack = p.machines;
+  return p;
+}
+
+std::shared_ptr<const ModelSpec> Resolver::model(const Value& v) {
+  if (v.kind != ValueKind::Model) return nullptr;
+  if (auto it = models_.find(v.model.get()); it != models_.end()) return it->second;
+  auto spec = std::make_shared<ModelSpec>();
+  spec->name = v.model->name;
+  spec->span = v.model->span;
+  PhaseContext structural;
+  spec->structure = expandModel(ev_, *v.model, structural);
+  std::set<std::string> counted;
+  for (const auto& leaf : spec->structure->leaves) {
+    spec->layers.push_back(layerFacts(ev_, leaf, structural));
+    spec->parameters += spec->layers.back().params;
+  }
+  for (const auto& f : spec->structure->fields)
+    if (f.first == "family" && (f.second.kind == ValueKind::String || f.second.kind == ValueKind::Symbol))
+      spec->family = f.second.text;
+  // A tie must name a layer of this model.
+  for (const auto& l : spec->layers)
+    if (!l.tiedTo.empty() && spec->structure->leafIndex(l.tiedTo) < 0 && spec->structure->leavesUnder({PathPart{l.tiedTo, -1}}).empty())
+      ev_.error(code::kUnknownLayer, l.span, "layer `" + l.path + "` is tied to `" + l.tiedTo + "`, which is not a layer of the model");
+  models_[v.model.get()] = spec;
+  return spec;
+}
+
+void Resolver::placeExplicit(const PipelineValue& p, MappingSpec& spec) {
+  const ModelStructure& st = *spec.model->structure;
+  // Selectors name the model's layers: its top-level members are in scope.
+  auto scope = std::make_shared<Scope>(p.scope);
+  auto shared = spec.model->structure;
+  std::set<std::string> top;
+  for (const auto& leaf : st.leaves) top.insert(leaf.parts.front().name);
+  for (const auto& name : top) {
+    auto sel = std::make_shared<Selection>();
+    sel->model = shared;
+    sel->prefixes.push_back({PathPart{name, -1}});
+    Value v;
+    v.kind = ValueKind::Selection;
+    v.selection = sel;
+    scope->define(name, v, {});
+  }
+  std::vector<Span> placedAt(st.leaves.size());
+  std::vector<int> placedOn(st.leaves.size(), -1);
+  std::set<long long> ipus;
+  for (const auto& stage : p.stages) {
+    StageSpec s;
+    s.ipu = stage.ipu;
+    s.span = stage.span;
+    ipus.insert(stage.ipu);
+    for (const syntax::Expr* e : stage.layers) {
+      Value v;
+      if (const auto* n = e->dyn<syntax::NameExpr>(); n != nullptr && !top.count(n->name)) {
+        std::vector<std::string> names(top.begin(), top.end());
+        std::string help = base::didYouMean(n->name, names);
+        if (help.empty()) help = "the layers of `" + spec.model->name + "` are: " + st.describe([&] {
+          std::vector<int> all(st.leaves.size());
+          for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
+          return all;
+        }());
+        ev_.error(code::kUnknownLayer, e->span, "`" + n->name + "` is not a layer of `" + spec.model->name + "`", help);
+        continue;
+      }
+      v = ev_.eval(*e, scope);
+      if (v.isUnknown()) continue;
+      if (v.kind != ValueKind::Selection) {
+        ev_.error(code::kTypeMismatch, e->span, "a pipeline stage lists layers of the model, found " + v.describe(),
+                  "write layer names: `embedding, encoder[0..3]`");
+        continue;
+      }
+      for (const auto& prefix : v.selection->prefixes)
+        for (int leaf : st.leavesUnder(prefix)) {
+          auto li = static_cast<std::size_t>(leaf);
+          if (placedOn[li] >= 0) {
+            auto& d = ev_.error(code::kLayerPlacedTwice, e->span,
+                                "layer `" + st.leaves[li].path + "` is placed twice",
+                                "each layer runs on exactly one IPU; remove it from one of the stages");
+            d.notes.push_back({placedAt[li], "first placed here, on IPU " + std::to_string(placedOn[li])});
+            continue;
+          }
+          placedOn[li] = static_cast<int>(stage.ipu);
+          placedAt[li] = e->span;
+          s.leaves.push_back(leaf);
+        }
+    }
+    spec.stages.push_back(std::move(s));
+  }
+  std::vector<int> missing;
+  for (std::size_t i = 0; i < st.leaves.size(); ++i)
+    if (placedOn[i] < 0) missing.push_back(static_cast<int>(i));
+  if (!missing.empty() && !ev_.diags().full()) {
+    bool one = missing.size() == 1;
+    ev_.error(code::kLayerNotPlaced, p.span,
+              std::string(one ? "layer " : "layers ") + "`" + st.describe(missing) + "` " + (one ? "is" : "are") +
+                  " not placed on any IPU",
+              "add " + std::string(one ? "it" : "them") + " to a stage, e.g. `ipu " +
+                  std::to_string(ipus.empty() ? 0 : *ipus.rbegin()) + ": ..., " + st.describe(missing) + "`");
+  }
+  long long expect = 0;
+  for (long long ipu : ipus) {
+    if (ipu != expect) {
+      Span at = p.span;
+      for (const auto& stage : p.stages)
+        if (stage.ipu == ipu) at = stage.indexSpan;
+      ev_.error(code::kPipelineGap, at,
+                "pipeline IPUs must be numbered 0.." + std::to_string(ipus.size() - 1) + " without gaps; IPU " +
+                    std::to_string(expect) + " is missing",
+                "renumber the stages so that the IPUs used are 0, 1, 2, ...");
+      break;
+    }
+    ++expect;
+  }
+  spec.pipelineIpus = std::max<int>(1, static_cast<int>(ipus.size()));
+}
+
+std::shared_ptr<const MappingSpec> Resolver::mapping(const Value& v) {
+  if (v.kind != ValueKind::Record || v.record->kind != "mapping") return nullptr;
+  if (auto it = mappings_.find(v.record.get()); it != mappings_.end()) return it->second;
+  const Record& rec = *v.record;
+  auto spec = std::make_shared<MappingSpec>();
+  mappings_[v.record.get()] = spec;  // before resolving, so errors are reported once
+  spec->name = rec.name;
+  spec->span = rec.span;
+  for (const auto& f : rec.fields) spec->fieldSpans[f.name] = f.nameSpan;
+  const Value* m = rec.get("model");
+  const Value* podv = rec.get("pod");
+  if (m == nullptr || m->isUnknown() || podv == nullptr || podv->isUnknown()) return nullptr;
+  spec->model = model(*m);
+  if (!spec->model) return nullptr;
+  spec->pod = pod(*podv->record);
+  ir::Mapping& mp = spec->mapping;
+  mp.name = rec.name;
+  mp.shard = static_cast<int>(num(rec, "shard", 1));
+  mp.replicas = static_cast<int>(num(rec, "replicas", 1));
+  mp.phases = static_cast<int>(num(rec, "phases", 1));
+  std::string rc = sym(rec, "recompute", "none");
+  mp.recompute = rc == "every_layer" ? ir::Recompute::EveryLayer : rc == "stage" ? ir::Recompute::Stage : ir::Recompute::None;
+  mp.optimizerStateStreaming = sym(rec, "optimizer_state", "on_chip") == "streaming";
+  mp.weightsStreaming = sym(rec, "weights", "on_chip") == "streaming";
+  if (const Value* rts = rec.get("replicated_tensor_sharding")) {
+    auto note = [&](const Value& x) {
+      if (x.text == "weights") mp.rtsWeights = true;
+      if (x.text == "optimizer_state") mp.rtsOptimizerState = true;
+    };
+    if (rts->kind == ValueKind::List)
+      for (const auto& x : *rts->list) note(x);
+    else note(*rts);
+  }
+
+  // Placement.
+  const Value* pipe = rec.get("pipeline");
+  if (pipe == nullptr || pipe->isUnknown()) {
+    spec->pipelineKind = MappingSpec::PipelineKind::Single;
+    spec->pipelineIpus = 1;
+  } else if (pipe->kind == ValueKind::Lua) {
+    spec->pipelineKind = MappingSpec::PipelineKind::Lua;
+    spec->luaFunction = pipe->text;
+    spec->pipelineIpus = 0;
+  } else if (pipe->pipeline->kind == PipelineValue::Kind::Balanced) {
+    spec->pipelineKind = MappingSpec::PipelineKind::Balanced;
+    spec->pipelineIpus = static_cast<int>(pipe->pipeline->ipus);
+    std::size_t layers = spec->model->layers.size();
+    if (static_cast<std::size_t>(spec->pipelineIpus) > layers) {
+      ev_.error(code::kBalancedTooDeep, pipe->span,
+                "`balanced(" + std::to_string(spec->pipelineIpus) + ")` asks for more IPUs than `" + spec->model->name +
+                    "` has layers (" + std::to_string(layers) + ")",
+                "use at most balanced(" + std::to_string(layers) + ")");
+      spec->pipelineIpus = static_cast<int>(std::max<std::size_t>(1, layers));
+    }
+  } else {
+    spec->pipelineKind = MappingSpec::PipelineKind::Explicit;
+    placeExplicit(*pipe->pipeline, *spec);
+  }
+  mp.pipelineIpus = spec->pipelineIpus;
+  mp.pipelineKind = spec->pipelineKind == MappingSpec::PipelineKind::Balanced ? "balanced"
+                    : spec->pipelineKind == MappingSpec::PipelineKind::Explicit ? "explicit"
+                    : spec->pipelineKind == MappingSpec::PipelineKind::Lua      ? "lua"
+                                                                                : "single";
+
+  // Available memory proportion: one value, or one per pipeline IPU.
+  if (const Value* amp = rec.get("available_memory_proportion"); amp != nullptr && !amp->isUnknown()) {
+    if (amp->kind == ValueKind::List) {
+      for (const auto& x : *amp->list) mp.availableMemoryProportion.push_back(x.number);
+      if (spec->pipelineIpus > 0 && mp.availableMemoryProportion.size() != static_cast<std::size_t>(spec->pipelineIpus))
+        ev_.error(code::kAmpLength, spec->spanOf("available_memory_proportion"),
+                  "`available_memory_proportion` lists " + std::to_string(mp.availableMemoryProportion.size()) +
+                      " values for " + std::to_string(spec->pipelineIpus) + " pipeline IPUs",
+                  "give one value, or one per IPU of the pipeline");
+    } else {
+      mp.availableMemoryProportion.push_back(amp->number);
+    }
+  } else {
+    mp.availableMemoryProportion.push_back(0.6);
+  }
+
+  // t x p x r against the pod.
+  const hw::Pod& pd = spec->pod;
+  long long perReplica = static_cast<long long>(mp.shard) * std::max(1, spec->pipelineIpus);
+  long long used = perReplica * mp.replicas;
+  if (spec->pipelineIpus > 0 && used > pd.ipus()) {
+    long long fit = pd.ipus() / std::max(1LL, perReplica);
+    std::string help = fit >= 1 ? "with t = " + std::to_string(mp.shard) + " and p = " + std::to_string(spec->pipelineIpus) +
+                                      ", `" + pd.name + "` holds at most " + std::to_string(fit) + " replica" +
+                                      (fit == 1 ? "" : "s") + "; use `replicas: " + std::to_string(fit) + "` or a larger pod"
+                                : "a replica needs " + std::to_string(perReplica) + " IPUs; use a pod with at least that many";
+    ev_.error(code::kTooManyIpus, spec->spanOf("replicas"),
+              "mapping `" + rec.name + "` needs t x p x r = " + std::to_string(mp.shard) + " x " +
+                  std::to_string(spec->pipelineIpus) + " x " + std::to_string(mp.replicas) + " = " + std::to_string(used) +
+                  " IPUs, but `" + pd.name + "` has " + std::to_string(pd.ipus()),
+              help);
+  } else if (spec->pipelineIpus > 0) {
+    if (pd.powerOfTwoReplicas && !isPowerOfTwo(mp.replicas)) {
+      long long lo = 1;
+      while (lo * 2 <= mp.replicas) lo *= 2;
+      ev_.error(code::kReplicasPowerOfTwo, spec->spanOf("replicas"),
+                "`replicas: " + std::to_string(mp.replicas) + "` is not a power of two; `" + pd.name +
+                    "` runs replicas in rings of 1, 2, 4, 8, ...",
+                "use `replicas: " + std::to_string(lo) + "` or `replicas: " + std::to_string(lo * 2) + "`");
+    }
+    if (pd.powerOfTwoReplicas && !isPowerOfTwo(perReplica))
+      ev_.warning(code::kReplicaIpusPowerOfTwo, spec->spanOf("pipeline"),
+                  "each replica uses " + std::to_string(perReplica) +
+                      " IPUs, not a power of two: the partition rounds up and the rest idle",
+                  "a pipeline over a power-of-two number of IPUs uses them all");
+    if (used < pd.ipus() && mp.replicas * 2 * perReplica <= pd.ipus())
+      ev_.warning(code::kPodUnderused, spec->spanOf("replicas"),
+                  "mapping `" + rec.name + "` uses " + std::to_string(used) + " of `" + pd.name + "`'s " +
+                      std::to_string(pd.ipus()) + " IPUs",
+                  "`replicas: " + std::to_string(pd.ipus() / perReplica) + "` would use the whole pod");
+  }
+  if ((mp.rtsWeights || mp.rtsOptimizerState) && mp.replicas == 1)
+    ev_.warning(code::kRtsOneReplica, spec->spanOf("replicated_tensor_sharding"),
+                "replicated tensor sharding has no effect with one replica", "it shards tensors across replicas");
+  return spec;
+}
+
+Span MappingSpec::spanOf(const std::string& field) const {
+  auto it = fieldSpans.find(field);
+  return it != fieldSpans.end() ? it->second : span;
+}
+
+ir::Precision Resolver::precision(const Value* v) {
+  ir::Precision p;
+  if (v == nullptr || v->kind != ValueKind::Record) {
+    p.name = "fp32 (default)";
+    return p;
+  }
+  const Record& r = *v->record;
+  p.name = r.name;
+  p.compute = dtype(sym(r, "compute", "fp32"));
+  p.weights = dtype(sym(r, "weights", ir::name(p.compute)));
+  p.masterWeights = sym(r, "master_weights", "none") == "fp32" && p.weights == ir::DType::FP16;
+  p.partials = dtype(sym(r, "partials", "fp32"));
+  p.accumulators = dtype(sym(r, "accumulators", ir::name(p.weights)));
+  p.optimizerState = dtype(sym(r, "optimizer_state", "fp32"));
+  p.stochasticRounding = flag(r, "stochastic_rounding", false);
+  if (const Value* ls = r.get("loss_scale")) {
+    if (ls->isNumber()) {
+      p.lossScale.kind = ls->number == 1 ? "none" : "static";
+      p.lossScale.value = ls->number;
+    } else if (ls->kind == ValueKind::Symbol && ls->text == "dynamic") {
+      p.lossScale.kind = "dynamic";
+      p.lossScale.value = 32768;
+    } else if (ls->kind == ValueKind::Record) {
+      p.lossScale.kind = "dynamic";
+      p.lossScale.value = num(*ls->record, "initial", 32768);
+      p.lossScale.factor = num(*ls->record, "factor", 2);
+      p.lossScale.interval = num(*ls->record, "interval", 2000);
+    }
+  }
+  return p;
+}
+
+ir::Optimizer Resolver::optimizer(const Value* v) {
+  ir::Optimizer o;
+  if (v == nullptr || v->kind != ValueKind::Record) return o;
+  const Record& r = *v->record;
+  o.name = r.name;
+  o.kind = sym(r, "kind", "sgd");
+  o.moments = o.kind == "sgd" ? 0 : (o.kind == "momentum" || o.kind == "lars") ? 1 : 2;
+  o.beta1 = num(r, "beta1", 0.9);
+  o.beta2 = num(r, "beta2", 0.999);
+  o.epsilon = r.get("epsilon") ? num(r, "epsilon") : (o.kind == "adam" || o.kind == "adamw") ? 1e-8 : 1e-6;
+  o.weightDecay = num(r, "weight_decay", 0);
+  o.momentum = r.get("momentum") ? num(r, "momentum") : (o.kind == "momentum" || o.kind == "lars") ? 0.9 : 0;
+  if (o.kind == "sgd" && o.momentum > 0) o.moments = 1;
+  o.nesterov = flag(r, "nesterov", false);
+  o.trustCoefficient = num(r, "trust_coefficient", 0.001);
+  o.clipNorm = num(r, "clip_norm", 0);
+  o.biasCorrection = flag(r, "bias_correction", true);
+  if (const Value* ex = r.get("exclude"); ex != nullptr && ex->kind == ValueKind::List)
+    for (const auto& x : *ex->list) o.exclude.push_back(x.text);
+  return o;
+}
+
+ir::Dataset Resolver::dataset(const Value* v) {
+  ir::Dataset d;
+  d.kind = "synthetic";
+  if (v == nullptr || v->kind != ValueKind::Record) {
+    d.name = "synthetic";
+    return d;
+  }
+  const Record& r = *v->record;
+  d.name = r.name;
+  d.kind = sym(r, "kind", "synthetic");
+  if (const Value* p = r.get("path"); p != nullptr && p->kind == ValueKind::String) d.path = p->text;
+  d.samples = num(r, "samples", 0);
+  d.packing = flag(r, "packing", false);
+  d.sequencesPerPack = r.get("sequences_per_pack") ? num(r, "sequences_per_pack") : d.packing ? 2 : 1;
+  d.maskProbability = num(r, "mask_probability", 0.15);
+  if ((d.kind == "text" || d.kind == "files") && d.path.empty())
+    ev_.error(code::kMissingField, r.span, "dataset `" + r.name + "` of kind `" + d.kind + "` needs a `path`",
+              "add `path: \"data/corpus.txt\"` (relative to the script)");
+  return d;
+}
+
+bool Resolver::batch(const Record& ph, const Record& tr, const MappingSpec& mapping, ir::Batch& out, Span at) {
+  const Value* mb = phaseField(ph, tr, "micro_batch");
+  const Value* ga = phaseField(ph, tr, "gradient_accumulation");
+  const Value* gb = phaseField(ph, tr, "global_batch");
+  long long r = mapping.mapping.replicas;
+  out.replicas = r;
+  int given = (mb != nullptr) + (ga != nullptr) + (gb != nullptr);
+  auto ll = [](const Value* v) { return static_cast<long long>(v->number); };
+  if (given < 2) {
+    ev_.error(code::kBatchUnderdetermined, at,
+              "phase `" + ph.name + "` needs two of `micro_batch`, `gradient_accumulation` and `global_batch`" +
+                  (given == 1 ? std::string(" (it sets one)") : std::string(" (it sets none)")),
+              "global_batch = micro_batch x gradient_accumulation x replicas; give any two and the third is derived");
+    return false;
+  }
+  if (given == 3) {
+    out.microBatch = ll(mb);
+    out.gradientAccumulation = ll(ga);
+    out.globalBatch = ll(gb);
+    long long product = out.microBatch * out.gradientAccumulation * r;
+    if (product != out.globalBatch) {
+      ev_.error(code::kBatchInconsistent, phaseFieldSpan(ph, tr, "global_batch", at),
+                "global batch does not add up: micro_batch x gradient_accumulation x replicas = " +
+                    commas(out.microBatch) + " x " + commas(out.gradientAccumulation) + " x " + std::to_string(r) + " = " +
+                    commas(product) + ", not " + commas(out.globalBatch),
+                "give only two of the three and let the third be derived");
+      return false;
+    }
+    out.derived = "none";
+    return true;
+  }
+  if (gb == nullptr) {
+    out.microBatch = ll(mb);
+    out.gradientAccumulation = ll(ga);
+    out.globalBatch = out.microBatch * out.gradientAccumulation * r;
+    out.derived = "global_batch";
+    return true;
+  }
+  long long global = ll(gb);
+  long long other = mb != nullptr ? ll(mb) : ll(ga);
+  long long divisor = other * r;
+  const char* derivedName = mb != nullptr ? "gradient_accumulation" : "micro_batch";
+  if (divisor <= 0 || global % divisor != 0 || global / divisor < 1) {
+    long long below = divisor > 0 ? (global / divisor) * divisor : 0;
+    long long above = below + divisor;
+    std::string help = "nearest global batches that divide evenly: ";
+    if (below > 0) help += commas(below) + " (" + derivedName + " " + commas(below / divisor) + ") or ";
+    help += commas(above) + " (" + derivedName + " " + commas(above / divisor) + ")";
+    ev_.error(code::kBatchIndivisible, phaseFieldSpan(ph, tr, "global_batch", at),
+              "global batch " + commas(global) + " is not a multiple of " + (mb != nullptr ? "micro_batch" : "gradient_accumulation") +
+                  " x replicas = " + commas(other) + " x " + std::to_string(r) + " = " + commas(divisor),
+              help);
+    return false;
+  }
+  if (mb != nullptr) {
+    out.microBatch = other;
+    out.gradientAccumulation = global / divisor;
+  } else {
+    out.gradientAccumulation = other;
+    out.microBatch = global / divisor;
+  }
+  out.globalBatch = global;
+  out.derived = derivedName;
+  return true;
+}
+
+bool Resolver::schedule(const Value& v, const PhaseSpec& ph, ir::LrSchedule& out) {
+  double sequences = static_cast<double>(ph.batch.globalBatch) * ph.dataset.sequencesPerPack;
+  if (v.kind == ValueKind::Lua) {
+    out.luaFunction = v.text;
+    return true;
+  }
+  if (v.isNumber()) {
+    out.base = out.peak = v.number;
+    return true;
+  }
+  if (v.kind != ValueKind::Schedule) return false;
+  const ScheduleValue& s = *v.schedule;
+  if (s.base.isUnknown()) return false;
+  if (!s.base.isNumber() || !s.base.dim.dimensionless() || !(s.base.number > 0)) {
+    ev_.error(code::kBadSchedule, s.base.span, "a learning rate must be a positive number, found " + s.base.describe());
+    return false;
+  }
+  out.base = out.peak = s.base.number;
+  if (s.hasPer && !s.per.isUnknown()) {
+    if (!s.per.isNumber() || !(s.per.number > 0) || !(s.per.dim.dimensionless() || s.per.dim == dims::samples())) {
+      ev_.error(code::kBadSchedule, s.per.span, "`per` takes the reference batch size of the linear scaling rule, found " +
+                                                    s.per.describe(),
+                "write `lr: 0.1 per 256` for lr = 0.1 x global_batch / 256");
+      return false;
+    }
+    out.per = s.per.number;
+    out.peak = out.base * static_cast<double>(ph.batch.globalBatch) / out.per;
+  }
+  if (s.hasWarmup && !s.warmup.isUnknown()) {
+    const Value& w = s.warmup;
+    if (!w.isNumber()) {
+      ev_.error(code::kBadSchedule, w.span, "warmup needs a length, found " + w.describe());
+      return false;
+    }
+    if (w.dim == dims::steps()) out.warmupSteps = w.number;
+    else if (w.dim == dims::epochs()) {
+      if (ph.dataset.samples <= 0) {
+        ev_.error(code::kEpochsNeedSamples, w.span, "warmup in epochs needs the dataset's size",
+                  "set `samples` on the dataset, or give warmup in steps");
+        return false;
+      }
+      out.warmupSteps = std::ceil(w.number * ph.dataset.samples / sequences);
+    } else if (w.dim.dimensionless() && w.percent) {
+      out.warmupSteps = std::round(w.number * static_cast<double>(ph.steps));
+    } else {
+      ev_.error(code::kBadSchedule, w.span, "warmup needs a unit, found " + w.describe(),
+                "write `2000 steps`, `5 epochs` or `10%` (of the phase)");
+      return false;
+    }
+    if (out.warmupSteps > static_cast<double>(ph.steps)) {
+      ev_.error(code::kBadSchedule, w.span,
+                "warmup of " + formatNumber(out.warmupSteps) + " steps is longer than phase `" + ph.name + "` (" +
+                    std::to_string(ph.steps) + " steps)",
+                "shorten the warmup or lengthen the phase");
+      return false;
+    }
+  }
+  out.decay = s.decay;
+  if (s.hasEnd && !s.end.isUnknown()) {
+    if (!s.end.isNumber() || !s.end.dim.dimensionless() || s.end.number < 0) {
+      ev_.error(code::kBadSchedule, s.end.span, "a decay ends at a non-negative learning rate, found " + s.end.describe());
+      return false;
+    }
+    out.end = s.end.number;
+  } else if (s.decay == "constant") {
+    out.end = out.peak;
+  }
+  for (const auto& [name, a] : s.decayArgs) {
+    if (s.decay != "poly" && s.decay != "exponential") {
+      ev_.error(code::kBadSchedule, s.decaySpan, "decay `" + s.decay + "` takes no arguments");
+      return false;
+    }
+    if (!a.isNumber() || !(a.number > 0)) {
+      ev_.error(code::kBadSchedule, a.span, "a decay's argument must be a positive number");
+      return false;
+    }
+    (void)name;
+    out.power = a.number;
+  }
+  if (s.decay != "constant" && out.end > out.peak)
+    ev_.warning(code::kBadSchedule, s.end.span, "the learning rate decays upward, from " + formatNumber(out.peak) + " to " +
+                                                    formatNumber(out.end));
+  return true;
+}
+
+bool Resolver::phase(const Record& tr, const PhaseEntry& entry, const std::vector<PhaseSpec>& earlier, PhaseSpec& out) {
+  const Record& ph = *entry.fields;
+  out.name = entry.name;
+  out.span = entry.span;
+  out.from = entry.from;
+  out.fromSpan = entry.fromSpan;
+  bool ok = true;
+  if (!entry.from.empty()) {
+    bool found = std::any_of(earlier.begin(), earlier.end(), [&](const PhaseSpec& p) { return p.name == entry.from; });
+    bool later = false;
+    for (const auto& p : tr.phases) later |= p.name == entry.from;
+    if (entry.from == entry.name) {
+      ev_.error(code::kPhaseOrder, entry.fromSpan, "phase `" + entry.name + "` cannot start from itself");
+      ok = false;
+    } else if (!found && later) {
+      ev_.error(code::kPhaseOrder, entry.fromSpan,
+                "phase `" + entry.name + "` starts from `" + entry.from + "`, which comes after it",
+                "phases run in order; move `" + entry.from + "` first");
+      ok = false;
+    } else if (!found) {
+      std::vector<std::string> names;
+      for (const auto& p : tr.phases) names.push_back(p.name);
+      ev_.error(code::kUnknownPhase, entry.fromSpan, "no phase `" + entry.from + "` in training `" + tr.name + "`",
+                base::didYouMean(entry.from, names));
+      ok = false;
+    }
+  }
+  const Value* mapv = phaseField(ph, tr, "mapping");
+  if (mapv == nullptr) {
+    ev_.error(code::kMissingSetting, entry.nameSpan, "phase `" + entry.name + "` has no `mapping`",
+              "add `mapping: NAME` to the training (or to the phase)");
+    return false;
+  }
+  out.mapping = mapping(*mapv);
+  if (!out.mapping || !out.mapping->model) return false;
+  out.model = out.mapping->model;
+  if (const Value* mv = phaseField(ph, tr, "model"); mv != nullptr && mv->kind == ValueKind::Model) {
+    auto m = model(*mv);
+    if (m && m != out.mapping->model) {
+      auto& d = ev_.error(code::kModelMismatch, phaseFieldSpan(ph, tr, "model", entry.nameSpan),
+                          "phase `" + entry.name + "` trains `" + m->name + "`, but mapping `" + out.mapping->name +
+                              "` maps `" + out.mapping->model->name + "`",
+                          "use a mapping for `" + m->name + "`, or drop `model:` (the mapping's model is used)");
+      d.notes.push_back({out.mapping->span, "the mapping is declared here"});
+      ok = false;
+    }
+  }
+  out.precision = precision(phaseField(ph, tr, "precision"));
+  const Value* optv = phaseField(ph, tr, "optimizer");
+  if (optv == nullptr) {
+    ev_.error(code::kMissingSetting, entry.nameSpan, "phase `" + entry.name + "` has no `optimizer`",
+              "add e.g. `optimizer: lamb(weight_decay: 0.01)` to the training");
+    ok = false;
+  }
+  out.optimizer = optimizer(optv);
+  out.dataset = dataset(phaseField(ph, tr, "dataset"));
+  auto whole = [&](const char* f) -> long long {
+    const Value* v = phaseField(ph, tr, f);
+    return v != nullptr && v->isNumber() ? static_cast<long long>(v->number) : 0;
+  };
+  out.seqLen = whole("seq_len");
+  out.maskedTokens = whole("masked_tokens");
+  out.imageSize = whole("image_size");
+  if (out.maskedTokens > 0 && out.seqLen > 0 && out.maskedTokens > out.seqLen) {
+    ev_.error(code::kMaskedTokens, phaseFieldSpan(ph, tr, "masked_tokens", entry.nameSpan),
+              "phase `" + entry.name + "` masks " + std::to_string(out.maskedTokens) + " tokens of a " +
+                  std::to_string(out.seqLen) + "-token sequence");
+    ok = false;
+  }
+  if (!batch(ph, tr, *out.mapping, out.batch, entry.nameSpan)) ok = false;
+
+  const Value* steps = phaseField(ph, tr, "steps");
+  const Value* epochs = phaseField(ph, tr, "epochs");
+  if (steps != nullptr && epochs != nullptr) {
+    ev_.error(code::kStepsAndEpochs, phaseFieldSpan(ph, tr, "epochs", entry.nameSpan),
+              "phase `" + entry.name + "` sets both `steps` and `epochs`", "keep one of them");
+    ok = false;
+  } else if (steps == nullptr && epochs == nullptr) {
+    ev_.error(code::kStepsAndEpochs, entry.nameSpan, "phase `" + entry.name + "` needs `steps` or `epochs`",
+              "add e.g. `steps: 1000`");
+    ok = false;
+  } else if (steps != nullptr) {
+    out.steps = static_cast<long long>(steps->number);
+  } else if (out.dataset.samples <= 0) {
+    ev_.error(code::kEpochsNeedSamples, phaseFieldSpan(ph, tr, "epochs", entry.nameSpan),
+              "phase `" + entry.name + "` trains for epochs, but the size of its dataset is unknown",
+              "set `samples` on the dataset (ImageNet has 1,281,167), or give `steps`");
+    ok = false;
+  } else if (out.batch.globalBatch > 0) {
+    out.epochs = epochs->number;
+    out.steps = static_cast<long long>(std::ceil(out.epochs * out.dataset.samples /
+                                                 (static_cast<double>(out.batch.globalBatch) * out.dataset.sequencesPerPack)));
+  }
+  const Value* lr = phaseField(ph, tr, "lr");
+  if (lr == nullptr) {
+    ev_.error(code::kMissingSetting, entry.nameSpan, "phase `" + entry.name + "` has no learning rate",
+              "add e.g. `lr: 0.006 warmup 2000 steps then linear to 0`");
+    ok = false;
+  } else if (ok && !schedule(*lr, out, out.lr)) {
+    ok = false;
+  }
+  if (!ok) return false;
+
+  // Cost the model's layers for this phase.
+  PhaseContext ctx;
+  ctx.structural = false;
+  ctx.phaseName = entry.name;
+  ctx.phaseSpan = entry.nameSpan;
+  ctx.microBatch = Value::integral(out.batch.microBatch);
+  if (out.seqLen > 0) ctx.seqLen = Value::integral(out.seqLen);
+  if (out.maskedTokens > 0) ctx.maskedTokens = Value::integral(out.maskedTokens);
+  if (out.imageSize > 0) ctx.imageSize = Value::integral(out.imageSize);
+  const Value* mv = mapv->record->get("model");
+  auto st = expandModel(ev_, *mv->model, ctx);
+  if (st->leaves.size() != out.model->structure->leaves.size()) {
+    ev_.error(code::kPhaseVariable, entry.nameSpan,
+              "in phase `" + entry.name + "`, `" + out.model->name + "` has " + std::to_string(st->leaves.size()) +
+                  " layers instead of " + std::to_string(out.model->structure->leaves.size()),
+              "a model's layers cannot depend on micro_batch, seq_len, masked_tokens or image_size");
+    return false;
+  }
+  std::size_t before = ev_.diags().errorCount();
+  for (const auto& leaf : st->leaves) out.layers.push_back(layerFacts(ev_, leaf, ctx));
+  return ev_.diags().errorCount() == before;
+}
+
+bool Resolver::training(const Record& rec, TrainingSpec& out) {
+  out.name = rec.name;
+  out.span = rec.span;
+  out.seed = static_cast<long long>(num(rec, "seed", 0));
+  if (const Value* h = rec.get("hooks"); h != nullptr && h->kind == ValueKind::List)
+    for (const auto& x : *h->list)
+      if (x.kind == ValueKind::Record) out.hooks.push_back(x.record->name);
+  if (rec.phases.empty()) {
+    ev_.error(code::kNoPhases, rec.span, "training `" + rec.name + "` has no phase",
+              "add `phase NAME { micro_batch: ..., global_batch: ..., steps: ..., lr: ... }`");
+    return false;
+  }
+  bool ok = true;
+  for (const auto& entry : rec.phases) {
+    PhaseSpec ps;
+    if (phase(rec, entry, out.phases, ps)) out.phases.push_back(std::move(ps));
+    else ok = false;
+  }
+  return ok;
+}
+
+HookSpec Resolver::hook(const Record& rec) {
+  HookSpec h;
+  h.name = rec.name;
+  h.span = rec.span;
+  const Value* v = rec.get("lua");
+  if (v == nullptr || v->kind != ValueKind::Lua || v->lua == nullptr) return h;
+  const syntax::LuaExpr& lua = *v->lua;
+  if (lua.form == syntax::LuaForm::File) {
+    h.file = true;
+    h.path = lua.text;
+    h.sourceSpan = lua.textSpan;
+  } else {
+    h.source = lua.text;
+    h.sourceSpan = lua.textSpan;
+  }
+  return h;
+}
+
+}  // namespace ipu::check

@@ -1,0 +1,325 @@
+#include "interpreter/check/schema.h"
+
+namespace ipu::check {
+
+std::string Type::name() const {
+  std::string base;
+  switch (kind) {
+    case TypeKind::Any: base = "any value"; break;
+    case TypeKind::Number:
+      base = dim.dimensionless() ? std::string(positive ? "a positive number" : "a number") : dim.describe();
+      break;
+    case TypeKind::Whole:
+      base = dim.dimensionless() ? std::string(positive ? "a positive whole number" : "a whole number")
+                                 : "a whole number of " + dim.describe();
+      break;
+    case TypeKind::Fraction: base = "a fraction between 0 and 1 (e.g. `0.25` or `25%`)"; break;
+    case TypeKind::Bool: base = "`on` or `off`"; break;
+    case TypeKind::String: base = "a string"; break;
+    case TypeKind::Enum: {
+      base = "one of ";
+      for (std::size_t i = 0; i < symbols.size(); ++i) {
+        if (i) base += i + 1 == symbols.size() ? " or " : ", ";
+        base += "`" + symbols[i] + "`";
+      }
+      break;
+    }
+    case TypeKind::List: base = "a list of " + (element ? element->name() : std::string("values")); break;
+    case TypeKind::Record: base = "a " + recordKind; break;
+    case TypeKind::Struct: base = "a record `{ ... }`"; break;
+    case TypeKind::Model: base = "a model"; break;
+    case TypeKind::LayerRef: base = "a layer of the model"; break;
+    case TypeKind::Schedule: base = "a learning rate or schedule"; break;
+    case TypeKind::Pipeline: base = "a pipeline (`pipeline { ipu 0: ... }` or `balanced(p)`)"; break;
+    case TypeKind::Lua: base = "Lua code (`lua \"\"\"...\"\"\"` or `lua file \"x.lua\"`)"; break;
+    case TypeKind::LossScale: base = "a loss scale (a number, `none`, `dynamic` or `dynamic(...)`)"; break;
+  }
+  if (orList) base += ", or a list of them";
+  return base;
+}
+
+const Field* Schema::find(const std::string& n) const {
+  for (const auto& f : fields)
+    if (f.name == n) return &f;
+  return nullptr;
+}
+
+std::vector<std::string> Schema::names() const {
+  std::vector<std::string> out;
+  for (const auto& f : fields) out.push_back(f.name);
+  return out;
+}
+
+namespace {
+
+Type number(Dim d, bool positive = false) {
+  Type t;
+  t.kind = TypeKind::Number;
+  t.dim = d;
+  t.positive = positive;
+  return t;
+}
+Type whole(bool positive = true, Dim d = Dim::none()) {
+  Type t;
+  t.kind = TypeKind::Whole;
+  t.positive = positive;
+  t.dim = d;
+  return t;
+}
+Type simple(TypeKind k) {
+  Type t;
+  t.kind = k;
+  return t;
+}
+Type enumOf(std::vector<std::string> s, bool orList = false) {
+  Type t;
+  t.kind = TypeKind::Enum;
+  t.symbols = std::move(s);
+  t.orList = orList;
+  return t;
+}
+Type listOf(Type e) {
+  Type t;
+  t.kind = TypeKind::List;
+  t.element = std::make_shared<Type>(std::move(e));
+  return t;
+}
+Type record(std::string kind) {
+  Type t;
+  t.kind = TypeKind::Record;
+  t.recordKind = std::move(kind);
+  return t;
+}
+Type structOf(const Schema* s) {
+  Type t;
+  t.kind = TypeKind::Struct;
+  t.schema = s;
+  return t;
+}
+
+Field req(std::string name, Type t, std::string doc) {
+  Field f;
+  f.name = std::move(name);
+  f.type = std::move(t);
+  f.required = true;
+  f.doc = std::move(doc);
+  return f;
+}
+Field opt(std::string name, Type t, Value d, std::string doc, std::string defaultDoc = {}) {
+  Field f;
+  f.name = std::move(name);
+  f.type = std::move(t);
+  f.dflt = std::move(d);
+  f.doc = std::move(doc);
+  f.defaultDoc = std::move(defaultDoc);
+  return f;
+}
+
+const std::vector<std::string> kDtypes = {"fp16", "fp32"};
+
+struct Schemas {
+  Schema flopsPerCycle, chip, machine, pod, flops, layer, mapping, precision, lossScale, optimizer, dataset, training,
+      phase, hook;
+  std::vector<const Schema*> all;
+
+  Schemas() {
+    flopsPerCycle.kind = "flops_per_cycle";
+    flopsPerCycle.fields = {
+        req("fp16", number(Dim::none(), true), "FLOP per cycle per tile at fp16 (multiply-accumulate counts as 2)"),
+        req("fp32", number(Dim::none(), true), "FLOP per cycle per tile at fp32"),
+    };
+
+    chip.kind = "chip";
+    chip.fields = {
+        req("clock", number(dims::hertz(), true), "clock frequency"),
+        req("tiles", whole(), "processor tiles (cores)"),
+        req("memory", number(dims::bytes(), true), "In-Processor Memory (SRAM) per chip"),
+        req("flops_per_cycle", structOf(&flopsPerCycle), "arithmetic throughput per tile per cycle, by precision"),
+        opt("memory_bandwidth", number(dims::bandwidth()), Value::num(0, dims::bandwidth()), "aggregate SRAM bandwidth"),
+        opt("exchange_bandwidth", number(dims::bandwidth()), Value::num(0, dims::bandwidth()),
+            "on-chip tile-to-tile exchange bandwidth"),
+        opt("ipu_links", whole(false), Value::integral(0), "IPU-Links per chip"),
+        opt("ipu_link_bandwidth", number(dims::bandwidth()), Value::num(0, dims::bandwidth()),
+            "bandwidth of one IPU-Link"),
+        opt("code_base", number(dims::bytes()), Value::num(0, dims::bytes()),
+            "always-live runtime, control and host-exchange code per chip (an estimate)"),
+    };
+
+    machine.kind = "machine";
+    machine.fields = {
+        req("chip", record("chip"), "the IPU in this machine"),
+        req("ipus", whole(), "IPUs per machine"),
+        opt("streaming_memory", number(dims::bytes()), Value::num(0, dims::bytes()), "Streaming Memory (DDR) per machine"),
+        opt("streaming_bandwidth", number(dims::bandwidth()), Value::num(0, dims::bandwidth()),
+            "Streaming Memory bandwidth per IPU (not published by Graphcore: an assumption)"),
+        opt("gw_link_bandwidth", number(dims::bandwidth()), Value::num(0, dims::bandwidth()),
+            "GW-Link bandwidth per machine, between racks"),
+        opt("host_bandwidth", number(dims::bandwidth()), Value::num(0, dims::bandwidth()), "host link bandwidth per machine"),
+    };
+
+    pod.kind = "pod";
+    pod.fields = {
+        req("machine", record("machine"), "the machine the pod is built from"),
+        req("machines", whole(), "machines in the pod"),
+        opt("machines_per_rack", whole(), Value(), "machines joined by IPU-Links; racks are joined by GW-Links",
+            "all of them (one rack)"),
+        opt("power_of_two_replicas", simple(TypeKind::Bool), Value::boolean_(true),
+            "replica counts must be powers of two (the ring rule of Graphcore's collectives)"),
+    };
+
+    flops.kind = "flops";
+    flops.fields = {
+        opt("matmul", number(Dim::none()), Value::num(0), "dense matrix multiplications"),
+        opt("attention", number(Dim::none()), Value::num(0), "attention score and context products"),
+        opt("conv", number(Dim::none()), Value::num(0), "convolutions"),
+        opt("elementwise", number(Dim::none()), Value::num(0), "normalisation, activations, softmax, residuals"),
+    };
+
+    Type layerRef = simple(TypeKind::LayerRef);
+    layer.kind = "layer";
+    layer.fields = {
+        req("op", simple(TypeKind::String), "the kernel that computes it (the emulator's op name)"),
+        req("params", number(Dim::none()), "trainable parameters (excluding ones tied to another layer)"),
+        opt("flops", structOf(&flops), Value(), "forward FLOPs for one micro batch, by kind of work", "zero"),
+        opt("backward", structOf(&flops), Value(), "backward FLOPs for one micro batch", "twice `flops`"),
+        opt("activations", number(Dim::none()), Value::num(0),
+            "elements kept for the backward pass when not recomputed, per micro batch"),
+        opt("input", number(Dim::none()), Value(), "elements of the layer's input per micro batch (its recomputation checkpoint)",
+            "same as `output`"),
+        req("output", number(Dim::none()), "elements of the layer's output per micro batch"),
+        opt("workspace", number(Dim::none()), Value::num(0),
+            "elements of matmul/convolution partials while it runs (temporary memory)"),
+        opt("code", number(dims::bytes()), Value::num(0, dims::bytes()), "vertex state and exchange code for one instance"),
+        opt("shardable", simple(TypeKind::Bool), Value::boolean_(true), "can be split over `shard: t` IPUs"),
+        opt("tied_to", layerRef, Value(), "a layer whose weights this one shares", "none"),
+        opt("tied_params", number(Dim::none()), Value::num(0), "parameters shared with `tied_to`"),
+    };
+
+    Type amp;
+    amp.kind = TypeKind::Fraction;
+    amp.orList = true;
+    mapping.kind = "mapping";
+    mapping.fields = {
+        req("model", simple(TypeKind::Model), "the model it maps (also written `mapping m for MODEL on POD`)"),
+        req("pod", record("pod"), "the pod it runs on"),
+        opt("pipeline", simple(TypeKind::Pipeline), Value(),
+            "which layers run on which IPU: `pipeline { ipu 0: ... }`, `balanced(p)` or `lua f`", "everything on IPU 0"),
+        opt("shard", whole(), Value::integral(1), "tensor sharding `t`: IPUs each pipeline stage is split over"),
+        opt("replicas", whole(), Value::integral(1), "data-parallel replicas `r`"),
+        opt("phases", whole(), Value::integral(1),
+            "phased execution: sub-graphs per IPU whose state streams in and out of Streaming Memory"),
+        opt("recompute", enumOf({"none", "every_layer", "stage"}), Value::symbol("none"),
+            "recomputation: keep only checkpoints and recompute activations in the backward pass"),
+        opt("optimizer_state", enumOf({"on_chip", "streaming"}), Value::symbol("on_chip"),
+            "where optimizer state (and fp32 master weights) live"),
+        opt("weights", enumOf({"on_chip", "streaming"}), Value::symbol("on_chip"), "where weights live between uses"),
+        opt("replicated_tensor_sharding", enumOf({"none", "weights", "optimizer_state"}, true), Value::symbol("none"),
+            "shard identical tensors across replicas (RTS)"),
+        opt("available_memory_proportion", amp, Value::num(0.6),
+            "share of tile memory matmuls and convolutions may use for temporaries, overall or per IPU"),
+    };
+
+    lossScale.kind = "loss_scale";
+    lossScale.fields = {
+        opt("initial", number(Dim::none(), true), Value::num(32768), "starting scale"),
+        opt("factor", number(Dim::none(), true), Value::num(2), "growth and back-off factor"),
+        opt("interval", whole(), Value::integral(2000), "steps without overflow before the scale grows"),
+    };
+
+    Type dtype = enumOf(kDtypes);
+    precision.kind = "precision";
+    precision.fields = {
+        opt("compute", dtype, Value::symbol("fp32"), "activations and gradients"),
+        opt("weights", dtype, Value(), "stored weights", "same as `compute`"),
+        opt("master_weights", enumOf({"none", "fp32"}), Value::symbol("none"), "an fp32 master copy of fp16 weights"),
+        opt("partials", dtype, Value::symbol("fp32"), "matmul and convolution partial sums"),
+        opt("accumulators", dtype, Value(), "gradient accumulation buffers", "same as `weights`"),
+        opt("optimizer_state", dtype, Value::symbol("fp32"), "optimizer moments"),
+        opt("stochastic_rounding", simple(TypeKind::Bool), Value::boolean_(false), "stochastic rounding of fp16 results"),
+        opt("loss_scale", simple(TypeKind::LossScale), Value::symbol("none"), "static, dynamic or no loss scaling"),
+    };
+
+    optimizer.kind = "optimizer";
+    optimizer.fields = {
+        req("kind", enumOf({"sgd", "momentum", "adam", "adamw", "lamb", "lars"}), "the algorithm"),
+        opt("beta1", number(Dim::none()), Value::num(0.9), "first-moment decay (adam, adamw, lamb)"),
+        opt("beta2", number(Dim::none()), Value::num(0.999), "second-moment decay (adam, adamw, lamb)"),
+        opt("epsilon", number(Dim::none(), true), Value(), "denominator guard", "1e-8 for adam and adamw, 1e-6 otherwise"),
+        opt("weight_decay", number(Dim::none()), Value::num(0), "decoupled weight decay (L2 for sgd)"),
+        opt("momentum", number(Dim::none()), Value(), "momentum (momentum, lars)", "0.9 for momentum and lars, else 0"),
+        opt("nesterov", simple(TypeKind::Bool), Value::boolean_(false), "Nesterov momentum"),
+        opt("trust_coefficient", number(Dim::none(), true), Value::num(0.001), "LARS trust coefficient (eta)"),
+        opt("clip_norm", number(Dim::none()), Value::num(0), "global gradient-norm clipping (0: off)"),
+        opt("bias_correction", simple(TypeKind::Bool), Value::boolean_(true), "Adam-style bias correction"),
+        opt("exclude", listOf(enumOf({"bias", "norm", "embedding"})), Value::ofList({}),
+            "parameter classes without weight decay and trust-ratio scaling"),
+    };
+
+    dataset.kind = "dataset";
+    dataset.fields = {
+        opt("kind", enumOf({"synthetic", "text", "files"}), Value::symbol("synthetic"), "where samples come from"),
+        opt("path", simple(TypeKind::String), Value(), "file or directory (text, files); relative to the script", "none"),
+        opt("samples", whole(), Value(), "samples in one epoch (needed for `epochs`)", "unknown"),
+        opt("packing", simple(TypeKind::Bool), Value::boolean_(false), "pack several sequences into one sample"),
+        opt("sequences_per_pack", number(Dim::none(), true), Value(), "average sequences per packed sample",
+            "2 when packing, else 1"),
+        opt("mask_probability", simple(TypeKind::Fraction), Value::num(0.15), "share of tokens masked for MLM"),
+    };
+
+    Type sched = simple(TypeKind::Schedule);
+    std::vector<Field> phaseFields = {
+        opt("model", simple(TypeKind::Model), Value(), "the model to train", "the mapping's model"),
+        opt("mapping", record("mapping"), Value(), "how the model is mapped onto the pod", "none: required"),
+        opt("precision", record("precision"), Value(), "numeric formats", "fp32 everywhere"),
+        opt("optimizer", record("optimizer"), Value(), "the optimizer", "none: required"),
+        opt("dataset", record("dataset"), Value(), "training data", "synthetic"),
+        opt("seq_len", whole(), Value(), "sequence length (language models)", "unset"),
+        opt("masked_tokens", whole(), Value(), "masked tokens per sequence (MLM)", "unset"),
+        opt("image_size", whole(), Value(), "image side in pixels (vision models)", "unset"),
+        opt("micro_batch", whole(), Value(), "samples per replica per pipeline step", "derived"),
+        opt("gradient_accumulation", whole(), Value(), "micro batches accumulated per optimizer step", "derived"),
+        opt("global_batch", whole(), Value(), "samples per optimizer step: micro_batch x gradient_accumulation x replicas",
+            "derived"),
+        opt("steps", whole(true, dims::steps()), Value(), "optimizer steps", "from `epochs`"),
+        opt("epochs", number(dims::epochs(), true), Value(), "passes over the dataset (needs the dataset's `samples`)",
+            "none"),
+        opt("lr", sched, Value(), "learning rate: `0.006 warmup 2000 steps then linear to 0`", "none: required"),
+    };
+    phase.kind = "phase";
+    phase.fields = phaseFields;
+
+    training.kind = "training";
+    training.fields = phaseFields;
+    training.fields.push_back(opt("seed", whole(false), Value::integral(0), "random seed of the run"));
+    Type hooks = listOf(record("hook"));
+    training.fields.push_back(opt("hooks", hooks, Value::ofList({}), "Lua hooks attached to the run"));
+
+    hook.kind = "hook";
+    hook.fields = {req("lua", simple(TypeKind::Lua), "the hook's Lua code")};
+
+    all = {&chip, &machine, &pod, &layer, &flops, &mapping, &precision, &lossScale, &optimizer, &dataset,
+           &training, &phase, &hook, &flopsPerCycle};
+  }
+};
+
+const Schemas& schemas() {
+  static const Schemas s;
+  return s;
+}
+
+}  // namespace
+
+const Schema* schemaFor(const std::string& kind) {
+  for (const Schema* s : schemas().all)
+    if (s->kind == kind) return s;
+  return nullptr;
+}
+
+const std::vector<const Schema*>& allSchemas() { return schemas().all; }
+
+const std::vector<std::string>& contextVariables() {
+  static const std::vector<std::string> v = {"micro_batch", "seq_len", "masked_tokens", "image_size"};
+  return v;
+}
+
+}  // namespace ipu::check

@@ -1,0 +1,15 @@
+#include "interpreter/plan/codes.h"
+
+namespace ipu::plan {
+
+const std::vector<base::CodeInfo>& planCodes() {
+  static const std::vector<base::CodeInfo> codes = {
+      {code::kDoesNotFit, "an IPU needs more In-Processor Memory than the chip has"},
+      {code::kStreamingOverflow, "an IPU needs more Streaming Memory than its machine provides"},
+      {code::kTiedApart, "a layer sharing weights with one on another IPU duplicates them (warning)"},
+      {code::kLuaPlacement, "placement by a Lua function is not available"},
+  };
+  return codes;
+}
+
+}  // namespace ipu::plan

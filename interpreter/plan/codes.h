@@ -1,0 +1,17 @@
+// Plan diagnostic codes (IPU2xxx). Stable: tests and docs refer to them.
+#pragma once
+
+#include <vector>
+
+#include "interpreter/base/diagnostic.h"
+
+namespace ipu::plan::code {
+inline constexpr const char* kDoesNotFit = "IPU2001";
+inline constexpr const char* kStreamingOverflow = "IPU2002";
+inline constexpr const char* kTiedApart = "IPU2003";
+inline constexpr const char* kLuaPlacement = "IPU2004";
+}  // namespace ipu::plan::code
+
+namespace ipu::plan {
+const std::vector<base::CodeInfo>& planCodes();
+}  // namespace ipu::plan

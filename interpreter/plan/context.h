@@ -1,0 +1,25 @@
+// What the lowering passes share for one training phase: the checked phase,
+// the mapping being planned (possibly a lever variant of the script's), and
+// the plan under construction. Passes are plain functions over this state,
+// run in a fixed order by planner.cpp.
+#pragma once
+
+#include "interpreter/base/diagnostic.h"
+#include "interpreter/base/source.h"
+#include "interpreter/check/program.h"
+#include "runtime/ir/execution_plan.h"
+
+namespace ipu::plan {
+
+struct PhaseContext {
+  const check::PhaseSpec& phase;
+  const check::MappingSpec& mapping;   // placement as the script wrote it (or a variant)
+  ir::Mapping settings;                // t, r, phases, recompute, offload, RTS, AMP (may differ from the script's)
+  const base::SourceMap& sources;
+  base::Diagnostics* diags;            // null while trying levers: no diagnostics then
+  ir::PhasePlan plan;
+};
+
+ir::SourceRef sourceRef(const base::SourceMap& sources, base::Span span);
+
+}  // namespace ipu::plan

@@ -1,0 +1,61 @@
+#include "interpreter/plan/expand_layers.h"
+
+namespace ipu::plan {
+
+ir::SourceRef sourceRef(const base::SourceMap& sources, base::Span span) {
+  ir::SourceRef ref;
+  const base::SourceFile* f = sources.find(span.file);
+  if (f == nullptr) return ref;
+  base::LineCol lc = f->lineCol(span.begin);
+  ref.file = f->path();
+  ref.line = lc.line;
+  ref.column = lc.column;
+  return ref;
+}
+
+void expandLayers(PhaseContext& ctx) {
+  const check::PhaseSpec& ph = ctx.phase;
+  ir::PhasePlan& p = ctx.plan;
+  p.name = ph.name;
+  p.from = ph.from;
+  p.source = sourceRef(ctx.sources, ph.span);
+  p.model = ph.model->name;
+  p.pod = ctx.mapping.pod;
+  p.mapping = ctx.settings;
+  p.mapping.source = sourceRef(ctx.sources, ctx.mapping.span);
+  p.precision = ph.precision;
+  p.optimizer = ph.optimizer;
+  p.lr = ph.lr;
+  p.dataset = ph.dataset;
+  p.batch = ph.batch;
+  p.batch.replicas = ctx.settings.replicas;
+  p.seqLen = ph.seqLen;
+  p.maskedTokens = ph.maskedTokens;
+  p.imageSize = ph.imageSize;
+  p.steps = ph.steps;
+  p.epochs = ph.epochs;
+  p.parameters = ph.model->parameters;
+  p.layers.clear();
+  for (const auto& f : ph.layers) {
+    ir::Layer l;
+    l.name = f.path;
+    l.op = f.op;
+    l.definition = f.definition;
+    l.source = sourceRef(ctx.sources, f.span);
+    l.params = f.params;
+    l.tiedTo = f.tiedTo;
+    l.tiedParams = f.tiedParams;
+    l.shardable = f.shardable;
+    l.forward = f.forward;
+    l.backward = f.backward;
+    l.activationElements = f.activations;
+    l.inputElements = f.input;
+    l.outputElements = f.output;
+    l.workspaceElements = f.workspace;
+    l.codeBytes = f.codeBytes;
+    l.attributes = f.attributes;
+    p.layers.push_back(std::move(l));
+  }
+}
+
+}  // namespace ipu::plan

@@ -1,0 +1,40 @@
+#include "interpreter/plan/planner.h"
+
+#include "interpreter/plan/expand_layers.h"
+#include "interpreter/plan/place_layers.h"
+#include "interpreter/plan/plan_memory.h"
+#include "interpreter/plan/schedule.h"
+#include "interpreter/plan/verify.h"
+
+namespace ipu::plan {
+
+ir::PhasePlan planPhase(const check::PhaseSpec& phase, const check::MappingSpec& mapping, const ir::Mapping& settings,
+                        const base::SourceMap& sources, base::Diagnostics* diags) {
+  PhaseContext ctx{phase, mapping, settings, sources, diags, {}};
+  expandLayers(ctx);
+  placeLayers(ctx);
+  planMemory(ctx);
+  scheduleSteps(ctx);
+  verifyPlan(ctx);
+  ctx.plan.mapping = ctx.settings;
+  ctx.plan.mapping.source = sourceRef(sources, mapping.span);
+  return std::move(ctx.plan);
+}
+
+ir::ExecutionPlan planProgram(const check::CheckedProgram& program, const base::SourceMap& sources,
+                              base::Diagnostics& diags) {
+  ir::ExecutionPlan plan;
+  for (const auto& run : program.runs) {
+    ir::RunPlan r;
+    r.name = run.name;
+    r.source = sourceRef(sources, run.span);
+    r.hooks = run.hooks;
+    r.seed = run.seed;
+    for (const auto& phase : run.phases)
+      r.phases.push_back(planPhase(phase, *phase.mapping, phase.mapping->mapping, sources, &diags));
+    plan.runs.push_back(std::move(r));
+  }
+  return plan;
+}
+
+}  // namespace ipu::plan

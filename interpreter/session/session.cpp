@@ -1,0 +1,83 @@
+#include "interpreter/session/session.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <sys/stat.h>
+
+#include "interpreter/hooks/lua_syntax.h"
+#include "interpreter/plan/planner.h"
+#include "interpreter/syntax/codes.h"
+
+namespace ipu::session {
+
+Session::Session() = default;
+Session::~Session() = default;
+
+std::optional<base::FileId> Session::readFile(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    diags_.error(syntax::code::kUnreadable, {}, "cannot read `" + path + "`: " + std::strerror(errno),
+                 "check the path; scripts end in `.ipu`");
+    return std::nullopt;
+  }
+  if (S_ISDIR(st.st_mode)) {
+    diags_.error(syntax::code::kUnreadable, {}, "`" + path + "` is a directory, not a script");
+    return std::nullopt;
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    diags_.error(syntax::code::kUnreadable, {}, "cannot read `" + path + "`: " + std::strerror(errno));
+    return std::nullopt;
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return sources_.add(path, ss.str());
+}
+
+base::FileId Session::addSource(std::string name, std::string text) { return sources_.add(std::move(name), std::move(text)); }
+
+void Session::validateHooks(const check::CheckedProgram& program) {
+  for (const auto& h : program.hooks) {
+    auto err = hooks::checkLuaSyntax(h.source);
+    if (!err) continue;
+    base::Span at = h.sourceSpan;
+    if (h.file) {
+      // Show the error in the Lua file itself.
+      base::FileId f = sources_.add(h.path, h.source);
+      const base::SourceFile& sf = sources_.file(f);
+      std::uint32_t line = std::min<std::uint32_t>(static_cast<std::uint32_t>(std::max(1, err->line)), sf.lineCount());
+      std::uint32_t begin = sf.lineStart(line);
+      at = base::Span{f, begin, begin + static_cast<std::uint32_t>(sf.lineText(line).size())};
+    } else if (const base::SourceFile* sf = sources_.find(h.sourceSpan.file)) {
+      std::uint32_t first = sf->lineCol(h.sourceSpan.begin).line;
+      std::uint32_t line = std::min(first + static_cast<std::uint32_t>(std::max(1, err->line)) - 1, sf->lineCount());
+      std::uint32_t begin = line == first ? h.sourceSpan.begin : sf->lineStart(line);
+      std::string_view text = sf->lineText(line);
+      std::uint32_t lineEnd = sf->lineStart(line) + static_cast<std::uint32_t>(text.size());
+      std::uint32_t end = std::min(lineEnd, h.sourceSpan.end);
+      while (begin < end && (sf->text()[begin] == ' ' || sf->text()[begin] == '\t')) ++begin;
+      at = base::Span{h.sourceSpan.file, begin, std::max(begin + 1, end)};
+    }
+    diags_.error(hooks::code::kLuaSyntax, at, "Lua syntax error in hook `" + h.name + "`: " + err->message,
+                 "the hook is Lua 5.4");
+  }
+}
+
+const check::CheckedProgram* Session::check(base::FileId file) {
+  checker_ = std::make_unique<check::Checker>(sources_, diags_);
+  program_ = checker_->checkFile(file);
+  if (program_) validateHooks(*program_);
+  if (diags_.hasErrors()) return nullptr;
+  return program_.get();
+}
+
+const ir::ExecutionPlan* Session::plan(base::FileId file) {
+  const check::CheckedProgram* program = check(file);
+  if (program == nullptr) return nullptr;
+  plan_ = std::make_unique<ir::ExecutionPlan>(plan::planProgram(*program, sources_, diags_));
+  return plan_.get();
+}
+
+}  // namespace ipu::session

@@ -1,0 +1,49 @@
+// The one entry point shared by the CLI, the REPL, the language server and the
+// tests: load -> parse -> check -> validate hooks -> plan (-> estimate | run,
+// in later layers). A Session owns the sources and the diagnostics of one
+// invocation; callers render the diagnostics however they present them.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "interpreter/base/diagnostic.h"
+#include "interpreter/base/source.h"
+#include "interpreter/check/checker.h"
+#include "interpreter/check/program.h"
+#include "runtime/ir/execution_plan.h"
+
+namespace ipu::session {
+
+class Session {
+ public:
+  Session();
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  base::SourceMap& sources() { return sources_; }
+  base::Diagnostics& diagnostics() { return diags_; }
+
+  // Read a script into the source map; on failure reports IPU0011 and returns nothing.
+  std::optional<base::FileId> readFile(const std::string& path);
+  base::FileId addSource(std::string name, std::string text);
+
+  // Parse, check and validate hooks. Null when there were errors.
+  const check::CheckedProgram* check(base::FileId file);
+  // Check, then plan every run. Null when checking failed; a plan that does not
+  // fit is returned (with IPU2001 reported) so it can be shown.
+  const ir::ExecutionPlan* plan(base::FileId file);
+
+ private:
+  void validateHooks(const check::CheckedProgram& program);
+
+  base::SourceMap sources_;
+  base::Diagnostics diags_;
+  std::unique_ptr<check::Checker> checker_;
+  std::unique_ptr<check::CheckedProgram> program_;
+  std::unique_ptr<ir::ExecutionPlan> plan_;
+};
+
+}  // namespace ipu::session

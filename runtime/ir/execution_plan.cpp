@@ -1,0 +1,245 @@
+#include "runtime/ir/execution_plan.h"
+
+namespace ipu::ir {
+
+const char* name(DType t) { return t == DType::FP16 ? "fp16" : "fp32"; }
+
+const char* name(Recompute r) {
+  switch (r) {
+    case Recompute::None: return "none";
+    case Recompute::EveryLayer: return "every_layer";
+    case Recompute::Stage: return "stage";
+  }
+  return "none";
+}
+
+namespace {
+
+Json source(const SourceRef& s) {
+  Json j = Json::object();
+  j["file"] = s.file;
+  j["line"] = s.line;
+  j["column"] = s.column;
+  return j;
+}
+
+Json flops(const Flops& f) {
+  Json j = Json::object();
+  j["matmul"] = f.matmul;
+  j["attention"] = f.attention;
+  j["conv"] = f.conv;
+  j["elementwise"] = f.elementwise;
+  j["total"] = f.total();
+  return j;
+}
+
+Json memory(const MemoryBreakdown& m) {
+  Json j = Json::object();
+  j["weights"] = m.weights;
+  j["optimizer_state"] = m.optimizerState;
+  j["gradient_accumulators"] = m.gradientAccumulators;
+  j["activations"] = m.activations;
+  j["code"] = m.code;
+  j["exchange"] = m.exchange;
+  j["temporaries"] = m.temporaries;
+  j["other"] = m.other();
+  j["total"] = m.total();
+  return j;
+}
+
+Json chip(const hw::Chip& c) {
+  Json j = Json::object();
+  j["name"] = c.name;
+  j["clock_hz"] = c.clockHz;
+  j["tiles"] = c.tiles;
+  j["memory_bytes"] = c.memoryBytes;
+  j["peak_fp16_flops"] = c.peakFlops(true);
+  j["peak_fp32_flops"] = c.peakFlops(false);
+  return j;
+}
+
+Json pod(const hw::Pod& p) {
+  Json j = Json::object();
+  j["name"] = p.name;
+  j["ipus"] = p.ipus();
+  j["machine"] = p.machine.name;
+  j["machines"] = p.machines;
+  j["chip"] = chip(p.machine.chip);
+  j["streaming_memory_bytes_per_ipu"] = p.streamingBytesPerIpu();
+  return j;
+}
+
+}  // namespace
+
+Json toJson(const PhasePlan& ph) {
+  Json j = Json::object();
+  j["name"] = ph.name;
+  j["from"] = ph.from.empty() ? Json() : Json(ph.from);
+  j["source"] = source(ph.source);
+  j["model"] = ph.model;
+  j["pod"] = pod(ph.pod);
+  j["micro_batch"] = ph.batch.microBatch;
+  j["gradient_accumulation"] = ph.batch.gradientAccumulation;
+  j["global_batch"] = ph.batch.globalBatch;
+  j["replicas"] = ph.batch.replicas;
+  j["derived"] = ph.batch.derived;
+  j["ipus_used"] = ph.ipusUsed;
+  j["parameters"] = ph.parameters;
+  j["seq_len"] = ph.seqLen ? Json(ph.seqLen) : Json();
+  j["masked_tokens"] = ph.maskedTokens ? Json(ph.maskedTokens) : Json();
+  j["image_size"] = ph.imageSize ? Json(ph.imageSize) : Json();
+  j["steps"] = ph.steps;
+  j["fits"] = ph.fits;
+
+  Json m = Json::object();
+  m["name"] = ph.mapping.name;
+  m["shard"] = ph.mapping.shard;
+  m["pipeline_ipus"] = ph.mapping.pipelineIpus;
+  m["replicas"] = ph.mapping.replicas;
+  m["phases"] = ph.mapping.phases;
+  m["pipeline"] = ph.mapping.pipelineKind;
+  m["recompute"] = name(ph.mapping.recompute);
+  m["optimizer_state"] = ph.mapping.optimizerStateStreaming ? "streaming" : "on_chip";
+  m["weights"] = ph.mapping.weightsStreaming ? "streaming" : "on_chip";
+  Json rts = Json::array();
+  if (ph.mapping.rtsWeights) rts.push("weights");
+  if (ph.mapping.rtsOptimizerState) rts.push("optimizer_state");
+  m["replicated_tensor_sharding"] = std::move(rts);
+  Json amp = Json::array();
+  for (double a : ph.mapping.availableMemoryProportion) amp.push(a);
+  m["available_memory_proportion"] = std::move(amp);
+  j["mapping"] = std::move(m);
+
+  Json p = Json::object();
+  p["name"] = ph.precision.name;
+  p["compute"] = name(ph.precision.compute);
+  p["weights"] = name(ph.precision.weights);
+  p["master_weights"] = ph.precision.masterWeights ? "fp32" : "none";
+  p["partials"] = name(ph.precision.partials);
+  p["accumulators"] = name(ph.precision.accumulators);
+  p["optimizer_state"] = name(ph.precision.optimizerState);
+  p["stochastic_rounding"] = ph.precision.stochasticRounding;
+  Json ls = Json::object();
+  ls["kind"] = ph.precision.lossScale.kind;
+  ls["value"] = ph.precision.lossScale.value;
+  p["loss_scale"] = std::move(ls);
+  j["precision"] = std::move(p);
+
+  Json o = Json::object();
+  o["name"] = ph.optimizer.name;
+  o["kind"] = ph.optimizer.kind;
+  o["moments"] = ph.optimizer.moments;
+  o["beta1"] = ph.optimizer.beta1;
+  o["beta2"] = ph.optimizer.beta2;
+  o["epsilon"] = ph.optimizer.epsilon;
+  o["weight_decay"] = ph.optimizer.weightDecay;
+  o["momentum"] = ph.optimizer.momentum;
+  o["bias_correction"] = ph.optimizer.biasCorrection;
+  Json ex = Json::array();
+  for (const auto& e : ph.optimizer.exclude) ex.push(e);
+  o["exclude"] = std::move(ex);
+  j["optimizer"] = std::move(o);
+
+  Json lr = Json::object();
+  lr["base"] = ph.lr.base;
+  lr["per"] = ph.lr.per > 0 ? Json(ph.lr.per) : Json();
+  lr["peak"] = ph.lr.peak;
+  lr["warmup_steps"] = ph.lr.warmupSteps;
+  lr["decay"] = ph.lr.decay;
+  lr["end"] = ph.lr.end;
+  if (!ph.lr.luaFunction.empty()) lr["lua"] = ph.lr.luaFunction;
+  j["lr"] = std::move(lr);
+
+  Json ds = Json::object();
+  ds["name"] = ph.dataset.name;
+  ds["kind"] = ph.dataset.kind;
+  ds["samples"] = ph.dataset.samples > 0 ? Json(ph.dataset.samples) : Json();
+  ds["packing"] = ph.dataset.packing;
+  j["dataset"] = std::move(ds);
+
+  Json layers = Json::array();
+  for (const auto& l : ph.layers) {
+    Json lj = Json::object();
+    lj["name"] = l.name;
+    lj["op"] = l.op;
+    lj["ipu"] = l.ipu;
+    lj["stage"] = l.stage;
+    lj["phase"] = l.phase;
+    lj["params"] = l.params;
+    if (!l.tiedTo.empty()) {
+      lj["tied_to"] = l.tiedTo;
+      lj["tied_params"] = l.tiedParams;
+    }
+    lj["forward_flops"] = flops(l.forward);
+    lj["backward_flops"] = flops(l.backward);
+    lj["activation_elements"] = l.activationElements;
+    lj["output_elements"] = l.outputElements;
+    lj["source"] = source(l.source);
+    layers.push(std::move(lj));
+  }
+  j["layers"] = std::move(layers);
+
+  Json stages = Json::array();
+  for (const auto& s : ph.stages) {
+    Json sj = Json::object();
+    sj["index"] = s.index;
+    sj["ipu"] = s.ipu;
+    Json ls2 = Json::array();
+    for (int li : s.layers) ls2.push(ph.layers[static_cast<std::size_t>(li)].name);
+    sj["layers"] = std::move(ls2);
+    sj["stash_depth"] = s.stashDepth;
+    stages.push(std::move(sj));
+  }
+  j["stages"] = std::move(stages);
+  j["pipeline_cycles"] = ph.pipelineCycles;
+
+  Json ipus = Json::array();
+  for (const auto& ipu : ph.ipus) {
+    Json ij = Json::object();
+    ij["index"] = ipu.index;
+    ij["ipu"] = ipu.ipu;
+    ij["shard"] = ipu.shard;
+    Json names = Json::array();
+    for (int li : ipu.layers) names.push(ph.layers[static_cast<std::size_t>(li)].name);
+    ij["layers"] = std::move(names);
+    ij["memory_bytes"] = memory(ipu.memory);
+    ij["capacity_bytes"] = ipu.capacityBytes;
+    ij["fits"] = ipu.fits;
+    ij["streaming_bytes"] = ipu.streamingBytes;
+    ij["streaming_capacity_bytes"] = ipu.streamingCapacityBytes;
+    ij["phases"] = ipu.phases;
+    ipus.push(std::move(ij));
+  }
+  j["ipus"] = std::move(ipus);
+
+  Json c = Json::object();
+  c["boundary_bytes_per_micro_batch"] = ph.communication.boundaryBytesPerMicroBatch;
+  c["all_reduce_bytes_per_ipu"] = ph.communication.allReduceBytesPerIpu;
+  c["rts_gather_bytes_per_ipu"] = ph.communication.rtsGatherBytesPerIpu;
+  c["streaming_bytes_per_step_per_ipu"] = ph.communication.streamingBytesPerStepPerIpu;
+  j["communication"] = std::move(c);
+  return j;
+}
+
+Json toJson(const ExecutionPlan& plan) {
+  Json j = Json::object();
+  j["format"] = "ipu-plan/1";
+  Json runs = Json::array();
+  for (const auto& r : plan.runs) {
+    Json rj = Json::object();
+    rj["name"] = r.name;
+    rj["source"] = source(r.source);
+    rj["seed"] = r.seed;
+    Json hooks = Json::array();
+    for (const auto& h : r.hooks) hooks.push(h);
+    rj["hooks"] = std::move(hooks);
+    Json phases = Json::array();
+    for (const auto& ph : r.phases) phases.push(toJson(ph));
+    rj["phases"] = std::move(phases);
+    runs.push(std::move(rj));
+  }
+  j["runs"] = std::move(runs);
+  return j;
+}
+
+}  // namespace ipu::ir
