@@ -36,6 +36,9 @@ class Session {
   // fit is returned (with IPU2001 reported) so it can be shown.
   const ir::ExecutionPlan* plan(base::FileId file);
 
+  // The checker of the last check: evaluation state for the REPL and tests.
+  check::Checker* checker() { return checker_.get(); }
+
  private:
   void validateHooks(const check::CheckedProgram& program);
 

@@ -164,6 +164,8 @@ class LexerErrors : public antlr4::BaseErrorListener {
     const std::string& text = file_.text();
     char c = off < text.size() ? text[off] : '\0';
     if (c == '"') {
+      // An unterminated `"""` lexes as an empty string `""` and then a lone `"`.
+      if (off >= 2 && text.compare(off - 2, 3, "\"\"\"") == 0) off -= 2;
       bool triple = text.compare(off, 3, "\"\"\"") == 0;
       diags_.error(code::kUnterminatedString, base::Span{id_, off, off + (triple ? 3u : 1u)},
                    triple ? "unterminated `\"\"\"` string" : "unterminated string",

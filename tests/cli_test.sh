@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The command line as a user runs it: exit codes (0 ok, 1 user error, 2 usage
+# error), output channels, JSON validity, colour policy, and fmt's safety.
+set -uo pipefail
+IPU="$1"
+ROOT="$2"
+TMP="$(mktemp -d)"
+trap 'rm -rf "$TMP"' EXIT
+fail=0
+expect() {  # expect CODE DESCRIPTION -- command...
+  local want="$1" what="$2"; shift 3
+  "$@" >"$TMP/out" 2>"$TMP/err"
+  local got=$?
+  if [ "$got" -ne "$want" ]; then
+    echo "FAIL: $what: exit $got, expected $want"; echo "--- stdout"; head -20 "$TMP/out"; echo "--- stderr"; head -20 "$TMP/err"
+    fail=1
+  fi
+}
+
+expect 0 "check a clean example" -- "$IPU" check "$ROOT/examples/bert_large_pod16.ipu"
+[ -s "$TMP/out" ] && { echo "FAIL: check of a clean script printed to stdout"; fail=1; }
+expect 0 "plan the main example" -- "$IPU" plan "$ROOT/examples/bert_large_pod16.ipu"
+grep -q "fits" "$TMP/out" || { echo "FAIL: plan report lacks a verdict"; fail=1; }
+grep -q $'\x1b' "$TMP/out" && { echo "FAIL: colour codes when stdout is not a terminal"; fail=1; }
+expect 0 "plan --json" -- "$IPU" plan "$ROOT/examples/bert_large_pod16.ipu" --json
+python3 -c "import json,sys; d=json.load(open('$TMP/out')); p=d['runs'][0]['phases'][0]; assert p['gradient_accumulation']==2048, p; assert all(k in p['ipus'][0]['memory_bytes'] for k in ('weights','optimizer_state','activations','other','total'))" \
+  || { echo "FAIL: plan --json is not the documented JSON"; fail=1; }
+expect 2 "no command" -- "$IPU"
+expect 2 "unknown command" -- "$IPU" frobnicate x.ipu
+expect 2 "unknown option" -- "$IPU" check --bogus x.ipu
+expect 2 "check without a file" -- "$IPU" check
+expect 1 "missing file" -- "$IPU" check "$TMP/does-not-exist.ipu"
+grep -q "IPU0011" "$TMP/err" || { echo "FAIL: missing file not reported as IPU0011"; fail=1; }
+
+printf 'model m = bert_lrage\n' > "$TMP/bad.ipu"
+expect 1 "check a script with an error" -- "$IPU" check "$TMP/bad.ipu"
+grep -q "bad.ipu:1:11: error\[IPU1001\]" "$TMP/err" || { echo "FAIL: GNU-style location missing"; cat "$TMP/err"; fail=1; }
+expect 1 "check --format json" -- "$IPU" check "$TMP/bad.ipu" --format json
+python3 -c "import json; d=json.load(open('$TMP/out')); assert d['diagnostics'][0]['code']=='IPU1001' and d['diagnostics'][0]['line']==1" \
+  || { echo "FAIL: check --format json"; fail=1; }
+expect 1 "forced colour" -- env FORCE_COLOR=1 "$IPU" check "$TMP/bad.ipu"
+grep -q $'\x1b' "$TMP/err" || { echo "FAIL: FORCE_COLOR did not colour"; fail=1; }
+expect 1 "NO_COLOR beats --color=always" -- env NO_COLOR=1 "$IPU" check "$TMP/bad.ipu" --color always
+grep -q $'\x1b' "$TMP/err" && { echo "FAIL: NO_COLOR ignored"; fail=1; }
+
+printf 'let   x=1\nrun  t   // keep me\n' > "$TMP/fmt.ipu"
+expect 1 "fmt --check on an unformatted file" -- "$IPU" fmt --check "$TMP/fmt.ipu"
+expect 0 "fmt" -- "$IPU" fmt "$TMP/fmt.ipu"
+grep -q "// keep me" "$TMP/fmt.ipu" || { echo "FAIL: fmt lost a comment"; fail=1; }
+expect 0 "fmt --check after fmt" -- "$IPU" fmt --check "$TMP/fmt.ipu"
+printf 'let x = (1\n' > "$TMP/broken.ipu"
+cp "$TMP/broken.ipu" "$TMP/broken.orig"
+expect 1 "fmt of a broken file" -- "$IPU" fmt "$TMP/broken.ipu"
+cmp -s "$TMP/broken.ipu" "$TMP/broken.orig" || { echo "FAIL: fmt changed a file it could not parse"; fail=1; }
+
+exit $fail

@@ -1,0 +1,90 @@
+// The documentation is kept true by tests: every diagnostic code is documented
+// in docs/diagnostics.md and triggered by a script in tests/diagnostics; every
+// keyword and every field of every declaration kind appears in
+// docs/language.md; every `ipu` code block in the docs parses.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "interpreter/check/codes.h"
+#include "interpreter/check/schema.h"
+#include "interpreter/hooks/lua_syntax.h"
+#include "interpreter/plan/codes.h"
+#include "interpreter/syntax/parser.h"
+#include "tests/unit/test_support.h"
+
+namespace fs = std::filesystem;
+using namespace ipu;
+
+namespace {
+
+std::string read(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<base::CodeInfo> allCodes() {
+  std::vector<base::CodeInfo> all;
+  for (const auto* list : {&syntax::syntaxCodes(), &check::checkCodes(), &plan::planCodes(), &hooks::hookCodes()})
+    all.insert(all.end(), list->begin(), list->end());
+  return all;
+}
+
+}  // namespace
+
+TEST(Docs, CodesAreUniqueAndWellFormed) {
+  std::set<std::string> seen;
+  std::regex form("IPU[0-4]\\d{3}");
+  for (const auto& c : allCodes()) {
+    EXPECT_TRUE(std::regex_match(std::string(c.code), form)) << c.code;
+    EXPECT_TRUE(seen.insert(c.code).second) << "duplicate code " << c.code;
+  }
+}
+
+TEST(Docs, EveryDiagnosticIsDocumentedAndTriggeredByAScript) {
+  fs::path root = test::sourceDir();
+  std::string doc = read(root / "docs/diagnostics.md");
+  std::string scripts;
+  for (const auto& e : fs::recursive_directory_iterator(root / "tests/diagnostics"))
+    if (e.path().extension() == ".ipu") scripts += read(e.path());
+  for (const auto& c : allCodes()) {
+    EXPECT_NE(doc.find("## " + std::string(c.code)), std::string::npos) << c.code << " is not documented in docs/diagnostics.md";
+    EXPECT_TRUE(scripts.find("expect-error: " + std::string(c.code)) != std::string::npos ||
+                scripts.find("expect-warning: " + std::string(c.code)) != std::string::npos)
+        << "no script in tests/diagnostics triggers " << c.code;
+  }
+}
+
+TEST(Docs, LanguageReferenceCoversKeywordsAndFields) {
+  std::string doc = read(fs::path(test::sourceDir()) / "docs/language.md");
+  for (const auto& k : syntax::keywords()) EXPECT_NE(doc.find("`" + k), std::string::npos) << "keyword " << k;
+  for (const check::Schema* s : check::allSchemas())
+    for (const auto& f : s->fields)
+      EXPECT_NE(doc.find("`" + f.name + "`"), std::string::npos) << s->kind << "." << f.name << " is not documented";
+  for (const auto& v : check::contextVariables()) EXPECT_NE(doc.find("`" + v + "`"), std::string::npos) << v;
+}
+
+TEST(Docs, EveryIpuCodeBlockParses) {
+  fs::path root = test::sourceDir();
+  std::regex block("```ipu\\n([\\s\\S]*?)```");
+  int blocks = 0;
+  for (const auto& e : fs::directory_iterator(root / "docs")) {
+    if (e.path().extension() != ".md") continue;
+    std::string text = read(e.path());
+    for (std::sregex_iterator it(text.begin(), text.end(), block), end; it != end; ++it) {
+      base::SourceMap sources;
+      base::Diagnostics diags;
+      base::FileId f = sources.add(e.path().filename().string(), (*it)[1]);
+      auto program = syntax::parse(sources, f, diags);
+      EXPECT_TRUE(program != nullptr) << e.path().filename() << " has an `ipu` block that does not parse:\n" << (*it)[1];
+      ++blocks;
+    }
+  }
+  EXPECT_GT(blocks, 10);
+}

@@ -1,0 +1,68 @@
+#include "tests/unit/test_support.h"
+
+#include <cstdlib>
+
+#include "interpreter/base/render.h"
+
+namespace ipu::test {
+
+std::string sourceDir() { return IPU_SOURCE_DIR; }
+
+std::vector<std::string> Outcome::codes() const {
+  std::vector<std::string> out;
+  for (const auto& d : session->diagnostics().all()) out.push_back(d.code);
+  return out;
+}
+
+std::vector<std::string> Outcome::errorCodes() const {
+  std::vector<std::string> out;
+  for (const auto& d : session->diagnostics().all())
+    if (d.severity == base::Severity::Error) out.push_back(d.code);
+  return out;
+}
+
+std::string Outcome::rendered() const {
+  std::string s;
+  for (const auto& d : session->diagnostics().all()) s += base::renderHuman(d, session->sources(), false);
+  return s;
+}
+
+Outcome runText(const std::string& text, const std::string& name) {
+  Outcome o;
+  o.session = std::make_unique<session::Session>();
+  base::FileId f = o.session->addSource(sourceDir() + "/tests/" + name, text);
+  o.plan = o.session->plan(f);
+  return o;
+}
+
+Outcome runFile(const std::string& path) {
+  Outcome o;
+  o.session = std::make_unique<session::Session>();
+  if (auto f = o.session->readFile(path)) o.plan = o.session->plan(*f);
+  return o;
+}
+
+const ir::Json* jsonAt(const ir::Json& root, const std::string& path) {
+  const ir::Json* cur = &root;
+  std::size_t start = 0;
+  while (cur != nullptr && start <= path.size()) {
+    std::size_t dot = path.find('.', start);
+    std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (part.empty()) break;
+    if (cur->kind() == ir::Json::Kind::Array) {
+      char* end = nullptr;
+      long idx = std::strtol(part.c_str(), &end, 10);
+      if (*end != '\0' || idx < 0 || static_cast<std::size_t>(idx) >= cur->items().size()) return nullptr;
+      cur = &cur->items()[static_cast<std::size_t>(idx)];
+    } else if (cur->kind() == ir::Json::Kind::Object) {
+      cur = cur->find(part);
+    } else {
+      return nullptr;
+    }
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  return cur;
+}
+
+}  // namespace ipu::test

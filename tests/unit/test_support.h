@@ -1,0 +1,33 @@
+// Helpers shared by the unit and script tests: run a script through the
+// session from text or a file, and read the result.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "interpreter/session/session.h"
+#include "runtime/ir/json.h"
+
+namespace ipu::test {
+
+std::string sourceDir();
+
+struct Outcome {
+  std::unique_ptr<session::Session> session;
+  const check::CheckedProgram* program = nullptr;
+  const ir::ExecutionPlan* plan = nullptr;
+  std::vector<std::string> codes() const;        // codes of all diagnostics
+  std::vector<std::string> errorCodes() const;
+  std::string rendered() const;                  // every diagnostic, rendered
+};
+
+// Check and plan `text` as if it were the file `name` (relative imports resolve
+// from the test's source directory).
+Outcome runText(const std::string& text, const std::string& name = "test.ipu");
+Outcome runFile(const std::string& path);
+
+// "a.b.0.c" over a JSON document; null when missing.
+const ir::Json* jsonAt(const ir::Json& root, const std::string& path);
+
+}  // namespace ipu::test
