@@ -32,6 +32,14 @@ expect 2 "check without a file" -- "$IPU" check
 expect 1 "missing file" -- "$IPU" check "$TMP/does-not-exist.ipu"
 grep -q "IPU0011" "$TMP/err" || { echo "FAIL: missing file not reported as IPU0011"; fail=1; }
 
+printf 'import "std/pods"\n' > "$TMP/lib.ipu"
+expect 0 "check a module with no training" -- "$IPU" check "$TMP/lib.ipu"
+expect 1 "plan a module with no training" -- "$IPU" plan "$TMP/lib.ipu"
+grep -q "IPU1216" "$TMP/err" || { echo "FAIL: nothing to plan not reported as IPU1216"; fail=1; }
+head -c 9000000 /dev/zero | tr '\0' ' ' > "$TMP/huge.ipu"
+expect 1 "a script over the size limit" -- "$IPU" check "$TMP/huge.ipu"
+grep -q "IPU0010" "$TMP/err" || { echo "FAIL: huge script not reported as IPU0010"; fail=1; }
+
 printf 'model m = bert_lrage\n' > "$TMP/bad.ipu"
 expect 1 "check a script with an error" -- "$IPU" check "$TMP/bad.ipu"
 grep -q "bad.ipu:1:11: error\[IPU1001\]" "$TMP/err" || { echo "FAIL: GNU-style location missing"; cat "$TMP/err"; fail=1; }

@@ -96,10 +96,7 @@ int cmdPlan(const Options& o) {
   if (o.files.size() != 1) return usage("`plan` takes one script");
   session::Session s;
   auto file = s.readFile(o.files[0]);
-  const ir::ExecutionPlan* plan = file ? s.plan(*file) : nullptr;
-  if (plan != nullptr && plan->runs.empty())
-    s.diagnostics().error("IPU1216", {}, "nothing to plan: `" + o.files[0] + "` declares no training",
-                          "declare `training NAME { mapping: ..., phase ... }` (and optionally `run NAME`)");
+  const ir::ExecutionPlan* plan = file ? s.plan(*file, /*requireRuns=*/true) : nullptr;
   if (o.json) {
     ir::Json j = plan != nullptr ? ir::toJson(*plan) : ir::Json::object();
     if (plan == nullptr) {

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <sys/stat.h>
 
+#include "interpreter/check/codes.h"
 #include "interpreter/hooks/lua_syntax.h"
 #include "interpreter/plan/planner.h"
 #include "interpreter/syntax/codes.h"
@@ -73,9 +74,14 @@ const check::CheckedProgram* Session::check(base::FileId file) {
   return program_.get();
 }
 
-const ir::ExecutionPlan* Session::plan(base::FileId file) {
+const ir::ExecutionPlan* Session::plan(base::FileId file, bool requireRuns) {
   const check::CheckedProgram* program = check(file);
   if (program == nullptr) return nullptr;
+  if (requireRuns && program->runs.empty()) {
+    diags_.error(check::code::kNothingToRun, {}, "nothing to plan: `" + sources_.file(file).path() + "` declares no training",
+                 "declare `training NAME { mapping: ..., phase ... }`; `run NAME` picks which ones to plan");
+    return nullptr;
+  }
   plan_ = std::make_unique<ir::ExecutionPlan>(plan::planProgram(*program, sources_, diags_));
   return plan_.get();
 }

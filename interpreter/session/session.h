@@ -33,8 +33,9 @@ class Session {
   // Parse, check and validate hooks. Null when there were errors.
   const check::CheckedProgram* check(base::FileId file);
   // Check, then plan every run. Null when checking failed; a plan that does not
-  // fit is returned (with IPU2001 reported) so it can be shown.
-  const ir::ExecutionPlan* plan(base::FileId file);
+  // fit is returned (with IPU2001 reported) so it can be shown. With
+  // `requireRuns`, a script with no training to plan is an error (IPU1216).
+  const ir::ExecutionPlan* plan(base::FileId file, bool requireRuns = false);
 
   // The checker of the last check: evaluation state for the REPL and tests.
   check::Checker* checker() { return checker_.get(); }
