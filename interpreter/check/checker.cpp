@@ -58,8 +58,12 @@ std::unique_ptr<CheckedProgram> Checker::checkFile(base::FileId rootFile) {
 
   // Evaluate every declaration in the user's own modules.
   std::vector<std::pair<std::string, const Value*>> rootValues;
-  for (const auto& mod : loader_->modules()) {
-    if (mod->standard || !mod->program) continue;
+  // Evaluation may load more modules (standard ones, for "did you mean"
+  // suggestions): walk a snapshot of the user's modules, not the live list.
+  std::vector<const Module*> userModules;
+  for (const auto& mod : loader_->modules())
+    if (!mod->standard && mod->program) userModules.push_back(mod.get());
+  for (const Module* mod : userModules) {
     ModuleScope& scope = ev.scopeOf(*mod);
     scope.index(ev);
     for (const auto& item : mod->program->items) {
@@ -71,7 +75,7 @@ std::unique_ptr<CheckedProgram> Checker::checkFile(base::FileId rootFile) {
       const Value* v = scope.lookupOwn(name, ev, {});
       if (v == nullptr) continue;
       if (v->kind == ValueKind::Template) probeTemplate(ev, *v->tmpl);
-      if (mod.get() == root) rootValues.emplace_back(name, v);
+      if (mod == root) rootValues.emplace_back(name, v);
       if (v->kind == ValueKind::Record && v->record->kind == "mapping" && !v->record->name.empty()) {
         if (auto spec = resolver.mapping(*v)) program->mappings.push_back(spec);
       }

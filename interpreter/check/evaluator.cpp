@@ -91,6 +91,7 @@ const Value* ModuleScope::lookupOwn(const std::string& name, Evaluator& ev, Span
   auto it = items_.find(name);
   if (it == items_.end()) return nullptr;
   Pending& p = it->second;
+  if (p.state == State::InProgress && isSelfReference(name)) return nullptr;  // the outer binding, see lookup()
   if (p.state == State::InProgress) {
     const Item* item = p.item;
     Span at = item->kind == ItemKind::Let ? item->as<LetItem>().nameSpan : item->as<Declaration>().nameSpan;
@@ -106,7 +107,9 @@ const Value* ModuleScope::lookupOwn(const std::string& name, Evaluator& ev, Span
     return done == locals_.end() ? nullptr : &done->second.value;
   }
   p.state = State::InProgress;
+  evaluating_.push_back(name);
   Value v = ev.evaluateItem(*p.item, *this);
+  evaluating_.pop_back();
   if (p.state == State::Done) return &locals_[name].value;  // a cycle was reported meanwhile
   p.state = State::Done;
   locals_[name] = Entry{std::move(v), p.item->span};
@@ -128,7 +131,17 @@ const Value* ModuleScope::lookup(const std::string& name, Evaluator& ev, Span us
     foundIn = modName;
   }
   if (found != nullptr) return found->lookupOwn(name, ev, use);
-  return parent_ ? parent_->lookup(name, ev, use) : nullptr;
+  const Value* outer = parent_ ? parent_->lookup(name, ev, use) : nullptr;
+  if (outer == nullptr && isSelfReference(name)) {
+    auto it = items_.find(name);
+    const Item* item = it->second.item;
+    Span at = item->kind == ItemKind::Let ? item->as<LetItem>().nameSpan : item->as<Declaration>().nameSpan;
+    ev.error(code::kCyclicDefinition, use.valid() ? use : at, "`" + name + "` is defined in terms of itself",
+             "a declaration's own name refers to an imported or built-in one of that name; there is none here");
+    static const Value unknown;
+    return &unknown;
+  }
+  return outer;
 }
 
 void ModuleScope::collectNames(std::vector<std::string>& out, Evaluator& ev) {

@@ -56,6 +56,10 @@ class ModuleScope : public Scope {
   const Module& module() const { return module_; }
   // The module's own top-level names (what an import brings in).
   const Value* lookupOwn(const std::string& name, Evaluator& ev, Span use);
+  // True while `name`'s own declaration is being evaluated: inside it, the
+  // name means the outer (imported or built-in) one, so that
+  // `optimizer lamb = lamb(...)` and `model bert_large = bert_large with {...}` work.
+  bool isSelfReference(const std::string& name) const { return !evaluating_.empty() && evaluating_.back() == name; }
   bool declares(const std::string& name) const { return items_.count(name) > 0; }
   void index(Evaluator& ev);  // find declarations, report duplicates
 
@@ -68,6 +72,7 @@ class ModuleScope : public Scope {
   const Module& module_;
   std::map<std::string, Pending> items_;
   std::vector<std::pair<std::string, ModuleScope*>> imports_;  // unaliased
+  std::vector<std::string> evaluating_;  // declarations being evaluated, innermost last
   bool indexed_ = false;
 };
 
