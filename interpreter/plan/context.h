@@ -18,6 +18,11 @@ struct PhaseContext {
   const base::SourceMap& sources;
   base::Diagnostics* diags;            // null while trying levers: no diagnostics then
   ir::PhasePlan plan;
+  // Derived once from the layers (by expand_layers) so that memory accounting
+  // never compares names: the layers each layer's weights are tied to, and an
+  // id per distinct layer definition (identical layers share code when phased).
+  std::vector<std::vector<int>> tiedPartners;
+  std::vector<int> codeClass;
 };
 
 ir::SourceRef sourceRef(const base::SourceMap& sources, base::Span span);

@@ -1,5 +1,7 @@
 #include "interpreter/plan/expand_layers.h"
 
+#include <map>
+
 namespace ipu::plan {
 
 ir::SourceRef sourceRef(const base::SourceMap& sources, base::Span span) {
@@ -55,6 +57,22 @@ void expandLayers(PhaseContext& ctx) {
     l.codeBytes = f.codeBytes;
     l.attributes = f.attributes;
     p.layers.push_back(std::move(l));
+  }
+  const std::size_t n = p.layers.size();
+  ctx.tiedPartners.assign(n, {});
+  ctx.codeClass.assign(n, 0);
+  std::map<std::string, int> classes;
+  for (std::size_t i = 0; i < n; ++i) {
+    const ir::Layer& l = p.layers[i];
+    std::string key = l.definition;
+    for (const auto& a : l.attributes) key += "|" + a.name + "=" + std::to_string(a.number) + a.text;
+    ctx.codeClass[i] = classes.emplace(key, static_cast<int>(classes.size())).first->second;
+    if (l.tiedTo.empty()) continue;
+    for (std::size_t k = 0; k < n; ++k) {
+      const std::string& name = p.layers[k].name;
+      if (name == l.tiedTo || name.rfind(l.tiedTo + ".", 0) == 0 || name.rfind(l.tiedTo + "[", 0) == 0)
+        ctx.tiedPartners[i].push_back(static_cast<int>(k));
+    }
   }
 }
 

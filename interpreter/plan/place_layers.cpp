@@ -53,75 +53,142 @@ void balance(PhaseContext& ctx, int ipus) {
   ir::PhasePlan& p = ctx.plan;
   const int n = static_cast<int>(p.layers.size());
   const bool recompute = ctx.settings.recompute != ir::Recompute::None;
-  const int tail = std::min(tailStart(p), n);
-  const int chain = tail;  // layers [0, chain) are split; [tail, n) follow their tie
-  int parts = std::min(ipus, std::max(1, chain));
-  std::vector<double> prefix(static_cast<std::size_t>(chain) + 1, 0);
-  for (int i = 0; i < chain; ++i) prefix[static_cast<std::size_t>(i) + 1] = prefix[static_cast<std::size_t>(i)] + work(p.layers[static_cast<std::size_t>(i)], recompute);
+  const int chain = std::min(tailStart(p), n);  // layers [0, chain) are split; [chain, n) follow their tie
+  const int parts = std::min(ipus, std::max(1, chain));
+  std::vector<double> w(static_cast<std::size_t>(chain));
+  double total = 0;
+  for (int i = 0; i < chain; ++i) total += w[static_cast<std::size_t>(i)] = work(p.layers[static_cast<std::size_t>(i)], recompute);
+  std::vector<int> tail;
   double tailWork = 0;
-  std::vector<int> tailLayers;
-  for (int i = tail; i < n; ++i) {
+  for (int i = chain; i < n; ++i) {
+    tail.push_back(i);
     tailWork += work(p.layers[static_cast<std::size_t>(i)], recompute);
-    tailLayers.push_back(i);
   }
-  const bool hasTail = !tailLayers.empty();
-  const int stageCount = parts + (hasTail ? 1 : 0);
+  const int stageCount = parts + (tail.empty() ? 0 : 1);
   const double capacity = p.pod.machine.chip.memoryBytes;
-  const double inf = std::numeric_limits<double>::infinity();
 
-  auto partCost = [&](int k, int a, int b, bool memoryAware) {
-    double c = prefix[static_cast<std::size_t>(b)] - prefix[static_cast<std::size_t>(a)];
-    if (k == 0) c += tailWork;
-    if (memoryAware) {
-      // The part is stage k; the tail (on part 0) is the last stage.
-      IpuLoad load;
-      load.ipu = k;
-      load.stageCount = stageCount;
-      for (int i = a; i < b; ++i) load.layerStages.emplace_back(i, k);
-      if (k == 0)
-        for (int t : tailLayers) load.layerStages.emplace_back(t, stageCount - 1);
-      double streaming = 0;
-      if (ipuMemory(ctx, load, streaming).total() > capacity) return inf;
-    }
-    return c;
+  // Greedy: fill each IPU in order with as many layers as the cost bound and
+  // its memory allow. Stage k keeps 2(S-1-k)+1 micro batches in flight, so the
+  // stages fill in order; with fewer parts than IPUs, parts are split below,
+  // which never raises a part's cost or memory.
+  // Part k covering chain layers [a, b): its work (part 0 also carries the
+  // tied tail), and whether it fits in memory. Both grow with b, so the
+  // furthest cut a part can take is found by binary search.
+  std::vector<double> prefix(static_cast<std::size_t>(chain) + 1, 0);
+  for (int i = 0; i < chain; ++i) prefix[static_cast<std::size_t>(i) + 1] = prefix[static_cast<std::size_t>(i)] + w[static_cast<std::size_t>(i)];
+  auto cost = [&](int k, int a, int b) { return prefix[static_cast<std::size_t>(b)] - prefix[static_cast<std::size_t>(a)] + (k == 0 ? tailWork : 0); };
+  auto memoryFits = [&](int k, int a, int b) {
+    IpuMemory acc(ctx, k, stageCount);
+    if (k == 0)
+      for (int t : tail) acc.add(t, stageCount - 1);
+    for (int i = a; i < b; ++i) acc.add(i, k);
+    return acc.total() <= capacity;
   };
-
-  std::vector<int> cut;  // part k covers [cut[k], cut[k+1])
-  for (bool memoryAware : {true, false}) {
-    // best[k][i]: the least possible maximum cost of splitting [0, i) into k parts.
-    std::vector<std::vector<double>> best(static_cast<std::size_t>(parts) + 1,
-                                          std::vector<double>(static_cast<std::size_t>(chain) + 1, inf));
-    std::vector<std::vector<int>> from(static_cast<std::size_t>(parts) + 1, std::vector<int>(static_cast<std::size_t>(chain) + 1, -1));
-    best[0][0] = 0;
-    for (int k = 1; k <= parts; ++k)
-      for (int i = k; i <= chain - (parts - k); ++i)
-        for (int j = k - 1; j < i; ++j) {
-          double prev = best[static_cast<std::size_t>(k - 1)][static_cast<std::size_t>(j)];
-          if (prev == inf) continue;
-          double c = std::max(prev, partCost(k - 1, j, i, memoryAware));
-          if (c < best[static_cast<std::size_t>(k)][static_cast<std::size_t>(i)]) {
-            best[static_cast<std::size_t>(k)][static_cast<std::size_t>(i)] = c;
-            from[static_cast<std::size_t>(k)][static_cast<std::size_t>(i)] = j;
-          }
-        }
-    if (best[static_cast<std::size_t>(parts)][static_cast<std::size_t>(chain)] == inf) continue;
-    cut.assign(static_cast<std::size_t>(parts) + 1, 0);
-    int i = chain;
-    for (int k = parts; k >= 1; --k) {
-      cut[static_cast<std::size_t>(k)] = i;
-      i = from[static_cast<std::size_t>(k)][static_cast<std::size_t>(i)];
+  // The furthest b in (a, limit] such that part k = [a, b) fits; a if none.
+  auto furthest = [&](int k, int a, int limit, double bound, bool memoryAware) {
+    int lo = a, hi = limit;  // invariant: [a, lo) fits (or lo == a)
+    while (lo < hi) {
+      int mid = lo + (hi - lo + 1) / 2;
+      if (cost(k, a, mid) <= bound && (!memoryAware || memoryFits(k, a, mid))) lo = mid;
+      else hi = mid - 1;
     }
-    cut[0] = 0;
+    return lo;
+  };
+  // Greedy from layer `from` as part `firstPart`: each IPU in order takes as
+  // many layers as the bound and its memory allow. Stage k keeps 2(S-1-k)+1
+  // micro batches in flight, so later stages have more room; with fewer parts
+  // than IPUs, parts are split below, which never raises a part's cost or memory.
+  auto greedyFrom = [&](int from, int firstPart, double bound, bool memoryAware) {
+    std::vector<int> cuts = {from};
+    int i = from;
+    for (int k = firstPart; i < chain; ++k) {
+      if (k >= parts) return std::vector<int>{};
+      int j = furthest(k, i, chain, bound, memoryAware);
+      if (j == i) return std::vector<int>{};  // not even one layer fits here
+      cuts.push_back(j);
+      i = j;
+    }
+    return cuts;
+  };
+  auto greedy = [&](double bound, bool memoryAware) { return greedyFrom(0, 0, bound, memoryAware); };
+
+  std::vector<int> cuts;
+  for (bool memoryAware : {true, false}) {
+    double hi = total + tailWork;
+    if (greedy(hi, memoryAware).empty()) continue;
+    double lo = 0;
+    for (int it = 0; it < 60 && hi - lo > 1e-9 * hi; ++it) {
+      double mid = (lo + hi) / 2;
+      if (greedy(mid, memoryAware).empty()) lo = mid;
+      else hi = mid;
+    }
+    cuts = greedy(hi, memoryAware);
+    // Among partitions whose slowest IPU is as fast as possible, prefer the
+    // most even: put each cut as near its ideal share of the work as the rest
+    // still allows (feasibility of the rest only improves as a cut moves later).
+    if (static_cast<int>(cuts.size()) - 1 == parts) {
+      std::vector<int> even = {0};
+      bool ok = true;
+      for (int k = 0; k + 1 < parts && ok; ++k) {
+        int a = even.back(), top = chain - (parts - 1 - k);
+        int jmax = furthest(k, a, top, hi, memoryAware);
+        double ideal = (prefix.back() + tailWork) * (k + 1) / parts - (k == 0 ? 0 : tailWork);
+        int jIdeal = static_cast<int>(std::lower_bound(prefix.begin() + a + 1, prefix.begin() + top + 1, ideal) - prefix.begin());
+        jIdeal = std::min(std::max(jIdeal, a + 1), jmax);
+        if (jmax <= a || greedyFrom(jmax, k + 1, hi, memoryAware).empty()) {
+          ok = false;
+          break;
+        }
+        // The earliest cut at or after the ideal point that leaves a feasible
+        // rest (a later cut leaves less, so feasibility is monotone).
+        int low = jIdeal, up = jmax;
+        while (low < up) {
+          int mid = low + (up - low) / 2;
+          if (greedyFrom(mid, k + 1, hi, memoryAware).empty()) low = mid + 1;
+          else up = mid;
+        }
+        even.push_back(low);
+      }
+      if (ok && cost(parts - 1, even.back(), chain) <= hi && (!memoryAware || memoryFits(parts - 1, even.back(), chain))) {
+        even.push_back(chain);
+        cuts = even;
+      }
+    }
     break;
   }
-  if (cut.empty()) {  // fewer layers than parts: one per IPU
-    cut.clear();
-    for (int k = 0; k <= parts; ++k) cut.push_back(std::min(k, chain));
+  if (cuts.empty()) {  // no balanced split exists even ignoring memory: one layer each, the rest on the last
+    for (int k = 0; k < parts; ++k) cuts.push_back(k);
+    cuts.push_back(chain);
   }
-  for (int k = 0; k < parts; ++k)
-    for (int i = cut[static_cast<std::size_t>(k)]; i < cut[static_cast<std::size_t>(k) + 1]; ++i) p.layers[static_cast<std::size_t>(i)].ipu = k;
-  for (int t : tailLayers) p.layers[static_cast<std::size_t>(t)].ipu = 0;
-  ctx.settings.pipelineIpus = parts;
+  // Use every IPU: split the costliest parts that hold more than one layer.
+  while (static_cast<int>(cuts.size()) - 1 < parts) {
+    int best = -1;
+    double bestCost = -1;
+    for (std::size_t k = 0; k + 1 < cuts.size(); ++k) {
+      if (cuts[k + 1] - cuts[k] < 2) continue;
+      double c = 0;
+      for (int i = cuts[k]; i < cuts[k + 1]; ++i) c += w[static_cast<std::size_t>(i)];
+      if (c > bestCost) {
+        bestCost = c;
+        best = static_cast<int>(k);
+      }
+    }
+    if (best < 0) break;
+    int a = cuts[static_cast<std::size_t>(best)], b = cuts[static_cast<std::size_t>(best) + 1], mid = a + 1;
+    double run = 0;
+    for (int i = a; i < b - 1; ++i) {
+      run += w[static_cast<std::size_t>(i)];
+      mid = i + 1;
+      if (run >= bestCost / 2) break;
+    }
+    cuts.insert(cuts.begin() + best + 1, mid);
+  }
+  const int used = static_cast<int>(cuts.size()) - 1;
+  for (int k = 0; k < used; ++k)
+    for (int i = cuts[static_cast<std::size_t>(k)]; i < cuts[static_cast<std::size_t>(k) + 1]; ++i)
+      p.layers[static_cast<std::size_t>(i)].ipu = k;
+  for (int t : tail) p.layers[static_cast<std::size_t>(t)].ipu = 0;
+  ctx.settings.pipelineIpus = used;
 }
 
 }  // namespace

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
-#include <set>
 
 namespace ipu::plan {
 
@@ -16,14 +14,10 @@ int stashDepth(int stage, int stages) { return stages > 1 ? 2 * (stages - 1 - st
 // of layers; beyond that, layers are serialised into slices (matmuls split
 // along their output), in proportion to their size.
 double maxPhaseWeights(const std::vector<double>& weights, int k) {
-  if (weights.empty() || k <= 1) {
-    double sum = 0;
-    for (double w : weights) sum += w;
-    return sum;
-  }
-  const int n = static_cast<int>(weights.size());
   double total = 0;
   for (double w : weights) total += w;
+  if (weights.empty() || k <= 1) return total;
+  const int n = static_cast<int>(weights.size());
   if (k >= n) {
     double worst = 0;
     for (double w : weights) {
@@ -52,52 +46,98 @@ double maxPhaseWeights(const std::vector<double>& weights, int k) {
 
 }  // namespace
 
-ir::MemoryBreakdown ipuMemory(const PhaseContext& ctx, const IpuLoad& load, double& streamingBytes) {
-  const ir::PhasePlan& p = ctx.plan;
-  const ir::Mapping& m = ctx.settings;
+IpuMemory::IpuMemory(const PhaseContext& ctx, int ipu, int stageCount)
+    : ctx_(ctx), ipu_(ipu), stageCount_(stageCount), t_(std::max(1, ctx.settings.shard)),
+      r_(std::max(1, ctx.settings.replicas)), phased_(ctx.settings.phases > 1 || ctx.settings.weightsStreaming),
+      member_(ctx.plan.layers.size(), 0) {}
+
+void IpuMemory::add(int li, int stage) {
+  const ir::Layer& l = ctx_.plan.layers[static_cast<std::size_t>(li)];
+  layers_.push_back(li);
+  member_[static_cast<std::size_t>(li)] = 1;
+  double w = l.shardable ? l.params / t_ : l.params;
+  weights_.push_back(w);
+  W_ += w;
+  largestW_ = std::max(largestW_, w + (l.tiedTo.empty() ? 0 : (l.shardable ? l.tiedParams / t_ : l.tiedParams)));
+  if (!l.tiedTo.empty()) tied_.push_back(li);
+
+  // Activations: micro batches in flight between a stage's forward and
+  // backward keep their stash; recomputation keeps only checkpoints.
+  const double depth = stashDepth(stage, stageCount_);
+  const double act = l.shardable ? l.activationElements / t_ : l.activationElements;
+  maxAct_ = std::max(maxAct_, act);
+  auto it = std::find_if(stages_.begin(), stages_.end(), [&](const StageSpan& s) { return s.stage == stage; });
+  bool firstOfStage = it == stages_.end();
+  if (firstOfStage) stages_.push_back(StageSpan{stage, li, li});
+  else {
+    it->first = std::min(it->first, li);
+    it->last = std::max(it->last, li);
+  }
+  switch (ctx_.settings.recompute) {
+    case ir::Recompute::None: stash_ += depth * act; break;
+    case ir::Recompute::EveryLayer:
+      stash_ += depth * l.inputElements;
+      working_ = std::max(working_, act);
+      break;
+    case ir::Recompute::Stage: {
+      if (firstOfStage) stash_ += depth * l.inputElements;  // layers arrive in order within a stage
+      auto sw = std::find_if(stageWork_.begin(), stageWork_.end(), [&](const auto& p) { return p.first == stage; });
+      if (sw == stageWork_.end()) stageWork_.emplace_back(stage, act);
+      else sw->second += act;
+      break;
+    }
+  }
+  largestIn_ = std::max(largestIn_, l.inputElements);
+  largestOut_ = std::max(largestOut_, l.outputElements);
+  workspace_ = std::max(workspace_, l.shardable ? l.workspaceElements / t_ : l.workspaceElements);
+
+  // Code: per layer instance (vertex state and exchange programs differ per
+  // instance); in phased execution one sub-graph's code serves every phase,
+  // so each distinct layer definition is counted once.
+  if (phased_) {
+    int cls = ctx_.codeClass[static_cast<std::size_t>(li)];
+    if (std::find(distinct_.begin(), distinct_.end(), cls) != distinct_.end()) return;
+    distinct_.push_back(cls);
+  }
+  code_ += l.codeBytes;
+}
+
+ir::MemoryBreakdown IpuMemory::breakdown(double* streamingOut) const {
+  const ir::PhasePlan& p = ctx_.plan;
+  const ir::Mapping& m = ctx_.settings;
   const ir::Precision& prec = p.precision;
-  const double t = std::max(1, m.shard);
-  const double r = std::max(1, m.replicas);
   const double bw = ir::bytesOf(prec.weights), bc = ir::bytesOf(prec.compute);
   const double ba = ir::bytesOf(prec.accumulators), bo = ir::bytesOf(prec.optimizerState);
   const double bp = ir::bytesOf(prec.partials);
   const double stateBytesPerParam = p.optimizer.moments * bo + (prec.masterWeights ? 4.0 : 0.0);
-  const double rtsO = m.rtsOptimizerState ? r : 1, rtsW = m.rtsWeights ? r : 1;
-  const bool phased = m.phases > 1 || m.weightsStreaming;
+  const double rtsO = m.rtsOptimizerState ? r_ : 1, rtsW = m.rtsWeights ? r_ : 1;
 
-  std::set<int> here;
-  for (const auto& ls : load.layerStages) here.insert(ls.first);
-
-  // Parameters per IPU of the shard group. A layer tied to one on another IPU
-  // keeps its own copy of the shared weights.
-  std::vector<double> layerWeights;
-  double W = 0, largestLayerW = 0;
-  for (const auto& [li, stage] : load.layerStages) {
+  // A layer tied to one on another IPU keeps its own copy of the shared weights.
+  double W = W_;
+  std::vector<std::pair<int, double>> copies;
+  for (int li : tied_) {
     const ir::Layer& l = p.layers[static_cast<std::size_t>(li)];
-    double w = l.params;
-    if (!l.tiedTo.empty()) {
-      bool partnerHere = false;
-      for (int other : here) {
-        const std::string& name = p.layers[static_cast<std::size_t>(other)].name;
-        partnerHere |= name == l.tiedTo || name.rfind(l.tiedTo + ".", 0) == 0 || name.rfind(l.tiedTo + "[", 0) == 0;
-      }
-      if (!partnerHere) w += l.tiedParams;
-    }
-    w = l.shardable ? w / t : w;
-    layerWeights.push_back(w);
-    W += w;
-    largestLayerW = std::max(largestLayerW, w);
+    bool partnerHere = false;
+    for (int other : ctx_.tiedPartners[static_cast<std::size_t>(li)]) partnerHere |= member_[static_cast<std::size_t>(other)] != 0;
+    if (partnerHere) continue;
+    double copy = l.shardable ? l.tiedParams / t_ : l.tiedParams;
+    W += copy;
+    copies.emplace_back(li, copy);
   }
 
   ir::MemoryBreakdown mem;
-  streamingBytes = 0;
+  double streaming = 0;
   double resident = W;  // parameters whose weights and gradients are on chip
-  if (phased) {
-    int k = m.phases > 1 ? m.phases : static_cast<int>(layerWeights.size());
-    resident = maxPhaseWeights(layerWeights, k);
+  if (phased_) {
+    std::vector<double> weights = weights_;
+    for (const auto& [li, copy] : copies)
+      for (std::size_t k = 0; k < layers_.size(); ++k)
+        if (layers_[k] == li) weights[k] += copy;
+    int k = m.phases > 1 ? m.phases : static_cast<int>(weights.size());
+    resident = maxPhaseWeights(weights, k);
     mem.weights = 2 * resident * bw;  // the running sub-graph, and the next one prefetched
     mem.gradientAccumulators = resident * ba;
-    streamingBytes += W * bw / rtsW + W * ba / rtsO;
+    streaming += W * bw / rtsW + W * ba / rtsO;
   } else {
     mem.weights = W * bw;
     mem.gradientAccumulators = W * ba;
@@ -105,116 +145,49 @@ ir::MemoryBreakdown ipuMemory(const PhaseContext& ctx, const IpuLoad& load, doub
 
   const double state = W * stateBytesPerParam / rtsO;
   double staging = 0;
-  if (m.optimizerStateStreaming || phased) {
+  if (m.optimizerStateStreaming || phased_) {
     // State streams through a staging buffer one layer (or slice) at a time,
     // during the optimizer update, when no activation is live.
-    staging = (phased ? resident : largestLayerW) * stateBytesPerParam / rtsO;
-    streamingBytes += state;
+    staging = (phased_ ? resident : largestW_) * stateBytesPerParam / rtsO;
+    streaming += state;
   } else {
     mem.optimizerState = state;
   }
 
-  // Activations: micro batches in flight between each stage's forward and
-  // backward pass keep their stash; recomputation keeps only checkpoints.
-  double stash = 0, working = 0;
-  std::map<int, double> stageWorking;
-  std::map<int, int> firstOfStage;
-  for (const auto& [li, stage] : load.layerStages)
-    if (!firstOfStage.count(stage) || li < firstOfStage[stage]) firstOfStage[stage] = li;
-  for (const auto& [li, stage] : load.layerStages) {
-    const ir::Layer& l = p.layers[static_cast<std::size_t>(li)];
-    const double depth = stashDepth(stage, load.stageCount);
-    const double act = l.shardable ? l.activationElements / t : l.activationElements;
-    switch (m.recompute) {
-      case ir::Recompute::None:
-        stash += depth * act;
-        break;
-      case ir::Recompute::EveryLayer:
-        stash += depth * l.inputElements;
-        working = std::max(working, act);
-        break;
-      case ir::Recompute::Stage:
-        if (firstOfStage[stage] == li) stash += depth * l.inputElements;
-        stageWorking[stage] += act;
-        break;
-    }
-  }
-  for (const auto& [_, w] : stageWorking) working = std::max(working, w);
-  if (phased) {
+  double working = working_;
+  for (const auto& [stage, w] : stageWork_) working = std::max(working, w);
+  if (phased_) {
     // Phased execution keeps the stash in Streaming Memory; on chip are the
     // running sub-graph's working set and its boundary buffers.
-    double boundary = 0;
-    for (const auto& [li, stage] : load.layerStages)
-      boundary = std::max(boundary, p.layers[static_cast<std::size_t>(li)].inputElements);
-    double work = 0;
-    for (const auto& [li, stage] : load.layerStages) {
-      const ir::Layer& l = p.layers[static_cast<std::size_t>(li)];
-      work = std::max(work, l.shardable ? l.activationElements / t : l.activationElements);
-    }
-    mem.activations = (work + 2 * boundary) * bc;
-    streamingBytes += stash * bc;
+    mem.activations = (maxAct_ + 2 * largestIn_) * bc;
+    streaming += stash_ * bc;
   } else {
-    mem.activations = (stash + working) * bc;
+    mem.activations = (stash_ + working) * bc;
   }
 
-  // Code: per layer instance (vertex state and exchange programs differ per
-  // instance); in phased execution one sub-graph's code serves every phase,
-  // so each distinct layer definition is counted once.
-  mem.code = p.pod.machine.chip.codeBaseBytes;
-  std::set<std::string> distinct;
-  for (const auto& [li, stage] : load.layerStages) {
-    const ir::Layer& l = p.layers[static_cast<std::size_t>(li)];
-    if (phased) {
-      std::string key = l.definition;
-      for (const auto& a : l.attributes) key += "|" + a.name + "=" + std::to_string(a.number) + a.text;
-      if (!distinct.insert(key).second) continue;
-    }
-    mem.code += l.codeBytes;
-  }
+  mem.code = p.pod.machine.chip.codeBaseBytes + code_;
 
-  // Exchange: send/receive buffers for activations and gradients at stage
-  // boundaries; tensor sharding adds buffers for its collectives.
-  std::set<int> stagesHere;
-  for (const auto& [li, stage] : load.layerStages) stagesHere.insert(stage);
-  double boundaryElements = 0;
-  for (int s : stagesHere) {
-    int first = -1, last = -1;
-    for (const auto& [li, stage] : load.layerStages)
-      if (stage == s) {
-        first = first < 0 ? li : std::min(first, li);
-        last = std::max(last, li);
-      }
-    if (s > 0) boundaryElements += p.layers[static_cast<std::size_t>(first)].inputElements;
-    if (s < load.stageCount - 1) boundaryElements += p.layers[static_cast<std::size_t>(last)].outputElements;
+  // Exchange: activations and their gradients cross a stage boundary at
+  // different times of a pipeline cycle and share its buffer; tensor sharding
+  // adds a buffer for its collectives.
+  double boundary = 0;
+  for (const auto& s : stages_) {
+    if (s.stage > 0) boundary += p.layers[static_cast<std::size_t>(s.first)].inputElements;
+    if (s.stage < stageCount_ - 1) boundary += p.layers[static_cast<std::size_t>(s.last)].outputElements;
   }
-  // Activations and their gradients cross a boundary at different times of a
-  // pipeline cycle and share its buffer.
-  mem.exchange = boundaryElements * bc;
-  if (t > 1) {
-    double largestOut = 0;
-    for (const auto& [li, stage] : load.layerStages)
-      largestOut = std::max(largestOut, p.layers[static_cast<std::size_t>(li)].outputElements);
-    mem.exchange += largestOut * bc;
-  }
+  mem.exchange = boundary * bc + (t_ > 1 ? largestOut_ * bc : 0);
 
   // Temporaries: matmul/convolution partials, capped by availableMemoryProportion.
-  double amp = m.availableMemoryProportion.empty() ? 0.6
-               : m.availableMemoryProportion.size() == 1
-                   ? m.availableMemoryProportion[0]
-                   : m.availableMemoryProportion[std::min<std::size_t>(static_cast<std::size_t>(std::max(0, load.ipu)),
-                                                                       m.availableMemoryProportion.size() - 1)];
-  double workspace = 0;
-  for (const auto& [li, stage] : load.layerStages) {
-    const ir::Layer& l = p.layers[static_cast<std::size_t>(li)];
-    workspace = std::max(workspace, (l.shardable ? l.workspaceElements / t : l.workspaceElements) * bp);
-  }
-  mem.temporaries = std::min(workspace, amp * p.pod.machine.chip.memoryBytes);
+  const auto& amps = m.availableMemoryProportion;
+  double amp = amps.empty() ? 0.6 : amps[std::min<std::size_t>(static_cast<std::size_t>(std::max(0, ipu_)), amps.size() - 1)];
+  mem.temporaries = std::min(workspace_ * bp, amp * p.pod.machine.chip.memoryBytes);
 
-  // Liveness: the forward/backward passes' transients (activations, exchange
-  // buffers, temporaries) and the optimizer update's staging buffer are never
-  // live together; only the staging buffer's excess over them adds to the peak.
+  // Liveness: the forward/backward passes' transients and the optimizer
+  // update's staging buffer are never live together; only the staging
+  // buffer's excess over them adds to the peak.
   double transient = mem.activations + mem.exchange + mem.temporaries;
   mem.optimizerState += std::max(0.0, staging - transient);
+  if (streamingOut != nullptr) *streamingOut = streaming;
   return mem;
 }
 
@@ -226,12 +199,10 @@ void planMemory(PhaseContext& ctx) {
   int k = ctx.settings.phases > 1 ? ctx.settings.phases : 1;
   p.fits = true;
   for (auto& ipu : p.ipus) {
-    IpuLoad load;
-    load.ipu = ipu.ipu;
-    load.stageCount = S;
-    for (int li : ipu.layers) load.layerStages.emplace_back(li, p.layers[static_cast<std::size_t>(li)].stage);
+    IpuMemory acc(ctx, ipu.ipu, S);
+    for (int li : ipu.layers) acc.add(li, p.layers[static_cast<std::size_t>(li)].stage);
     double streaming = 0;
-    ipu.memory = ipuMemory(ctx, load, streaming);
+    ipu.memory = acc.breakdown(&streaming);
     ipu.capacityBytes = capacity;
     ipu.streamingBytes = streaming;
     ipu.streamingCapacityBytes = streamingCapacity;

@@ -1,6 +1,10 @@
 // Pass 3: the memory of every IPU, by component, against the chip's
 // In-Processor Memory, and what lives in Streaming Memory. The model is
 // documented, term by term, in docs/plan.md ("Memory model").
+//
+// The model is an accumulator: layers are added one at a time (O(1) each) and
+// the breakdown is read at any point, so the balancer can grow a candidate
+// pipeline stage layer by layer and stop when it no longer fits.
 #pragma once
 
 #include <vector>
@@ -11,16 +15,31 @@ namespace ipu::plan {
 
 void planMemory(PhaseContext& ctx);
 
-// One pipeline IPU's load: layers (indices into plan.layers) with the
-// pipeline stage each runs in, out of `stageCount` stages.
-struct IpuLoad {
-  int ipu = 0;  // pipeline IPU, for its availableMemoryProportion
-  std::vector<std::pair<int, int>> layerStages;
-  int stageCount = 1;
-};
+class IpuMemory {
+ public:
+  // One IPU of pipeline IPU `ipu`'s shard group, in a pipeline of `stageCount` stages.
+  IpuMemory(const PhaseContext& ctx, int ipu, int stageCount);
+  void add(int layer, int stage);
+  ir::MemoryBreakdown breakdown(double* streamingBytes = nullptr) const;
+  double total() const { return breakdown().total(); }
 
-// Memory of one IPU of that pipeline IPU's shard group, and the Streaming
-// Memory it uses. The balancer calls this to reject partitions that cannot fit.
-ir::MemoryBreakdown ipuMemory(const PhaseContext& ctx, const IpuLoad& load, double& streamingBytes);
+ private:
+  struct StageSpan {
+    int stage, first, last;
+  };
+  const PhaseContext& ctx_;
+  int ipu_, stageCount_;
+  double t_, r_;
+  bool phased_;
+  std::vector<int> layers_;
+  std::vector<char> member_;           // member_[layer]: on this IPU
+  std::vector<double> weights_;        // per added layer, before tie copies
+  std::vector<int> tied_;              // added layers whose weights are tied to others
+  std::vector<StageSpan> stages_;
+  double W_ = 0, largestW_ = 0;
+  double stash_ = 0, working_ = 0, maxAct_ = 0, code_ = 0, workspace_ = 0, largestOut_ = 0, largestIn_ = 0;
+  std::vector<std::pair<int, double>> stageWork_;  // recompute: stage -> activations of its layers
+  std::vector<int> distinct_;          // phased: code classes already counted
+};
 
 }  // namespace ipu::plan

@@ -10,7 +10,7 @@ namespace ipu::plan {
 
 ir::PhasePlan planPhase(const check::PhaseSpec& phase, const check::MappingSpec& mapping, const ir::Mapping& settings,
                         const base::SourceMap& sources, base::Diagnostics* diags) {
-  PhaseContext ctx{phase, mapping, settings, sources, diags, {}};
+  PhaseContext ctx{phase, mapping, settings, sources, diags, {}, {}, {}};
   expandLayers(ctx);
   placeLayers(ctx);
   planMemory(ctx);
