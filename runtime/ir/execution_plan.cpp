@@ -162,6 +162,7 @@ Json toJson(const PhasePlan& ph) {
     Json lj = Json::object();
     lj["name"] = l.name;
     lj["op"] = l.op;
+    lj["definition"] = l.definition;
     lj["ipu"] = l.ipu;
     lj["stage"] = l.stage;
     lj["phase"] = l.phase;
@@ -173,7 +174,14 @@ Json toJson(const PhasePlan& ph) {
     lj["forward_flops"] = flops(l.forward);
     lj["backward_flops"] = flops(l.backward);
     lj["activation_elements"] = l.activationElements;
+    lj["input_elements"] = l.inputElements;
     lj["output_elements"] = l.outputElements;
+    lj["workspace_elements"] = l.workspaceElements;
+    lj["code_bytes"] = l.codeBytes;
+    lj["shardable"] = l.shardable;
+    Json attrs = Json::object();
+    for (const auto& a : l.attributes) attrs[a.name] = a.text.empty() ? Json(a.number) : Json(a.text);
+    lj["attributes"] = std::move(attrs);
     lj["source"] = source(l.source);
     layers.push(std::move(lj));
   }
