@@ -235,7 +235,7 @@ std::shared_ptr<const MappingSpec> Resolver::mapping(const Value& v) {
   mp.replicas = static_cast<int>(num(rec, "replicas", 1));
   mp.phases = static_cast<int>(num(rec, "phases", 1));
   std::string rc = sym(rec, "recompute", "none");
-  mp.recompute = rc == "every_layer" ? ir::Recompute::EveryLayer : rc == "stage" ? ir::Recompute::Stage : ir::Recompute::None;
+  mp.recompute = rc == "every_layer" ? ir::Recompute::EveryLayer : rc == "stage_inputs" ? ir::Recompute::Stage : ir::Recompute::None;
   mp.optimizerStateStreaming = sym(rec, "optimizer_state", "on_chip") == "streaming";
   mp.weightsStreaming = sym(rec, "weights", "on_chip") == "streaming";
   if (const Value* rts = rec.get("replicated_tensor_sharding")) {

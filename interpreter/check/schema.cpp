@@ -208,7 +208,7 @@ struct Schemas {
         opt("replicas", whole(), Value::integral(1), "data-parallel replicas `r`"),
         opt("phases", whole(), Value::integral(1),
             "phased execution: sub-graphs per IPU whose state streams in and out of Streaming Memory"),
-        opt("recompute", enumOf({"none", "every_layer", "stage"}), Value::symbol("none"),
+        opt("recompute", enumOf({"none", "every_layer", "stage_inputs"}), Value::symbol("none"),
             "recomputation: keep only checkpoints and recompute activations in the backward pass"),
         opt("optimizer_state", enumOf({"on_chip", "streaming"}), Value::symbol("on_chip"),
             "where optimizer state (and fp32 master weights) live"),

@@ -8,7 +8,7 @@ const char* name(Recompute r) {
   switch (r) {
     case Recompute::None: return "none";
     case Recompute::EveryLayer: return "every_layer";
-    case Recompute::Stage: return "stage";
+    case Recompute::Stage: return "stage_inputs";
   }
   return "none";
 }
