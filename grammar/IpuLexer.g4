@@ -85,5 +85,6 @@ WS            : [ \t\r\n\f]+ -> skip ;
 
 fragment DIGITS   : [0-9] ( '_'? [0-9] )* ;
 fragment EXPONENT : [eE] [+-]? [0-9]+ ;
-fragment ESCAPE   : '\\' [btnfr"\\] | '\\u' HEX HEX HEX HEX ;
-fragment HEX      : [0-9a-fA-F] ;
+// Any escape lexes; the transformer reports the ones that mean nothing, so a
+// typo like "\q" is "invalid escape", not "unterminated string".
+fragment ESCAPE   : '\\' ~[\r\n] ;

@@ -5,6 +5,12 @@
 
 namespace ipu::base {
 
+void Diagnostic::addNote(Note note) {
+  for (const auto& n : notes)
+    if (n.message == note.message && n.span.file == note.span.file && n.span.begin == note.span.begin) return;
+  notes.push_back(std::move(note));
+}
+
 Diagnostic& Diagnostics::add(Diagnostic d) {
   // The same mistake reached twice (a stdlib formula evaluated for every layer
   // and phase) is reported once.

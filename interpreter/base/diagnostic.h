@@ -30,6 +30,9 @@ struct Diagnostic {
   std::string message;  // lower case, no final period, code in backticks
   std::string help;     // how to fix it; empty when there is nothing useful to say
   std::vector<Note> notes;
+  // Adds a note unless the same one is already there (a diagnostic reached
+  // twice, e.g. once per layer, keeps one copy of its notes).
+  void addNote(Note note);
 };
 
 struct CodeInfo {

@@ -21,12 +21,13 @@ bool paramTypeOk(const std::string& type, const Value& v, std::string& expected)
       {"int", {"a whole number", Dim::none()}},       {"number", {"a number", Dim::none()}},
       {"bytes", {"bytes", dims::bytes()}},            {"bandwidth", {"a bandwidth", dims::bandwidth()}},
       {"frequency", {"a frequency", dims::hertz()}}, {"time", {"a time", dims::seconds()}},
-      {"fraction", {"a fraction", Dim::none()}},
+      {"fraction", {"a fraction in (0, 1]", Dim::none()}},
   };
   if (auto it = numeric.find(type); it != numeric.end()) {
     expected = it->second.first;
     if (!v.isNumber() || v.dim != it->second.second) return false;
     if (type == "int" && v.number != std::floor(v.number)) return false;
+    if (type == "fraction" && !(v.number > 0 && v.number <= 1)) return false;
     return true;
   }
   expected = "a " + type;
@@ -115,7 +116,7 @@ Value Evaluator::callTemplate(const Template& t, const std::vector<ArgRef>& args
           for (const auto& p : paramNames) help += " `" + p + "`";
         }
         auto& diag = error(code::kBadArgument, a.nameSpan, "`" + d.name + "` has no parameter `" + name + "`", help);
-        diag.notes.push_back({d.nameSpan, "`" + d.name + "` is defined here"});
+        diag.addNote({d.nameSpan, "`" + d.name + "` is defined here"});
         ok = false;
         continue;
       }
@@ -137,7 +138,7 @@ Value Evaluator::callTemplate(const Template& t, const std::vector<ArgRef>& args
       if (!paramTypeOk(p.type, v, expected)) {
         auto& diag = error(code::kTypeMismatch, it->second.second.valid() ? it->second.second : span,
                            "parameter `" + p.name + "` of `" + d.name + "` expects " + expected + ", found " + v.describe());
-        diag.notes.push_back({p.span, "declared here"});
+        diag.addNote({p.span, "declared here"});
         v = Value::unknown(span);
         ok = false;
       }
@@ -148,7 +149,7 @@ Value Evaluator::callTemplate(const Template& t, const std::vector<ArgRef>& args
       for (std::size_t i = 0; i < d.params.size(); ++i) call += (i ? ", " : "") + d.params[i].name + ": ...";
       auto& diag = error(code::kBadArgument, span, "missing argument `" + p.name + "` for `" + d.name + "`",
                          "write `" + call + ")`");
-      diag.notes.push_back({p.span, "the parameter is declared here"});
+      diag.addNote({p.span, "the parameter is declared here"});
       v = Value::unknown(span);
       ok = false;
     }
@@ -156,7 +157,11 @@ Value Evaluator::callTemplate(const Template& t, const std::vector<ArgRef>& args
         std::find(paramTypeNames().begin(), paramTypeNames().end(), p.type) == paramTypeNames().end()) {
       std::string help = base::didYouMean(p.type, paramTypeNames());
       error(code::kTypeMismatch, p.typeSpan, "unknown parameter type `" + p.type + "`",
-            help.empty() ? "types: int, number, bytes, bandwidth, frequency, fraction, string, bool, list, model, layer" : help);
+            help.empty() ? [] {
+              std::string all = "parameter types:";
+              for (const auto& n : paramTypeNames()) all += " `" + n + "`";
+              return all;
+            }() : help);
     }
     paramScope->define(p.name, v, p.span);
   }
@@ -193,23 +198,8 @@ Value Evaluator::callTemplate(const Template& t, const std::vector<ArgRef>& args
       result.kind = ValueKind::Layer;
       result.layer = l;
     }
-  } else if (d.body) {
-    result.kind = ValueKind::Record;
-    result.record = buildRecord(kind, *d.body, paramScope, nullptr, d.name, span);
-  } else if (d.value) {
-    result = eval(*d.value, paramScope);
-    if (!result.isUnknown() && d.declKind == DeclKind::Hook && result.kind == ValueKind::Lua) {
-      auto rec = std::make_shared<Record>();
-      rec->kind = "hook";
-      rec->name = d.name;
-      rec->set("lua", result, span);
-      result = Value();
-      result.kind = ValueKind::Record;
-      result.record = rec;
-    } else if (!result.isUnknown() && (result.kind != ValueKind::Record || result.record->kind != kind)) {
-      error(code::kTypeMismatch, d.value->span, "`" + d.name + "` must produce a " + kind + ", found " + result.describe());
-      result = Value::unknown(span);
-    }
+  } else {
+    result = declaredRecord(d, paramScope, span);
   }
   popFrame();
   result.span = span;
@@ -228,7 +218,12 @@ Value Evaluator::callBuiltin(const std::string& name, const std::vector<Arg>& ar
     if (kind == "optimizer") rec->set("kind", Value::symbol(name, span), span);
     for (const auto& a : args) {
       if (a.name.empty()) {
-        error(code::kBadArgument, a.value->span, "`" + name + "` takes named arguments: `" + name + "(beta1: 0.9)`");
+        static const std::map<std::string, std::string> example = {
+            {"sgd", "weight_decay: 0.0001"}, {"momentum", "momentum: 0.9"},  {"adam", "beta1: 0.9"},
+            {"adamw", "weight_decay: 0.01"}, {"lamb", "weight_decay: 0.01"}, {"lars", "momentum: 0.9"},
+            {"dynamic", "initial: 32768"}};
+        error(code::kBadArgument, a.value->span,
+              "`" + name + "` takes named arguments: `" + name + "(" + example.at(name) + ")`");
         continue;
       }
       const Field* f = schema->find(a.name);
@@ -328,7 +323,11 @@ Value Evaluator::callBuiltin(const std::string& name, const std::vector<Arg>& ar
     if (!arity(1)) return Value::unknown(span);
     if (vals[0].kind == ValueKind::List) return Value::integral(static_cast<long long>(vals[0].list->size()), span);
     if (vals[0].kind == ValueKind::Range) return Value::integral(vals[0].hi - vals[0].lo, span);
-    if (vals[0].kind == ValueKind::String) return Value::integral(static_cast<long long>(vals[0].text.size()), span);
+    if (vals[0].kind == ValueKind::String) {
+      long long chars = 0;
+      for (unsigned char c : vals[0].text) chars += (c & 0xC0) != 0x80 ? 1 : 0;
+      return Value::integral(chars, span);
+    }
     error(code::kTypeMismatch, span, "`len` needs a list, range or string, found " + vals[0].describe());
     return Value::unknown(span);
   }

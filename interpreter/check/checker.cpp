@@ -38,10 +38,8 @@ void probeTemplate(Evaluator& ev, const Template& t) {
   } else if (d.declKind == syntax::DeclKind::Layer && d.body) {
     structural.bind(*scope);
     ev.buildRecord("layer", *d.body, scope, nullptr, d.name, d.nameSpan);
-  } else if (d.body) {
-    ev.buildRecord(syntax::spelling(d.declKind), *d.body, scope, nullptr, d.name, d.nameSpan);
-  } else if (d.value) {
-    ev.eval(*d.value, scope);
+  } else if (d.body || d.value) {
+    ev.declaredRecord(d, scope, d.nameSpan);
   }
 }
 
@@ -93,7 +91,7 @@ std::unique_ptr<CheckedProgram> Checker::checkFile(base::FileId rootFile) {
     if (auto it = runAt.find(r->name); it != runAt.end()) {
       auto& d = ev.error(code::kDuplicateRun, r->nameSpan, "training `" + r->name + "` is already run",
                          "to run a variant, declare `training t2 = " + r->name + " with { ... }` and `run t2`");
-      d.notes.push_back({it->second, "first run here"});
+      d.addNote({it->second, "first run here"});
       continue;
     }
     runAt[r->name] = r->nameSpan;

@@ -50,7 +50,7 @@ void ModuleScope::index(Evaluator& ev) {
     if (auto it = firstAt.find(name); it != firstAt.end()) {
       auto& d = ev.error(code::kDuplicateName, span, "`" + name + "` is already declared in this module",
                          "rename one of them; to make a variant, write `kind new_name = " + name + " with { ... }`");
-      d.notes.push_back({it->second, "first declared here"});
+      d.addNote({it->second, "first declared here"});
       return;
     }
     firstAt[name] = span;
@@ -73,7 +73,7 @@ void ModuleScope::index(Evaluator& ev) {
       v.span = imp->aliasSpan;
       if (firstAt.count(imp->alias)) {
         auto& d = ev.error(code::kDuplicateName, imp->aliasSpan, "`" + imp->alias + "` is already declared in this module");
-        d.notes.push_back({firstAt[imp->alias], "first declared here"});
+        d.addNote({firstAt[imp->alias], "first declared here"});
       } else {
         firstAt[imp->alias] = imp->aliasSpan;
         locals_[imp->alias] = Entry{v, imp->aliasSpan};
@@ -97,7 +97,7 @@ const Value* ModuleScope::lookupOwn(const std::string& name, Evaluator& ev, Span
     Span at = item->kind == ItemKind::Let ? item->as<LetItem>().nameSpan : item->as<Declaration>().nameSpan;
     auto& d = ev.error(code::kCyclicDefinition, use.valid() ? use : at, "`" + name + "` is defined in terms of itself",
                        "break the cycle: a definition cannot use its own value");
-    d.notes.push_back({at, "`" + name + "` is declared here"});
+    d.addNote({at, "`" + name + "` is declared here"});
     locals_[name] = Entry{Value::unknown(), at};
     p.state = State::Done;
     return &locals_[name].value;
@@ -185,7 +185,7 @@ base::Diagnostic& Evaluator::error(const char* code, Span span, std::string mess
   if (d.notes.empty())
     for (auto it = frames_.rbegin(); it != frames_.rend(); ++it)
       if (it->site.valid() && it->site.file != span.file) {
-        d.notes.push_back({it->site, "while evaluating " + it->what});
+        d.addNote({it->site, "while evaluating " + it->what});
         break;
       }
   return d;
@@ -353,7 +353,7 @@ Value Evaluator::evalName(const NameExpr& e, const ScopePtr& scope) {
       auto& d = error(code::kPhaseVariable, e.span,
                       "phase `" + phase_->phaseName + "` does not set `" + e.name + "`, which " + where + " uses",
                       "add `" + e.name + ": ...` to the phase (or to the training, for every phase)");
-      if (phase_->phaseSpan.valid()) d.notes.push_back({phase_->phaseSpan, "the phase is declared here"});
+      if (phase_->phaseSpan.valid()) d.addNote({phase_->phaseSpan, "the phase is declared here"});
     } else {
       error(code::kPhaseVariable, e.span,
             "`" + e.name + "` is a phase variable: it has a value only inside `model` and `layer` definitions",
@@ -518,6 +518,29 @@ Value Evaluator::evalMember(const MemberExpr& e, const ScopePtr& scope) {
       if (schema != nullptr)
         if (const Field* f = schema->find(name)) {
           if (!f->dflt.isUnknown()) return f->dflt;
+          // Defaults computed from other fields, as the schema documents them.
+          auto field = [&](const char* n) -> Value {
+            if (const Value* v = rec.get(n)) return *v;
+            const Field* g = schema->find(n);
+            return g != nullptr ? g->dflt : Value::unknown(e.span);
+          };
+          if (rec.kind == "pod" && name == "machines_per_rack") return field("machines");
+          if (rec.kind == "precision" && name == "weights") return field("compute");
+          if (rec.kind == "precision" && name == "accumulators")
+            return rec.get("weights") != nullptr ? *rec.get("weights") : field("compute");
+          if (rec.kind == "dataset" && name == "sequences_per_pack") {
+            Value packing = field("packing");
+            return Value::num(packing.kind == ValueKind::Bool && packing.boolean ? 2 : 1, Dim::none(), e.span);
+          }
+          if (rec.kind == "optimizer" && (name == "momentum" || name == "epsilon")) {
+            std::string kind = field("kind").text;
+            if (name == "momentum") return Value::num(kind == "momentum" || kind == "lars" ? 0.9 : 0, Dim::none(), e.span);
+            return Value::num(kind == "adam" || kind == "adamw" ? 1e-8 : 1e-6, Dim::none(), e.span);
+          }
+          error(code::kMissingField, e.memberSpan,
+                obj.describe() + " does not set `" + name + "`" +
+                    (f->defaultDoc.empty() ? std::string(", which has no default") : " (default: " + f->defaultDoc + ")"),
+                "set it where " + obj.describe() + " is declared, or do not read it here");
           return Value::unknown(e.span);
         }
       std::vector<std::string> names;
@@ -549,6 +572,7 @@ Value Evaluator::evalMember(const MemberExpr& e, const ScopePtr& scope) {
       double total = 0;
       for (const auto& leaf : st->leaves) {
         LayerFacts f = layerFacts(*this, leaf, structural);
+        if (f.paramsUnknown) return Value::unknown(e.span);  // reported where the model is used in a mapping
         total += f.params;
         if (!std::isfinite(total)) return Value::unknown(e.span);
       }

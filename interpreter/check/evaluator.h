@@ -110,6 +110,8 @@ class Evaluator {
   std::shared_ptr<Record> buildRecord(const std::string& kind, const syntax::Block& block, const ScopePtr& scope,
                                       std::shared_ptr<const Record> base, std::string name, Span span);
   Value evaluateItem(const syntax::Item& item, ModuleScope& scope);
+  // A record-kind declaration's value (body, `= value`, `for`/`on`), in `scope`.
+  Value declaredRecord(const syntax::Declaration& d, const ScopePtr& scope, Span span);
 
   Value call(const Value& callee, const std::vector<syntax::Arg>& args, const ScopePtr& scope, Span span,
              Span calleeSpan);

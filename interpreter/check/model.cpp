@@ -110,7 +110,7 @@ class Expander {
     if (!scope.define(name, ref, at)) {
       auto& d = ev_.error(code::kDuplicateName, at, "`" + name + "` is already a layer of this model",
                           "give each layer its own name");
-      d.notes.push_back({scope.definedAt(name), "first defined here"});
+      d.addNote({scope.definedAt(name), "first defined here"});
     }
   }
 
@@ -215,6 +215,7 @@ LayerFacts layerFacts(Evaluator& ev, const ModelStructure::Leaf& leaf, const Pha
     bool unknown = false;
     if (const Value* op = rec->get("op"); op != nullptr && op->kind == ValueKind::String) f.op = op->text;
     f.params = numberOr(*rec, "params", 0, unknown);
+    if (const Value* pv = rec->get("params"); pv != nullptr && pv->isUnknown()) f.paramsUnknown = true;
     f.forward = flopsOf(rec->get("flops"), unknown);
     if (const Value* b = rec->get("backward"); b != nullptr) {
       f.backward = flopsOf(b, unknown);

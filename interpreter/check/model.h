@@ -49,6 +49,7 @@ struct LayerFacts {
   Span span;          // the member in the model body
   Span definitionSpan;
   double params = 0;
+  bool paramsUnknown = false;  // `params` did not evaluate (it used an unset phase variable)
   std::string tiedTo;
   double tiedParams = 0;
   bool shardable = true;

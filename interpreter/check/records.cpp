@@ -150,7 +150,15 @@ bool Evaluator::conforms(Value& v, const Type& type, const std::string& field, S
       if (v.kind == ValueKind::Pipeline) return true;
       if (v.kind == ValueKind::Lua && v.lua->form == LuaForm::Function) return true;
       return mismatch();
-    case TypeKind::Lua: return v.kind == ValueKind::Lua ? true : mismatch();
+    case TypeKind::Lua:
+      if (v.kind != ValueKind::Lua) return mismatch();
+      if (v.lua != nullptr && v.lua->form == LuaForm::Function) {
+        error(code::kTypeMismatch, at, "`lua " + v.text + "` names a Lua function; a hook needs Lua code",
+              "write `lua \"\"\" function on_step(ctx) ... end \"\"\"` or `lua file \"hooks.lua\"`; function names "
+              "belong in `lr: lua f` and `pipeline: lua f`");
+        return false;
+      }
+      return true;
     case TypeKind::LossScale:
       if (v.isNumber() && v.dim.dimensionless()) {
         if (!(v.number >= 1)) {
@@ -189,6 +197,14 @@ Value Evaluator::evalField(const Expr& e, const Type& type, const ScopePtr& scop
     if (t.kind == TypeKind::LossScale)
       if (const auto* n = x.dyn<NameExpr>(); n != nullptr && (n->name == "none" || n->name == "dynamic"))
         return Value::symbol(n->name, x.span);
+    if (t.kind == TypeKind::Record)
+      if (const auto* r = x.dyn<RecordExpr>(); r != nullptr && schemaFor(t.recordKind) != nullptr) {
+        Value rv;
+        rv.kind = ValueKind::Record;
+        rv.record = buildRecord(t.recordKind, *r->block, scope, nullptr, "", x.span);
+        rv.span = x.span;
+        return rv;
+      }
     if (t.kind == TypeKind::Struct)
       if (const auto* r = x.dyn<RecordExpr>()) {
         Value rv;
@@ -241,7 +257,7 @@ std::shared_ptr<Record> Evaluator::buildRecord(const std::string& kind, const Bl
   auto noteDuplicate = [&](const std::string& field, Span at) {
     if (auto it = seen.find(field); it != seen.end()) {
       auto& d = error(code::kDuplicateField, at, "`" + field + "` is given twice", "keep one of them");
-      d.notes.push_back({it->second, "first given here"});
+      d.addNote({it->second, "first given here"});
       return true;
     }
     seen[field] = at;
@@ -298,7 +314,7 @@ std::shared_ptr<Record> Evaluator::buildRecord(const std::string& kind, const Bl
         Value v = eval(*l.value, blockScope);
         if (!blockScope->define(l.name, v, l.nameSpan)) {
           auto& d = error(code::kDuplicateName, l.nameSpan, "`" + l.name + "` is already defined in this block");
-          d.notes.push_back({blockScope->definedAt(l.name), "first defined here"});
+          d.addNote({blockScope->definedAt(l.name), "first defined here"});
         }
         break;
       }
@@ -314,7 +330,7 @@ std::shared_ptr<Record> Evaluator::buildRecord(const std::string& kind, const Bl
             if (ph.name == p.name) first = ph.nameSpan;
           auto& d = error(code::kDuplicatePhase, p.nameSpan, "phase `" + p.name + "` is declared twice",
                           "give each phase its own name");
-          d.notes.push_back({first, "first declared here"});
+          d.addNote({first, "first declared here"});
           break;
         }
         phasesHere.insert(p.name);
@@ -461,12 +477,20 @@ Value Evaluator::evaluateItemIsolated(const Item& item, ModuleScope& moduleScope
     }
     return v;
   }
-  // Record kinds.
+  return declaredRecord(d, scope, d.nameSpan);
+}
+
+Value Evaluator::declaredRecord(const Declaration& d, const ScopePtr& scope, Span span) {
+  const std::string kind = spelling(d.declKind);
+  const Schema* schema = schemaFor(kind);
+  // `precision p = { ... }` means the same as `precision p { ... }`.
+  const Block* body = d.body.get();
+  if (body == nullptr && d.value != nullptr)
+    if (const auto* r = d.value->dyn<RecordExpr>()) body = r->block.get();
   std::shared_ptr<Record> rec;
-  if (d.body) {
+  if (body != nullptr) {
     auto seeded = std::make_shared<Record>();
     seeded->kind = kind;
-    const Schema* schema = schemaFor(kind);
     if (d.forExpr) {
       if (kind != "mapping") error(code::kMisplacedMember, d.forExpr->span, "`for` belongs to mappings");
       else seeded->set("model", evalField(*d.forExpr, schema->find("model")->type, scope, "model"), d.forExpr->span);
@@ -476,7 +500,7 @@ Value Evaluator::evaluateItemIsolated(const Item& item, ModuleScope& moduleScope
       else seeded->set("pod", evalField(*d.onExpr, schema->find("pod")->type, scope, "pod"), d.onExpr->span);
     }
     // Required fields are checked against the seeded record: build on it as a base.
-    rec = buildRecord(kind, *d.body, scope, seeded, d.name, d.nameSpan);
+    rec = buildRecord(kind, *body, scope, seeded, d.name, span);
     if (schema != nullptr)
       for (const auto& f : schema->fields)
         if (f.required && rec->field(f.name) == nullptr) {
@@ -489,6 +513,8 @@ Value Evaluator::evaluateItemIsolated(const Item& item, ModuleScope& moduleScope
     Value v = eval(*d.value, scope);
     if (v.isUnknown()) return v;
     if (d.declKind == DeclKind::Hook && v.kind == ValueKind::Lua) {
+      Value code = v;
+      if (!conforms(code, schema->find("lua")->type, "lua", d.value->span)) return Value::unknown(span);
       rec = std::make_shared<Record>();
       rec->kind = "hook";
       rec->set("lua", v, d.value->span);
@@ -497,19 +523,19 @@ Value Evaluator::evaluateItemIsolated(const Item& item, ModuleScope& moduleScope
     } else {
       error(code::kTypeMismatch, d.value->span, kind + " `" + d.name + "` must be " + article(kind) + ", found " + v.describe(),
             d.declKind == DeclKind::Hook ? "write `hook " + d.name + " = lua \"\"\" ... \"\"\"`" : "");
-      return Value::unknown(d.nameSpan);
+      return Value::unknown(span);
     }
     rec->name = d.name;
-    rec->span = d.nameSpan;
+    rec->span = span;
     if (d.forExpr && kind == "mapping")
-      rec->set("model", evalField(*d.forExpr, schemaFor(kind)->find("model")->type, scope, "model"), d.forExpr->span);
+      rec->set("model", evalField(*d.forExpr, schema->find("model")->type, scope, "model"), d.forExpr->span);
     if (d.onExpr && kind == "mapping")
-      rec->set("pod", evalField(*d.onExpr, schemaFor(kind)->find("pod")->type, scope, "pod"), d.onExpr->span);
+      rec->set("pod", evalField(*d.onExpr, schema->find("pod")->type, scope, "pod"), d.onExpr->span);
   }
   Value v;
   v.kind = ValueKind::Record;
   v.record = rec;
-  v.span = d.nameSpan;
+  v.span = span;
   return v;
 }
 

@@ -109,11 +109,21 @@ std::shared_ptr<const ModelSpec> Resolver::model(const Value& v) {
   spec->span = v.model->span;
   PhaseContext structural;
   spec->structure = expandModel(ev_, *v.model, structural);
-  std::set<std::string> counted;
+  // Without a phase, the phase variables are unknown: a parameter count that
+  // comes out unknown although nothing else went wrong depends on one.
+  const std::size_t errorsBefore = ev_.diags().errorCount();
   for (const auto& leaf : spec->structure->leaves) {
     spec->layers.push_back(layerFacts(ev_, leaf, structural));
     spec->parameters += spec->layers.back().params;
   }
+  if (ev_.diags().errorCount() == errorsBefore)
+    for (std::size_t i = 0; i < spec->layers.size(); ++i) {
+      if (!spec->layers[i].paramsUnknown) continue;
+      const auto& leaf = spec->structure->leaves[i];
+      ev_.error(code::kPhaseVariable, leaf.span,
+                "the parameters of layer `" + leaf.path + "` depend on a phase variable",
+                "a layer's `params` may use its arguments but not micro_batch, seq_len, masked_tokens or image_size");
+    }
   for (const auto& f : spec->structure->fields)
     if (f.first == "family" && (f.second.kind == ValueKind::String || f.second.kind == ValueKind::Symbol))
       spec->family = f.second.text;
@@ -176,7 +186,7 @@ void Resolver::placeExplicit(const PipelineValue& p, MappingSpec& spec) {
             auto& d = ev_.error(code::kLayerPlacedTwice, e->span,
                                 "layer `" + st.leaves[li].path + "` is placed twice",
                                 "each layer runs on exactly one IPU; remove it from one of the stages");
-            d.notes.push_back({placedAt[li], "first placed here, on IPU " + std::to_string(placedOn[li])});
+            d.addNote({placedAt[li], "first placed here, on IPU " + std::to_string(placedOn[li])});
             continue;
           }
           placedOn[li] = static_cast<int>(stage.ipu);
@@ -267,6 +277,8 @@ std::shared_ptr<const MappingSpec> Resolver::mapping(const Value& v) {
                     "` has layers (" + std::to_string(layers) + ")",
                 "use at most balanced(" + std::to_string(layers) + ")");
       spec->pipelineIpus = static_cast<int>(std::max<std::size_t>(1, layers));
+      mp.pipelineIpus = spec->pipelineIpus;
+      return spec;  // the IPU count below would only restate this error
     }
   } else {
     spec->pipelineKind = MappingSpec::PipelineKind::Explicit;
@@ -488,7 +500,7 @@ bool Resolver::schedule(const Value& v, const PhaseSpec& ph, ir::LrSchedule& out
     return true;
   }
   if (v.isNumber()) {
-    out.base = out.peak = v.number;
+    out.base = out.peak = out.end = v.number;
     return true;
   }
   if (v.kind != ValueKind::Schedule) return false;
@@ -548,17 +560,28 @@ bool Resolver::schedule(const Value& v, const PhaseSpec& ph, ir::LrSchedule& out
   } else if (s.decay == "constant") {
     out.end = out.peak;
   }
+  // poly(p) decays as (1 - progress)^p; the others take no argument
+  // (exponential decays geometrically from the peak to `end`).
   for (const auto& [name, a] : s.decayArgs) {
-    if (s.decay != "poly" && s.decay != "exponential") {
-      ev_.error(code::kBadSchedule, s.decaySpan, "decay `" + s.decay + "` takes no arguments");
+    if (s.decay != "poly") {
+      ev_.error(code::kBadSchedule, s.decaySpan, "decay `" + s.decay + "` takes no arguments",
+                s.decay == "exponential" ? "exponential decay goes geometrically from the peak to its `to` value"
+                                         : "only `poly(power)` takes one");
       return false;
     }
-    if (!a.isNumber() || !(a.number > 0)) {
-      ev_.error(code::kBadSchedule, a.span, "a decay's argument must be a positive number");
+    if (s.decayArgs.size() > 1 || (!name.empty() && name != "power")) {
+      ev_.error(code::kBadSchedule, s.decaySpan, "`poly` takes one argument, its power: `poly(2)`");
       return false;
     }
-    (void)name;
+    if (!a.isNumber() || !a.dim.dimensionless() || !(a.number > 0)) {
+      ev_.error(code::kBadSchedule, a.span, "the power of `poly` must be a positive number, found " + a.describe());
+      return false;
+    }
     out.power = a.number;
+  }
+  if (s.decay == "exponential" && !(out.end > 0)) {
+    ev_.error(code::kBadSchedule, s.decaySpan, "exponential decay needs a positive end: `then exponential to 0.0001`");
+    return false;
   }
   if (s.decay != "constant" && out.end > out.peak)
     ev_.warning(code::kBadSchedule, s.end.span, "the learning rate decays upward, from " + formatNumber(out.peak) + " to " +
@@ -609,10 +632,21 @@ bool Resolver::phase(const Record& tr, const PhaseEntry& entry, const std::vecto
                           "phase `" + entry.name + "` trains `" + m->name + "`, but mapping `" + out.mapping->name +
                               "` maps `" + out.mapping->model->name + "`",
                           "use a mapping for `" + m->name + "`, or drop `model:` (the mapping's model is used)");
-      d.notes.push_back({out.mapping->span, "the mapping is declared here"});
+      d.addNote({out.mapping->span, "the mapping is declared here"});
       ok = false;
     }
   }
+  if (!out.from.empty())
+    for (const auto& prev : earlier)
+      if (prev.name == out.from && prev.model != out.model &&
+          (prev.model->layers.size() != out.model->layers.size() || prev.model->name != out.model->name)) {
+        auto& d = ev_.error(code::kModelMismatch, entry.fromSpan,
+                            "phase `" + entry.name + "` starts from phase `" + prev.name + "`, which trains `" +
+                                prev.model->name + "`, but it trains `" + out.model->name + "`",
+                            "a phase continues from another's weights, so both must train the same model");
+        d.addNote({prev.span, "phase `" + prev.name + "` is declared here"});
+        ok = false;
+      }
   out.precision = precision(phaseField(ph, tr, "precision"));
   const Value* optv = phaseField(ph, tr, "optimizer");
   if (optv == nullptr) {

@@ -121,6 +121,7 @@ std::string Value::describe() const {
       if (dim.dimensionless()) return "number `" + show() + "`";
       return dim.describe() + " `" + show() + "`";
     case ValueKind::Record:
+      if (record->kind.empty()) return "a record `{ ... }`";
       return record->name.empty() ? record->kind : record->kind + " `" + record->name + "`";
     case ValueKind::Symbol: return "`" + text + "`";
     case ValueKind::String: return "string " + show();

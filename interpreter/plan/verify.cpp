@@ -155,8 +155,8 @@ void verifyPlan(PhaseContext& ctx) {
              "a deeper pipeline or phased execution, or use a smaller micro batch";
     }
     auto& d = diags.error(code::kDoesNotFit, at, msg.str(), help);
-    d.notes.push_back({{}, "largest on " + ipuName + ": " + largestComponents(worst->memory)});
-    if (over > 1) d.notes.push_back({{}, std::to_string(over - 1) + " more IPU" + (over > 2 ? "s do" : " does") + " not fit either"});
+    d.addNote({{}, "largest on " + ipuName + ": " + largestComponents(worst->memory)});
+    if (over > 1) d.addNote({{}, std::to_string(over - 1) + " more IPU" + (over > 2 ? "s do" : " does") + " not fit either"});
   }
 
   // Streaming Memory.

@@ -13,4 +13,5 @@ inline constexpr const char* kUnterminatedComment = "IPU0008";
 inline constexpr const char* kBadNumber = "IPU0009";
 inline constexpr const char* kFileTooLarge = "IPU0010";
 inline constexpr const char* kUnreadable = "IPU0011";
+inline constexpr const char* kBadEscape = "IPU0012";
 }  // namespace ipu::syntax::code

@@ -26,6 +26,7 @@ const std::vector<base::CodeInfo>& syntaxCodes() {
       {code::kBadNumber, "a number too large to represent"},
       {code::kFileTooLarge, "a script larger than the front end accepts"},
       {code::kUnreadable, "a script that cannot be read"},
+      {code::kBadEscape, "a string escape that means nothing (`\\q`)"},
   };
   return codes;
 }
@@ -332,7 +333,7 @@ std::unique_ptr<Program> parse(const base::SourceMap& sources, base::FileId id, 
         auto& d = diags.error(code::kMismatchedBracket, spanOf(tok),
                               "`" + tok->getText() + "` does not match `" + stack.back().tok->getText() + "`",
                               std::string("expected `") + closerText(open) + "`");
-        d.notes.push_back({spanOf(stack.back().tok), "the bracket opened here"});
+        d.addNote({spanOf(stack.back().tok), "the bracket opened here"});
         structural = true;
         break;
       }
@@ -360,7 +361,7 @@ std::unique_ptr<Program> parse(const base::SourceMap& sources, base::FileId id, 
     auto& d = diags.error(code::kUnclosedBracket, spanOf(o.tok),
                           "`" + o.tok->getText() + "` is never closed",
                           std::string("add `") + closerText(o.tok->getType()) + "` where it should end");
-    d.notes.push_back({base::Span{id, end, end}, "the file ends here"});
+    d.addNote({base::Span{id, end, end}, "the file ends here"});
     structural = true;
   }
   if (diags.errorCount() > errorsBefore) return nullptr;

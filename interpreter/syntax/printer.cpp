@@ -66,16 +66,18 @@ class Printer {
 
   std::string program(const Program& p) {
     const Item* prev = nullptr;
-    for (const auto& item : p.items) {
-      flushCommentsBefore(item->span.begin, 0, prev != nullptr);
-      if (prev != nullptr && (wantBlankLine(*prev, *item) || blankLineBetween(prev->span.end, item->span.begin)))
-        out_ << '\n';
-      printItem(*item);
-      trailingComment(item->span.end);
+    for (std::size_t i = 0; i < p.items.size(); ++i) {
+      const Item& item = *p.items[i];
+      bool forced = prev != nullptr && wantBlankLine(*prev, item);
+      leadingComments(item.span.begin, 0, forced);
+      printItem(item);
+      lastEnd_ = item.span.end;
+      std::uint32_t next = i + 1 < p.items.size() ? p.items[i + 1]->span.begin : ~0u;
+      trailingComment(item.span.end, next);
       out_ << '\n';
-      prev = item.get();
+      prev = &item;
     }
-    flushCommentsBefore(~0u, 0, prev != nullptr);
+    leadingComments(~0u, 0, false);
     std::string s = out_.str();
     while (s.size() >= 2 && s[s.size() - 1] == '\n' && s[s.size() - 2] == '\n') s.pop_back();
     return s;
@@ -118,21 +120,37 @@ class Printer {
     return prev.kind != next.kind;
   }
 
-  void flushCommentsBefore(std::uint32_t offset, int level, bool /*hasPrevious*/) {
-    if (comments_ == nullptr) return;
-    while (next_ < comments_->size() && (*comments_)[next_].span.begin < offset) {
-      indent(level);
-      out_ << (*comments_)[next_].text << '\n';
-      ++next_;
-    }
+  // Own-line comments before `offset`, then the gap before the node there. A
+  // blank line the author left (or the canonical one, `forced`) goes before
+  // the first comment, so a comment stays with what it describes.
+  void leadingComments(std::uint32_t offset, int level, bool forced) {
+    bool first = true;
+    if (comments_ != nullptr)
+      while (next_ < comments_->size() && (*comments_)[next_].span.begin < offset) {
+        const Comment& c = (*comments_)[next_];
+        if (printedAny_ && ((first && forced) || blankLineBetween(lastEnd_, c.span.begin))) out_ << '\n';
+        indent(level);
+        out_ << c.text << '\n';
+        lastEnd_ = c.span.end;
+        printedAny_ = true;
+        first = false;
+        ++next_;
+      }
+    if (offset == ~0u) return;
+    if (printedAny_ && ((first && forced) || blankLineBetween(lastEnd_, offset))) out_ << '\n';
+    printedAny_ = true;
   }
 
-  void trailingComment(std::uint32_t endOffset) {
-    if (comments_ == nullptr || sources_ == nullptr) return;
+  // A `//` comment on the line where a node ends stays at the end of that
+  // line, unless the next node starts on the same line (then it belongs there).
+  void trailingComment(std::uint32_t endOffset, std::uint32_t nextBegin) {
+    if (comments_ == nullptr || file_ == nullptr) return;
     std::uint32_t line = lineOf(endOffset > 0 ? endOffset - 1 : 0);
+    if (nextBegin != ~0u && lineOf(nextBegin) == line) return;
     while (next_ < comments_->size() && (*comments_)[next_].span.begin >= endOffset &&
            lineOf((*comments_)[next_].span.begin) == line && (*comments_)[next_].text.rfind("//", 0) == 0) {
       out_ << "  " << (*comments_)[next_].text;
+      lastEnd_ = (*comments_)[next_].span.end;
       ++next_;
     }
   }
@@ -196,20 +214,37 @@ class Printer {
 
   // ------------------------------------------------------------------- blocks
   void printBlockMultiline(const Block& b, int level) {
-    out_ << "{\n";
-    const Member* prev = nullptr;
-    for (const auto& m : b.members) {
-      if (prev != nullptr && blankLineBetween(prev->span.end, m->span.begin)) out_ << '\n';
-      flushCommentsBefore(m->span.begin, level + 1, prev != nullptr);
+    out_ << '{';
+    lastEnd_ = b.span.begin + 1;
+    std::uint32_t first = b.members.empty() ? b.span.end : b.members.front()->span.begin;
+    trailingComment(b.span.begin + 1, first);
+    out_ << '\n';
+    printedAny_ = false;  // no blank line right after `{`
+    for (std::size_t i = 0; i < b.members.size(); ++i) {
+      const Member& m = *b.members[i];
+      leadingComments(m.span.begin, level + 1, false);
       indent(level + 1);
-      printMember(*m, level + 1);
-      trailingComment(m->span.end);
+      printMember(m, level + 1);
+      lastEnd_ = m.span.end;
+      std::uint32_t next = i + 1 < b.members.size() ? b.members[i + 1]->span.begin : b.span.end - 1;
+      trailingComment(m.span.end, next);
       out_ << '\n';
-      prev = m.get();
     }
-    flushCommentsBefore(b.span.end > 0 ? b.span.end - 1 : 0, level + 1, prev != nullptr);
+    // Comments before the closing brace, without a blank line before `}`.
+    if (comments_ != nullptr)
+      while (next_ < comments_->size() && (*comments_)[next_].span.begin < b.span.end) {
+        const Comment& c = (*comments_)[next_];
+        if (printedAny_ && blankLineBetween(lastEnd_, c.span.begin)) out_ << '\n';
+        indent(level + 1);
+        out_ << c.text << '\n';
+        lastEnd_ = c.span.end;
+        printedAny_ = true;
+        ++next_;
+      }
     indent(level);
     out_ << '}';
+    lastEnd_ = b.span.end;
+    printedAny_ = true;
   }
 
   bool inlineable(const Block& b) const {
@@ -447,6 +482,8 @@ class Printer {
   const std::vector<Comment>* comments_ = nullptr;
   const base::SourceFile* file_ = nullptr;
   std::size_t next_ = 0;
+  std::uint32_t lastEnd_ = 0;  // source offset where the last printed node or comment ended
+  bool printedAny_ = false;    // something precedes in the current block (or file)
 };
 
 // ----------------------------------------------------------------- S-expressions

@@ -194,12 +194,19 @@ std::string Transformer::unescape(const std::string& quoted, Span where) {
   if (quoted.size() >= 6 && quoted.compare(0, 3, "\"\"\"") == 0) return quoted.substr(3, quoted.size() - 6);
   std::string out;
   if (quoted.size() < 2) return out;
+  auto hex = [](char h) -> int {
+    if (h >= '0' && h <= '9') return h - '0';
+    if (h >= 'a' && h <= 'f') return h - 'a' + 10;
+    if (h >= 'A' && h <= 'F') return h - 'A' + 10;
+    return -1;
+  };
   for (std::size_t i = 1; i + 1 < quoted.size(); ++i) {
     char c = quoted[i];
     if (c != '\\') {
       out += c;
       continue;
     }
+    const std::size_t at = i;
     char e = quoted[++i];
     switch (e) {
       case 'n': out += '\n'; break;
@@ -211,11 +218,18 @@ std::string Transformer::unescape(const std::string& quoted, Span where) {
       case '\\': out += '\\'; break;
       case 'u': {
         unsigned cp = 0;
-        for (int k = 0; k < 4 && i + 1 < quoted.size(); ++k) {
-          char h = quoted[++i];
-          cp = cp * 16 + static_cast<unsigned>(std::isdigit(static_cast<unsigned char>(h)) ? h - '0'
-                                                                                            : (std::tolower(h) - 'a' + 10));
+        bool ok = i + 4 < quoted.size();
+        for (int k = 0; ok && k < 4; ++k) {
+          int h = hex(quoted[i + 1 + static_cast<std::size_t>(k)]);
+          ok = h >= 0;
+          cp = cp * 16 + static_cast<unsigned>(h < 0 ? 0 : h);
         }
+        if (!ok || (cp >= 0xD800 && cp <= 0xDFFF)) {
+          diags_.error(code::kBadEscape, Span{file_, where.begin + static_cast<std::uint32_t>(at), where.begin + static_cast<std::uint32_t>(at) + 2},
+                       "`\\u` needs four hex digits of a character outside the surrogates", "write e.g. `\\u00e9`");
+          break;
+        }
+        i += 4;
         if (cp < 0x80) {
           out += static_cast<char>(cp);
         } else if (cp < 0x800) {
@@ -228,9 +242,16 @@ std::string Transformer::unescape(const std::string& quoted, Span where) {
         }
         break;
       }
-      default:
-        (void)where;
-        out += e;
+      default: {
+        std::size_t len = 1;
+        while (i + len < quoted.size() && (static_cast<unsigned char>(quoted[i + len]) & 0xC0) == 0x80) ++len;
+        diags_.error(code::kBadEscape,
+                     Span{file_, where.begin + static_cast<std::uint32_t>(at), where.begin + static_cast<std::uint32_t>(at + 1 + len)},
+                     "invalid escape `\\" + quoted.substr(i, len) + "` in a string",
+                     "escapes are \\n \\t \\r \\b \\f \\\" \\\\ and \\uXXXX; for a backslash write `\\\\`");
+        out += quoted.substr(i, len);
+        i += len - 1;
+      }
     }
   }
   return out;

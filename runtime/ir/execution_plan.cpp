@@ -89,6 +89,7 @@ Json toJson(const PhasePlan& ph) {
   j["masked_tokens"] = ph.maskedTokens ? Json(ph.maskedTokens) : Json();
   j["image_size"] = ph.imageSize ? Json(ph.imageSize) : Json();
   j["steps"] = ph.steps;
+  j["epochs"] = ph.epochs > 0 ? Json(ph.epochs) : Json();
   j["fits"] = ph.fits;
 
   Json m = Json::object();
@@ -147,6 +148,7 @@ Json toJson(const PhasePlan& ph) {
   lr["warmup_steps"] = ph.lr.warmupSteps;
   lr["decay"] = ph.lr.decay;
   lr["end"] = ph.lr.end;
+  lr["power"] = ph.lr.power;
   if (!ph.lr.luaFunction.empty()) lr["lua"] = ph.lr.luaFunction;
   j["lr"] = std::move(lr);
 

@@ -84,6 +84,8 @@ TEST(Parser, FriendlyErrors) {
   EXPECT_NE(parse("/* never closed\nlet x = 1\n")->firstError().find("IPU0008"), std::string::npos);
   EXPECT_NE(parse("let x = 1e999\n")->firstError().find("IPU0009"), std::string::npos);
   EXPECT_NE(parse("let x = \xff\n")->firstError().find("IPU0006"), std::string::npos);
+  EXPECT_NE(parse("let x = \"a\\qb\"\n")->firstError().find("IPU0012 invalid escape `\\q`"), std::string::npos);
+  EXPECT_NE(parse("let x = \"\\u12\"\n")->firstError().find("IPU0012"), std::string::npos);
 }
 
 TEST(Parser, ReportsSeveralErrorsPerRun) {
@@ -136,6 +138,14 @@ TEST(Printer, ParenthesesOnlyWhereNeeded) {
   EXPECT_EQ(exprRoundTrip("\"a\\\"b\\n\""), "\"a\\\"b\\n\"");
 }
 
+TEST(Printer, CommentsStayWithWhatTheyDescribe) {
+  auto p = parse("let a = 1\n\n// about b\nlet b = 2\ntraining t { phase p { seq_len: 128; masked_tokens: 20  // twenty\n x: 1 } }\n");
+  ASSERT_TRUE(p->program);
+  EXPECT_EQ(syntax::print(*p->program, &p->sources),
+            "let a = 1\n\n// about b\nlet b = 2\n\ntraining t {\n  phase p {\n    seq_len: 128\n    masked_tokens: 20  // twenty\n"
+            "    x: 1\n  }\n}\n");
+}
+
 TEST(Printer, KeepsCommentsAndIsIdempotent) {
   std::string src =
       "// header\nimport \"std/pods\"\n\nmapping m for x on POD16 {   // trailing\n  replicas:4  // four\n\n  // own line\n  shard: 1\n}\n";
@@ -143,7 +153,7 @@ TEST(Printer, KeepsCommentsAndIsIdempotent) {
   ASSERT_TRUE(p->program);
   std::string once = syntax::print(*p->program, &p->sources);
   EXPECT_EQ(once,
-            "// header\nimport \"std/pods\"\n\nmapping m for x on POD16 {\n  // trailing\n  replicas: 4  // four\n\n  // own line\n  shard: 1\n}\n");
+            "// header\nimport \"std/pods\"\n\nmapping m for x on POD16 {  // trailing\n  replicas: 4  // four\n\n  // own line\n  shard: 1\n}\n");
   auto q = parse(once);
   ASSERT_TRUE(q->program);
   EXPECT_EQ(syntax::print(*q->program, &q->sources), once);
