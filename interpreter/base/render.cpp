@@ -42,6 +42,20 @@ DisplayLine displayLine(std::string_view raw) {
     } else if (c < 0x20 || c == 0x7f) {  // control characters would garble the terminal
       out.text += '?';
       col += 1;
+    } else if (c >= 0x80) {
+      // Copy a valid UTF-8 sequence; show any other byte as U+FFFD.
+      std::size_t len = (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+      bool valid = len > 0 && i + len <= raw.size();
+      for (std::size_t k = 1; valid && k < len; ++k) valid = (static_cast<unsigned char>(raw[i + k]) & 0xC0) == 0x80;
+      if (!valid) {
+        out.text += "\xEF\xBF\xBD";
+        col += 1;
+        continue;
+      }
+      out.text.append(raw.substr(i, len));
+      col += 1;
+      for (std::size_t k = 1; k < len; ++k) out.columnOfByte.push_back(col - 1);
+      i += len - 1;
     } else {
       out.text += static_cast<char>(c);
       if ((c & 0xC0) != 0x80) col += 1;  // continuation bytes take no column
@@ -133,7 +147,7 @@ ir::Json toJson(const Diagnostic& d, const SourceMap& sources) {
   auto place = [&](ir::Json& obj, const Span& span) {
     const SourceFile* f = sources.find(span.file);
     if (f == nullptr) {
-      obj["file"] = ir::Json();
+      for (const char* k : {"file", "line", "column", "end_line", "end_column"}) obj[k] = ir::Json();
       return;
     }
     LineCol s = f->lineCol(span.begin), e = f->lineCol(std::max(span.begin, span.end));

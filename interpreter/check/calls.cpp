@@ -85,6 +85,7 @@ Value Evaluator::callTemplate(const Template& t, const std::vector<ArgRef>& args
   std::size_t positional = 0;
   bool named = false, ok = true;
   std::set<std::string> explicitSeen;
+  std::set<std::string> suggested;  // parameters a misspelt argument was probably meant for
   std::vector<std::string> paramNames;
   for (const auto& p : d.params) paramNames.push_back(p.name);
   if (base != nullptr)
@@ -110,6 +111,7 @@ Value Evaluator::callTemplate(const Template& t, const std::vector<ArgRef>& args
       named = true;
       name = a.name;
       if (std::find(paramNames.begin(), paramNames.end(), name) == paramNames.end()) {
+        for (const auto& guess : base::closestMatches(name, paramNames, 1)) suggested.insert(guess);
         std::string help = base::didYouMean(name, paramNames);
         if (help.empty()) {
           help = "its parameters are:";
@@ -145,11 +147,19 @@ Value Evaluator::callTemplate(const Template& t, const std::vector<ArgRef>& args
     } else if (p.dflt) {
       v = eval(*p.dflt, paramScope);
     } else {
-      std::string call = d.name + "(";
-      for (std::size_t i = 0; i < d.params.size(); ++i) call += (i ? ", " : "") + d.params[i].name + ": ...";
-      auto& diag = error(code::kBadArgument, span, "missing argument `" + p.name + "` for `" + d.name + "`",
-                         "write `" + call + ")`");
-      diag.addNote({p.span, "the parameter is declared here"});
+      // A misspelt argument already said what was meant; do not repeat it.
+      if (!suggested.count(p.name)) {
+        std::string call = d.name + "(";
+        bool firstParam = true;
+        for (const auto& q : d.params) {
+          if (q.dflt) continue;  // only the ones without a default must be given
+          call += (firstParam ? "" : ", ") + q.name + ": ...";
+          firstParam = false;
+        }
+        auto& diag = error(code::kBadArgument, span, "missing argument `" + p.name + "` for `" + d.name + "`",
+                           "write `" + call + ")`");
+        diag.addNote({p.span, "the parameter is declared here"});
+      }
       v = Value::unknown(span);
       ok = false;
     }

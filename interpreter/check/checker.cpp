@@ -105,7 +105,8 @@ std::unique_ptr<CheckedProgram> Checker::checkFile(base::FileId rootFile) {
     }
     if (v->isUnknown()) continue;
     if (v->kind != ValueKind::Record || v->record->kind != "training") {
-      ev.error(code::kBadRun, r->nameSpan, "`run` needs a training, but `" + r->name + "` is " + v->describe(),
+      std::string what = v->kind == ValueKind::Record ? "a " + v->record->kind : check::describe(v->kind);
+      ev.error(code::kBadRun, r->nameSpan, "`run` needs a training, but `" + r->name + "` is " + what,
                "declare `training NAME { mapping: ..., phase ... }` and run that");
       continue;
     }

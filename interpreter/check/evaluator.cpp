@@ -349,11 +349,14 @@ Value Evaluator::evalName(const NameExpr& e, const ScopePtr& scope) {
   const auto& ctxVars = contextVariables();
   if (std::find(ctxVars.begin(), ctxVars.end(), e.name) != ctxVars.end()) {
     if (phase_ != nullptr && !phase_->structural) {
+      // One error per phase and variable, at the phase the user wrote; where
+      // the model uses it is a note.
       std::string where = frames_.empty() ? std::string("the model") : frames_.back().what;
-      auto& d = error(code::kPhaseVariable, e.span,
-                      "phase `" + phase_->phaseName + "` does not set `" + e.name + "`, which " + where + " uses",
-                      "add `" + e.name + ": ...` to the phase (or to the training, for every phase)");
-      if (phase_->phaseSpan.valid()) d.addNote({phase_->phaseSpan, "the phase is declared here"});
+      Span at = phase_->phaseSpan.valid() ? phase_->phaseSpan : e.span;
+      auto& d = diags_.error(code::kPhaseVariable, at,
+                             "phase `" + phase_->phaseName + "` does not set `" + e.name + "`, which the model needs",
+                             "add `" + e.name + ": ...` to the phase (or to the training, for every phase)");
+      d.addNote({e.span, "first needed by " + where + " here"});
     } else {
       error(code::kPhaseVariable, e.span,
             "`" + e.name + "` is a phase variable: it has a value only inside `model` and `layer` definitions",
@@ -460,7 +463,7 @@ Value Evaluator::evalBinary(const BinaryExpr& e, const ScopePtr& scope) {
     case BinaryOp::Mul: out = a * b; d = l.dim * r.dim; break;
     case BinaryOp::Div:
       if (b == 0) {
-        error(code::kInvalidOperation, e.rhs->span, "division by zero");
+        error(code::kInvalidOperation, e.rhs->span, "division by zero", "the divisor evaluates to 0");
         return Value::unknown(e.span);
       }
       out = a / b;
@@ -586,8 +589,13 @@ Value Evaluator::evalMember(const MemberExpr& e, const ScopePtr& scope) {
         prefix.push_back(PathPart{name, -1});
         if (sel.model->leavesUnder(prefix).empty()) {
           std::vector<PathPart> parent(prefix.begin(), prefix.end() - 1);
-          error(code::kUnknownLayer, e.memberSpan, "`" + pathString(parent) + "` has no layer `" + name + "`",
-                base::didYouMean(name, sel.model->childNames(parent)));
+          auto children = sel.model->childNames(parent);
+          std::string help = base::didYouMean(name, children);
+          if (help.empty() && !children.empty()) {
+            help = "`" + pathString(parent) + "` has:";
+            for (const auto& c : children) help += " `" + c + "`";
+          }
+          error(code::kUnknownLayer, e.memberSpan, "`" + pathString(parent) + "` has no layer `" + name + "`", help);
           return Value::unknown(e.span);
         }
         out->prefixes.push_back(prefix);

@@ -28,6 +28,7 @@ class Expander {
   void expand(const ModelValue& m, const std::vector<PathPart>& prefix) {
     if (m.body == nullptr) return;
     if (!ev_.pushFrame("model `" + m.name + "`", m.span)) return;
+    open_.push_back(m.body);
     auto scope = std::make_shared<Scope>(m.scope);
     ctx_.bind(*scope);
     for (const auto& member : m.body->members) {
@@ -98,6 +99,7 @@ class Expander {
           break;
       }
     }
+    open_.pop_back();
     ev_.popFrame();
   }
 
@@ -136,6 +138,13 @@ class Expander {
       return;
     }
     if (v.kind == ValueKind::Model) {
+      if (std::find(open_.begin(), open_.end(), v.model->body) != open_.end()) {
+        ev_.error(code::kLimitExceeded, valueSpan,
+                  "model `" + v.model->name + "` contains itself (as `" + pathString(parts) + "`)",
+                  "a model cannot hold an instance of itself; repeat a block with `repeat n as name = block(...)`");
+        tooMany_ = true;  // stop expanding
+        return;
+      }
       out_.groups.push_back(ModelStructure::Group{parts, -1});
       expand(*v.model, parts);
       return;
@@ -150,6 +159,7 @@ class Expander {
   const PhaseContext& ctx_;
   ModelStructure& out_;
   bool tooMany_ = false;
+  std::vector<const syntax::Block*> open_;  // bodies being expanded (a model inside itself is an error)
 };
 
 double numberOr(const Record& rec, const char* field, double dflt, bool& unknown) {

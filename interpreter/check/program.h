@@ -42,6 +42,7 @@ struct MappingSpec {
   std::vector<StageSpec> stages;  // Explicit: in the order written
   int pipelineIpus = 1;           // p
   std::string luaFunction;
+  bool placementErrors = false;   // the pipeline had errors: checks that build on it are skipped
   ir::Mapping mapping;            // t, r, phases, recompute, offload, RTS, AMP
   Span spanOf(const std::string& field) const;
 };

@@ -38,7 +38,14 @@ bool countLike(const Dim& d) { return d == dims::steps() || d == dims::epochs() 
 bool Evaluator::conforms(Value& v, const Type& type, const std::string& field, Span at) {
   if (v.isUnknown()) return true;
   auto mismatch = [&](const std::string& help = {}) {
-    error(code::kTypeMismatch, at, "`" + field + "` expects " + type.name() + ", found " + v.describe(), help);
+    std::string h = help;
+    if (h.empty() && type.kind == TypeKind::Record)
+      h = "declare one with `" + type.recordKind + " NAME { ... }`" +
+          (type.recordKind == "precision" ? ", or use a preset from `std/precision` (fp16_sr, fp16_mixed, fp32_full)"
+           : type.recordKind == "pod"     ? ", or use a preset from `std/pods` (POD4 ... POD256, BowPOD16, ...)"
+                                          : "");
+    if (h.empty() && type.kind == TypeKind::Model) h = "use a model, e.g. `bert_large` from `std/models/bert`";
+    error(code::kTypeMismatch, at, "`" + field + "` expects " + type.name() + ", found " + v.describe(), h);
     return false;
   };
   if (type.orList && v.kind == ValueKind::List && type.kind != TypeKind::List) {
@@ -60,8 +67,11 @@ bool Evaluator::conforms(Value& v, const Type& type, const std::string& field, S
         else if (type.dim.dimensionless() && countLike(v.dim)) v.dim = Dim::none();
         else {
           std::string ex = unitExample(type.dim);
-          error(code::kUnitMismatch, at, "`" + field + "` expects " + type.name() + ", found " + v.describe(),
-                ex.empty() ? (type.dim.dimensionless() ? "remove the unit" : "") : "write it with a unit, e.g. " + ex);
+          std::string help = type.dim.dimensionless() ? "remove the unit"
+                             : ex.empty()             ? ""
+                             : v.dim.dimensionless()  ? "write it with a unit, e.g. " + ex
+                                                      : "use a unit of " + type.dim.describe() + ", e.g. " + ex;
+          error(code::kUnitMismatch, at, "`" + field + "` expects " + type.name() + ", found " + v.describe(), help);
           return false;
         }
       }
@@ -74,7 +84,8 @@ bool Evaluator::conforms(Value& v, const Type& type, const std::string& field, S
         return false;
       }
       if (type.positive && !(v.number > 0)) {
-        error(code::kOutOfRange, at, "`" + field + "` must be positive, found `" + v.show() + "`");
+        error(code::kOutOfRange, at, "`" + field + "` must be positive, found `" + v.show() + "`",
+              type.kind == TypeKind::Whole ? "use 1 or more" : "use a value above 0");
         return false;
       }
       if (!type.positive && v.number < 0) {
@@ -232,6 +243,8 @@ Value Evaluator::evalField(const Expr& e, const Type& type, const ScopePtr& scop
 std::shared_ptr<Record> Evaluator::buildRecord(const std::string& kind, const Block& block, const ScopePtr& scope,
                                                std::shared_ptr<const Record> base, std::string name, Span span) {
   auto rec = base ? std::make_shared<Record>(*base) : std::make_shared<Record>();
+  for (auto& f : rec->fields) f.inherited = true;
+  const std::size_t errorsBefore = diags_.errorCount();
   rec->kind = base ? base->kind : kind;
   if (!name.empty() || !base) rec->name = name;
   rec->span = span;
@@ -349,6 +362,7 @@ std::shared_ptr<Record> Evaluator::buildRecord(const std::string& kind, const Bl
         break;
     }
   }
+  if (diags_.errorCount() > errorsBefore) rec->hadErrors = true;
   if (schema != nullptr && !base)
     for (const auto& f : schema->fields) {
       if (!f.required || rec->field(f.name) != nullptr) continue;
@@ -363,7 +377,7 @@ std::shared_ptr<Record> Evaluator::buildRecord(const std::string& kind, const Bl
 void Evaluator::buildPipeline(Record& rec, const std::string& field, const BlockMember& m, const ScopePtr& scope) {
   auto p = std::make_shared<PipelineValue>();
   p->kind = PipelineValue::Kind::Explicit;
-  p->span = m.span;
+  p->span = m.nameSpan;  // errors about the whole pipeline point at the word `pipeline`
   auto pipeScope = std::make_shared<Scope>(scope);
   p->scope = pipeScope;
   for (const auto& member : m.block->members) {

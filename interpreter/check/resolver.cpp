@@ -137,6 +137,10 @@ std::shared_ptr<const ModelSpec> Resolver::model(const Value& v) {
 
 void Resolver::placeExplicit(const PipelineValue& p, MappingSpec& spec) {
   const ModelStructure& st = *spec.model->structure;
+  if (p.stages.empty()) {  // reported when the block was built
+    spec.placementErrors = true;
+    return;
+  }
   // Selectors name the model's layers: its top-level members are in scope.
   auto scope = std::make_shared<Scope>(p.scope);
   auto shared = spec.model->structure;
@@ -151,61 +155,91 @@ void Resolver::placeExplicit(const PipelineValue& p, MappingSpec& spec) {
     v.selection = sel;
     scope->define(name, v, {});
   }
+  auto everything = [&] {
+    std::vector<int> all(st.leaves.size());
+    for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
+    return st.describe(all);
+  };
   std::vector<Span> placedAt(st.leaves.size());
   std::vector<int> placedOn(st.leaves.size(), -1);
   std::set<long long> ipus;
+  const std::size_t errorsBefore = ev_.diags().errorCount();
   for (const auto& stage : p.stages) {
     StageSpec s;
     s.ipu = stage.ipu;
     s.span = stage.span;
     ipus.insert(stage.ipu);
     for (const syntax::Expr* e : stage.layers) {
-      Value v;
-      if (const auto* n = e->dyn<syntax::NameExpr>(); n != nullptr && !top.count(n->name)) {
+      // The selector's root name must be a layer of the model (`encoders[0..3]`
+      // is a misspelt layer, not an unknown variable).
+      const syntax::Expr* root = e;
+      while (true) {
+        if (const auto* ix = root->dyn<syntax::IndexExpr>()) root = ix->object.get();
+        else if (const auto* mx = root->dyn<syntax::MemberExpr>()) root = mx->object.get();
+        else break;
+      }
+      if (const auto* n = root->dyn<syntax::NameExpr>(); n != nullptr && !top.count(n->name)) {
         std::vector<std::string> names(top.begin(), top.end());
         std::string help = base::didYouMean(n->name, names);
-        if (help.empty()) help = "the layers of `" + spec.model->name + "` are: " + st.describe([&] {
-          std::vector<int> all(st.leaves.size());
-          for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
-          return all;
-        }());
-        ev_.error(code::kUnknownLayer, e->span, "`" + n->name + "` is not a layer of `" + spec.model->name + "`", help);
+        if (help.empty()) help = "the layers of `" + spec.model->name + "` are: " + everything();
+        ev_.error(code::kUnknownLayer, n->span, "`" + n->name + "` is not a layer of `" + spec.model->name + "`", help);
         continue;
       }
-      v = ev_.eval(*e, scope);
+      Value v = ev_.eval(*e, scope);
       if (v.isUnknown()) continue;
       if (v.kind != ValueKind::Selection) {
         ev_.error(code::kTypeMismatch, e->span, "a pipeline stage lists layers of the model, found " + v.describe(),
                   "write layer names: `embedding, encoder[0..3]`");
         continue;
       }
+      // Layers this selector places again, reported once for the selector.
+      std::vector<int> again;
+      Span firstAt;
+      int firstOn = -1;
       for (const auto& prefix : v.selection->prefixes)
         for (int leaf : st.leavesUnder(prefix)) {
           auto li = static_cast<std::size_t>(leaf);
           if (placedOn[li] >= 0) {
-            auto& d = ev_.error(code::kLayerPlacedTwice, e->span,
-                                "layer `" + st.leaves[li].path + "` is placed twice",
-                                "each layer runs on exactly one IPU; remove it from one of the stages");
-            d.addNote({placedAt[li], "first placed here, on IPU " + std::to_string(placedOn[li])});
+            if (again.empty()) {
+              firstAt = placedAt[li];
+              firstOn = placedOn[li];
+            }
+            again.push_back(leaf);
             continue;
           }
           placedOn[li] = static_cast<int>(stage.ipu);
           placedAt[li] = e->span;
           s.leaves.push_back(leaf);
         }
+      if (!again.empty()) {
+        bool one = st.describe(again).find(',') == std::string::npos;
+        auto& d = ev_.error(code::kLayerPlacedTwice, e->span,
+                            "`" + st.describe(again) + "` " + (one ? "is" : "are") +
+                                " placed twice",
+                            "each layer runs on exactly one IPU; remove " + std::string(one ? "it" : "them") +
+                                " from one of the stages");
+        d.addNote({firstAt, "first placed here, on IPU " + std::to_string(firstOn)});
+      }
     }
     spec.stages.push_back(std::move(s));
   }
+  if (ev_.diags().errorCount() > errorsBefore) spec.placementErrors = true;
   std::vector<int> missing;
   for (std::size_t i = 0; i < st.leaves.size(); ++i)
     if (placedOn[i] < 0) missing.push_back(static_cast<int>(i));
-  if (!missing.empty() && !ev_.diags().full()) {
-    bool one = missing.size() == 1;
+  // After a selector error the unplaced layers are a consequence, not news.
+  if (!missing.empty() && !spec.placementErrors) {
+    bool one = st.describe(missing).find(',') == std::string::npos;
+    // Suggest the stage that holds the layer just before the first missing one.
+    long long suggest = ipus.empty() ? 0 : *ipus.rbegin();
+    if (missing.front() > 0 && placedOn[static_cast<std::size_t>(missing.front() - 1)] >= 0)
+      suggest = placedOn[static_cast<std::size_t>(missing.front() - 1)];
     ev_.error(code::kLayerNotPlaced, p.span,
-              std::string(one ? "layer " : "layers ") + "`" + st.describe(missing) + "` " + (one ? "is" : "are") +
+              "`" + st.describe(missing) + "` " + (one ? "is" : "are") +
                   " not placed on any IPU",
-              "add " + std::string(one ? "it" : "them") + " to a stage, e.g. `ipu " +
-                  std::to_string(ipus.empty() ? 0 : *ipus.rbegin()) + ": ..., " + st.describe(missing) + "`");
+              "add " + std::string(one ? "it" : "them") + " to a stage, e.g. `ipu " + std::to_string(suggest) +
+                  ": ..., " + st.describe(missing) + "`");
+    spec.placementErrors = true;
   }
   long long expect = 0;
   for (long long ipu : ipus) {
@@ -217,6 +251,7 @@ void Resolver::placeExplicit(const PipelineValue& p, MappingSpec& spec) {
                 "pipeline IPUs must be numbered 0.." + std::to_string(ipus.size() - 1) + " without gaps; IPU " +
                     std::to_string(expect) + " is missing",
                 "renumber the stages so that the IPUs used are 0, 1, 2, ...");
+      spec.placementErrors = true;
       break;
     }
     ++expect;
@@ -232,7 +267,9 @@ std::shared_ptr<const MappingSpec> Resolver::mapping(const Value& v) {
   mappings_[v.record.get()] = spec;  // before resolving, so errors are reported once
   spec->name = rec.name;
   spec->span = rec.span;
-  for (const auto& f : rec.fields) spec->fieldSpans[f.name] = f.nameSpan;
+  // Errors about a variant point at the variant, not at its base's fields.
+  for (const auto& f : rec.fields)
+    if (!f.inherited) spec->fieldSpans[f.name] = f.nameSpan;
   const Value* m = rec.get("model");
   const Value* podv = rec.get("pod");
   if (m == nullptr || m->isUnknown() || podv == nullptr || podv->isUnknown()) return nullptr;
@@ -330,20 +367,21 @@ std::shared_ptr<const MappingSpec> Resolver::mapping(const Value& v) {
                     "` runs replicas in rings of 1, 2, 4, 8, ...",
                 "use `replicas: " + std::to_string(lo) + "` or `replicas: " + std::to_string(lo * 2) + "`");
     }
-    if (pd.powerOfTwoReplicas && !isPowerOfTwo(perReplica))
+    if (pd.powerOfTwoReplicas && !isPowerOfTwo(perReplica) && !rec.hadErrors && !spec->placementErrors)
       ev_.warning(code::kReplicaIpusPowerOfTwo, spec->spanOf("pipeline"),
                   "each replica uses " + std::to_string(perReplica) +
                       " IPUs, not a power of two: the partition rounds up and the rest idle",
                   "a pipeline over a power-of-two number of IPUs uses them all");
-    if (used < pd.ipus() && mp.replicas * 2 * perReplica <= pd.ipus())
+    if (used < pd.ipus() && mp.replicas * 2 * perReplica <= pd.ipus() && !rec.hadErrors && !spec->placementErrors)
       ev_.warning(code::kPodUnderused, spec->spanOf("replicas"),
                   "mapping `" + rec.name + "` uses " + std::to_string(used) + " of `" + pd.name + "`'s " +
                       std::to_string(pd.ipus()) + " IPUs",
                   "`replicas: " + std::to_string(pd.ipus() / perReplica) + "` would use the whole pod");
   }
-  if ((mp.rtsWeights || mp.rtsOptimizerState) && mp.replicas == 1)
+  if ((mp.rtsWeights || mp.rtsOptimizerState) && mp.replicas == 1 && !rec.hadErrors)
     ev_.warning(code::kRtsOneReplica, spec->spanOf("replicated_tensor_sharding"),
-                "replicated tensor sharding has no effect with one replica", "it shards tensors across replicas");
+                "replicated tensor sharding has no effect with one replica",
+                "remove `replicated_tensor_sharding`, or use more `replicas`");
   return spec;
 }
 
@@ -584,8 +622,9 @@ bool Resolver::schedule(const Value& v, const PhaseSpec& ph, ir::LrSchedule& out
     return false;
   }
   if (s.decay != "constant" && out.end > out.peak)
-    ev_.warning(code::kBadSchedule, s.end.span, "the learning rate decays upward, from " + formatNumber(out.peak) + " to " +
-                                                    formatNumber(out.end));
+    ev_.warning(code::kBadSchedule, s.end.span,
+                "the learning rate decays upward, from " + formatNumber(out.peak) + " to " + formatNumber(out.end),
+                "a decay ends below its peak; for a constant rate write `then constant`");
   return true;
 }
 
@@ -601,7 +640,8 @@ bool Resolver::phase(const Record& tr, const PhaseEntry& entry, const std::vecto
     bool later = false;
     for (const auto& p : tr.phases) later |= p.name == entry.from;
     if (entry.from == entry.name) {
-      ev_.error(code::kPhaseOrder, entry.fromSpan, "phase `" + entry.name + "` cannot start from itself");
+      ev_.error(code::kPhaseOrder, entry.fromSpan, "phase `" + entry.name + "` cannot start from itself",
+                "name an earlier phase, or drop `from` to start from the initial weights");
       ok = false;
     } else if (!found && later) {
       ev_.error(code::kPhaseOrder, entry.fromSpan,
@@ -666,7 +706,10 @@ bool Resolver::phase(const Record& tr, const PhaseEntry& entry, const std::vecto
   if (out.maskedTokens > 0 && out.seqLen > 0 && out.maskedTokens > out.seqLen) {
     ev_.error(code::kMaskedTokens, phaseFieldSpan(ph, tr, "masked_tokens", entry.nameSpan),
               "phase `" + entry.name + "` masks " + std::to_string(out.maskedTokens) + " tokens of a " +
-                  std::to_string(out.seqLen) + "-token sequence");
+                  std::to_string(out.seqLen) + "-token sequence",
+              "BERT masks about 15% of the tokens: about " +
+                  std::to_string(static_cast<long long>(std::ceil(0.15 * static_cast<double>(out.seqLen)))) +
+                  " for seq_len " + std::to_string(out.seqLen));
     ok = false;
   }
   if (!batch(ph, tr, *out.mapping, out.batch, entry.nameSpan)) ok = false;

@@ -143,9 +143,10 @@ void Record::set(const std::string& n, Value v, Span nameSpan) {
     if (f.name == n) {
       f.value = std::move(v);
       f.nameSpan = nameSpan;
+      f.inherited = false;
       return;
     }
-  fields.push_back(RecordField{n, std::move(v), nameSpan});
+  fields.push_back(RecordField{n, std::move(v), nameSpan, false});
 }
 
 std::string pathString(const std::vector<PathPart>& parts) {

@@ -95,6 +95,7 @@ struct RecordField {
   std::string name;
   Value value;
   Span nameSpan;
+  bool inherited = false;  // copied from the base of a `with` variant
 };
 
 struct PhaseEntry;
@@ -105,6 +106,7 @@ struct Record {
   Span span;
   std::vector<RecordField> fields;
   std::vector<PhaseEntry> phases;  // trainings only
+  bool hadErrors = false;          // building it reported errors (later warnings about it would be noise)
 
   const RecordField* field(const std::string& n) const;
   const Value* get(const std::string& n) const {

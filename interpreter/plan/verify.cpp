@@ -105,6 +105,8 @@ void verifyPlan(PhaseContext& ctx) {
   }
   assert(p.ipus.size() == static_cast<std::size_t>(std::max(1, ctx.settings.shard) * std::max(1, ctx.settings.pipelineIpus)));
   if (ctx.diags == nullptr) return;
+  // Without the placement (a Lua function that could not run) there is nothing to judge.
+  if (ctx.mapping.pipelineKind == check::MappingSpec::PipelineKind::Lua) return;
   base::Diagnostics& diags = *ctx.diags;
 
   // Weights shared with a layer on another IPU are duplicated.
@@ -113,7 +115,11 @@ void verifyPlan(PhaseContext& ctx) {
     for (const auto& other : p.layers)
       if ((other.name == l.tiedTo || other.name.rfind(l.tiedTo + ".", 0) == 0) && other.ipu != l.ipu) {
         double bytes = l.tiedParams / std::max(1, ctx.settings.shard) * ir::bytesOf(p.precision.weights);
-        diags.warning(code::kTiedApart, ctx.mapping.spanOf("pipeline"),
+        base::Span at = ctx.mapping.spanOf("pipeline");
+        int index = static_cast<int>(&l - p.layers.data());
+        for (const auto& st : ctx.mapping.stages)
+          if (std::find(st.leaves.begin(), st.leaves.end(), index) != st.leaves.end()) at = st.span;
+        diags.warning(code::kTiedApart, at,
                       "`" + l.name + "` shares its weights with `" + other.name + "` but runs on IPU " +
                           std::to_string(l.ipu) + ", not IPU " + std::to_string(other.ipu) +
                           ": the shared weights are kept twice (+" + formatBytes(bytes) + " of weights alone)",

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <sys/stat.h>
 
@@ -61,7 +62,23 @@ void Session::validateHooks(const check::CheckedProgram& program) {
       while (begin < end && (sf->text()[begin] == ' ' || sf->text()[begin] == '\t')) ++begin;
       at = base::Span{h.sourceSpan.file, begin, std::max(begin + 1, end)};
     }
-    diags_.error(hooks::code::kLuaSyntax, at, "Lua syntax error in hook `" + h.name + "`: " + err->message,
+    // Lua counts lines within the hook; say them as lines of the file shown.
+    std::string message = err->message;
+    if (!h.file)
+      if (const base::SourceFile* sf = sources_.find(h.sourceSpan.file)) {
+        const std::uint32_t first = sf->lineCol(h.sourceSpan.begin).line;
+        std::regex atLine("at line ([0-9]+)");
+        std::string rewritten;
+        auto begin = std::sregex_iterator(message.begin(), message.end(), atLine);
+        std::size_t last = 0;
+        for (auto it = begin; it != std::sregex_iterator(); ++it) {
+          rewritten += message.substr(last, static_cast<std::size_t>(it->position()) - last);
+          rewritten += "at line " + std::to_string(first + std::stoul((*it)[1]) - 1);
+          last = static_cast<std::size_t>(it->position() + it->length());
+        }
+        message = rewritten + message.substr(last);
+      }
+    diags_.error(hooks::code::kLuaSyntax, at, "Lua syntax error in hook `" + h.name + "`: " + message,
                  "the hook is Lua 5.4");
   }
 }

@@ -274,8 +274,10 @@ std::unique_ptr<Program> parse(const base::SourceMap& sources, base::FileId id, 
   const std::string& text = file.text();
   const std::size_t errorsBefore = diags.errorCount();
   if (text.size() > kMaxFileBytes) {
+    char size[32];
+    std::snprintf(size, sizeof size, "%.1f", static_cast<double>(text.size()) / (1 << 20));
     diags.error(code::kFileTooLarge, base::Span{id, 0, 0},
-                "script is " + std::to_string(text.size() >> 20) + " MiB; the limit is 8 MiB",
+                "script is " + std::string(size) + " MiB (" + std::to_string(text.size()) + " bytes); the limit is 8 MiB",
                 "split it into modules and `import` them");
     return nullptr;
   }
@@ -290,7 +292,8 @@ std::unique_ptr<Program> parse(const base::SourceMap& sources, base::FileId id, 
   antlr4::ANTLRInputStream input(text);
   L lexer(&input);
   lexer.removeErrorListeners();
-  LexerErrors lexErrors(file, id, cpToByte, diags);
+  base::Diagnostics lexDiags;  // held back: those inside an unterminated comment are noise
+  LexerErrors lexErrors(file, id, cpToByte, lexDiags);
   lexer.addErrorListener(&lexErrors);
   antlr4::CommonTokenStream tokens(&lexer);
   tokens.fill();
@@ -355,13 +358,21 @@ std::unique_ptr<Program> parse(const base::SourceMap& sources, base::FileId id, 
       break;
     }
   }
-  if (!structural && !stack.empty()) {
+  std::uint32_t noiseFrom = ~0u;
+  for (const auto& d : diags.all())
+    if (d.code == std::string(code::kUnterminatedComment) && d.span.file == id) noiseFrom = std::min(noiseFrom, d.span.begin);
+  for (const auto& d : lexDiags.all())
+    if (d.span.begin < noiseFrom) diags.add(d);
+  if (!structural && !stack.empty() && lexDiags.empty()) {
     const Open& o = stack.back();
+    // Point at the last character of the file, not past its final newline.
     std::uint32_t end = cpToByte.back();
+    while (end > 0 && (text[end - 1] == '\n' || text[end - 1] == '\r' || text[end - 1] == ' ' || text[end - 1] == '\t')) --end;
+    std::uint32_t last = end > 0 ? end - 1 : 0;
     auto& d = diags.error(code::kUnclosedBracket, spanOf(o.tok),
                           "`" + o.tok->getText() + "` is never closed",
                           std::string("add `") + closerText(o.tok->getType()) + "` where it should end");
-    d.addNote({base::Span{id, end, end}, "the file ends here"});
+    d.addNote({base::Span{id, last, end}, "the file ends here"});
     structural = true;
   }
   if (diags.errorCount() > errorsBefore) return nullptr;

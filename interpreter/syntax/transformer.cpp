@@ -172,7 +172,8 @@ MemberPtr Transformer::transformMember(P::MemberContext& ctx) {
       if (ch != '_') digits += ch;
     m->index = digits.size() > 9 ? -1 : std::atoll(digits.c_str());
     if (m->index < 0)
-      diags_.error(code::kBadNumber, m->indexSpan, "IPU index `" + c->INT()->getText() + "` is too large");
+      diags_.error(code::kBadNumber, m->indexSpan, "IPU index `" + c->INT()->getText() + "` is too large",
+                   "pipeline IPUs are numbered 0 to p-1, with p at most a few hundred");
     for (auto* e : c->expr()) m->layers.push_back(transformExpr(*e));
     return m;
   }

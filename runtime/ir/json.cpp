@@ -29,10 +29,35 @@ std::size_t Json::size() const {
   return kind_ == Kind::Array ? items_.size() : kind_ == Kind::Object ? members_.size() : 0;
 }
 
+namespace {
+// Length of a valid UTF-8 sequence at s[i], or 0.
+std::size_t utf8Length(const std::string& s, std::size_t i) {
+  unsigned char c = static_cast<unsigned char>(s[i]);
+  std::size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+  if (len == 0 || i + len > s.size()) return 0;
+  for (std::size_t k = 1; k < len; ++k)
+    if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return 0;
+  return len;
+}
+}  // namespace
+
 std::string jsonEscape(const std::string& s) {
   std::string out;
   out.reserve(s.size() + 2);
-  for (unsigned char c : s) {
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x80) {
+      // JSON is UTF-8; a byte that is not part of a valid sequence (from a
+      // file in another encoding) becomes U+FFFD rather than invalid output.
+      std::size_t len = utf8Length(s, i);
+      if (len == 0) {
+        out += "\\ufffd";
+        continue;
+      }
+      out.append(s, i, len);
+      i += len - 1;
+      continue;
+    }
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
