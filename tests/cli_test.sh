@@ -61,6 +61,9 @@ cp "$TMP/broken.ipu" "$TMP/broken.orig"
 expect 1 "fmt of a broken file" -- "$IPU" fmt "$TMP/broken.ipu"
 cmp -s "$TMP/broken.ipu" "$TMP/broken.orig" || { echo "FAIL: fmt changed a file it could not parse"; fail=1; }
 
+# Examples and the standard library are kept in canonical format.
+expect 0 "examples and stdlib are formatted" -- "$IPU" fmt --check "$ROOT"/examples/*.ipu "$ROOT"/stdlib/*.ipu "$ROOT"/stdlib/models/*.ipu
+
 # The outputs shown in docs/diagnostics.md are what `ipu` prints today.
 python3 "$ROOT/tests/diagnostics/doc_outputs.py" "$IPU" "$ROOT" --check || fail=1
 

@@ -31,6 +31,7 @@ struct Expr {
   virtual ~Expr() = default;
   const ExprKind kind;
   Span span;
+  bool parenthesized = false;  // written in parentheses (kept by the printer; no meaning)
   template <typename T> const T& as() const {
     assert(kind == T::kKind);
     return static_cast<const T&>(*this);

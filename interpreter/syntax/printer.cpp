@@ -284,7 +284,7 @@ class Printer {
       case MemberKind::Field: {
         const auto& f = m.as<FieldMember>();
         out_ << f.name << ": ";
-        printExpr(*f.value, -2, level);
+        if (!printWrapped(*f.value, level, f.name.size() + 2)) printExpr(*f.value, -2, level);
         break;
       }
       case MemberKind::Block: {
@@ -336,6 +336,76 @@ class Printer {
   }
 
   // -------------------------------------------------------------- expressions
+
+  // A value too long for one line is broken before the `+` and `-` of its
+  // outermost sum (or of a parenthesised sum it multiplies), with the
+  // continuation lines indented under the value. Returns false when the value
+  // fits, or has no sum to break.
+  bool printWrapped(const Expr& e, int level, std::size_t prefix) {
+    Printer probe(nullptr, nullptr);
+    probe.printExpr(e, -2, 0);
+    std::string one = probe.out_.str();
+    std::size_t start = static_cast<std::size_t>(level) * 2 + prefix;
+    if (one.find('\n') != std::string::npos || start + one.size() <= kLineWidth) return false;
+    // Find the sum to break: the value itself, or the last parenthesised sum of a product.
+    const Expr* sum = &e;
+    std::vector<const Expr*> factors;
+    while (sum->kind == ExprKind::Binary && sum->as<BinaryExpr>().op == BinaryOp::Mul) {
+      factors.push_back(sum->as<BinaryExpr>().lhs.get());
+      sum = sum->as<BinaryExpr>().rhs.get();
+    }
+    auto isSum = [](const Expr& x) {
+      return x.kind == ExprKind::Binary && (x.as<BinaryExpr>().op == BinaryOp::Add || x.as<BinaryExpr>().op == BinaryOp::Sub);
+    };
+    if (!isSum(*sum)) return false;
+    // Flatten the left-leaning chain a + b - c into terms.
+    std::vector<std::pair<const char*, const Expr*>> terms;
+    const Expr* cur = sum;
+    while (isSum(*cur) && !(cur != sum && cur->parenthesized)) {
+      const auto& b = cur->as<BinaryExpr>();
+      terms.emplace_back(spelling(b.op), b.rhs.get());
+      cur = b.lhs.get();
+    }
+    terms.emplace_back("", cur);
+    std::reverse(terms.begin(), terms.end());
+    const bool wrapInParens = !factors.empty();
+    std::string indentText(start + (wrapInParens ? 0 : 0), ' ');
+    std::size_t column = start;
+    auto emit = [&](const std::string& text) {
+      out_ << text;
+      column += text.size();
+    };
+    if (wrapInParens) {
+      // The factors may not be sums (precedence keeps them tight).
+      for (const Expr* f : factors) {
+        Printer fp(nullptr, nullptr);
+        fp.printExpr(*f, precedence(e), 0);
+        emit(fp.out_.str() + " * ");
+      }
+      emit("(");
+    }
+    std::size_t hang = column;  // continuation lines line up under the first term
+    for (std::size_t i = 0; i < terms.size(); ++i) {
+      Printer tp(nullptr, nullptr);
+      tp.printExpr(*terms[i].second, i == 0 ? 6 : 7, 0);
+      std::string text = tp.out_.str();
+      if (i == 0) {
+        emit(text);
+        continue;
+      }
+      std::string piece = std::string(terms[i].first) + " " + text;
+      if (column + 1 + piece.size() > kLineWidth) {
+        out_ << "\n" << std::string(hang, ' ');
+        column = hang;
+        emit(piece);
+      } else {
+        emit(" " + piece);
+      }
+    }
+    if (wrapInParens) emit(")");
+    return true;
+  }
+
   void printArgs(const std::vector<Arg>& args, int level) {
     for (std::size_t i = 0; i < args.size(); ++i) {
       if (i) out_ << ", ";
@@ -347,7 +417,11 @@ class Printer {
   // `minPrec` is the weakest precedence that may appear here without parentheses.
   void printExpr(const Expr& e, int minPrec, int level) {
     int prec = precedence(e);
-    bool paren = prec < minPrec;
+    // Parentheses the author wrote around an operation stay: they often say
+    // how a formula reads, `(size / stride) * (size / stride)`.
+    bool kept = e.parenthesized && (e.kind == ExprKind::Binary || e.kind == ExprKind::Unary || e.kind == ExprKind::Range ||
+                                    e.kind == ExprKind::If);
+    bool paren = prec < minPrec || kept;
     if (paren) out_ << '(';
     switch (e.kind) {
       case ExprKind::Number: {

@@ -204,6 +204,7 @@ ExprPtr Transformer::transformPrimary(P::PrimaryContext& ctx) {
   if (auto* c = dynamic_cast<P::ParenExprContext*>(&ctx)) {
     ExprPtr inner = transformExpr(*c->expr());
     inner->span = span(ctx);  // the parentheses belong to the expression's extent
+    inner->parenthesized = true;
     return inner;
   }
   if (auto* c = dynamic_cast<P::RecordLitContext*>(&ctx)) {

@@ -2,6 +2,8 @@
 // the safety pre-scan, incompleteness for the REPL, and the printer.
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include "interpreter/base/render.h"
 #include "interpreter/syntax/parser.h"
 #include "interpreter/syntax/printer.h"
@@ -120,15 +122,21 @@ TEST(Parser, KeywordsComeFromTheLexer) {
   EXPECT_EQ(std::find(k.begin(), k.end(), "steps"), k.end()) << "`steps` is a unit, not a keyword";
 }
 
-TEST(Printer, ParenthesesOnlyWhereNeeded) {
+TEST(Printer, ParenthesesWhereNeededOrWritten) {
   EXPECT_EQ(exprRoundTrip("(a + b) * c"), "(a + b) * c");
-  EXPECT_EQ(exprRoundTrip("a + (b * c)"), "a + b * c");
+  EXPECT_EQ(exprRoundTrip("a + (b * c)"), "a + (b * c)") << "parentheses the author wrote are kept";
   EXPECT_EQ(exprRoundTrip("a - (b - c)"), "a - (b - c)");
-  EXPECT_EQ(exprRoundTrip("(a - b) - c"), "a - b - c");
+  EXPECT_EQ(exprRoundTrip("((x))"), "x") << "around a name they say nothing";
   EXPECT_EQ(exprRoundTrip("-2 ^ 2"), "-2 ^ 2");
   EXPECT_EQ(exprRoundTrip("(-2) ^ 2"), "(-2) ^ 2");
   EXPECT_EQ(exprRoundTrip("2 ^ (3 ^ 2)"), "2 ^ 3 ^ 2");
   EXPECT_EQ(exprRoundTrip("(2 ^ 3) ^ 2"), "(2 ^ 3) ^ 2");
+  // Built without parentheses (as a formatter round trip sees them): the
+  // minimal ones are added where precedence needs them.
+  auto p = parse("let x = a - b - c\nlet y = 2 ^ 3 ^ 2\n");
+  ASSERT_TRUE(p->program);
+  EXPECT_EQ(syntax::print(*p->program->items[0]->as<syntax::LetItem>().value), "a - b - c");
+  EXPECT_EQ(syntax::print(*p->program->items[1]->as<syntax::LetItem>().value), "2 ^ 3 ^ 2");
   EXPECT_EQ(exprRoundTrip("x with {a: 1,b:2}"), "x with { a: 1, b: 2 }");
   EXPECT_EQ(exprRoundTrip("[1,2,3][0]"), "[1, 2, 3][0]");
   EXPECT_EQ(exprRoundTrip("if a then 1 else 2"), "if a then 1 else 2");
@@ -144,6 +152,26 @@ TEST(Printer, CommentsStayWithWhatTheyDescribe) {
   EXPECT_EQ(syntax::print(*p->program, &p->sources),
             "let a = 1\n\n// about b\nlet b = 2\n\ntraining t {\n  phase p {\n    seq_len: 128\n    masked_tokens: 20  // twenty\n"
             "    x: 1\n  }\n}\n");
+}
+
+TEST(Printer, WrapsLongSumsAtTheirOperators) {
+  std::string longSum = "layer l(a: int) {\n  params: ";
+  for (int i = 0; i < 12; ++i) longSum += std::string(i ? " + " : "") + "a * 1000" + std::to_string(i);
+  longSum += "\n  op: \"x\"\n  output: 1\n}\n";
+  auto p = parse(longSum);
+  ASSERT_TRUE(p->program);
+  std::string printed = syntax::print(*p->program, &p->sources);
+  std::istringstream lines(printed);
+  std::string line;
+  int count = 0;
+  while (std::getline(lines, line)) {
+    EXPECT_LE(line.size(), 100u) << line;
+    ++count;
+  }
+  EXPECT_GT(count, 6) << printed;
+  auto q = parse(printed);
+  ASSERT_TRUE(q->program) << printed;
+  EXPECT_EQ(syntax::toSExpr(*p->program), syntax::toSExpr(*q->program));
 }
 
 TEST(Printer, KeepsCommentsAndIsIdempotent) {
