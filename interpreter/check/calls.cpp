@@ -285,7 +285,7 @@ Value Evaluator::callBuiltin(const std::string& name, const std::vector<Arg>& ar
 
   if (name == "balanced") {
     if (!arity(1) || !number(vals[0], true)) return Value::unknown(span);
-    if (!vals[0].isWhole() || vals[0].number < 1) {
+    if (!vals[0].isWhole() || vals[0].number < 1 || vals[0].number > (1 << 20)) {
       error(code::kOutOfRange, vals[0].span, "`balanced` needs a positive whole number of IPUs, found " + vals[0].describe());
       return Value::unknown(span);
     }
@@ -303,12 +303,19 @@ Value Evaluator::callBuiltin(const std::string& name, const std::vector<Arg>& ar
     std::vector<Value> xs = vals;
     if (vals.size() == 1 && vals[0].kind == ValueKind::List) xs = *vals[0].list;
     if (vals.size() == 1 && vals[0].kind == ValueKind::Range) {
-      xs.clear();
-      if (vals[0].hi - vals[0].lo > 10000000) {
-        error(code::kLimitExceeded, span, "range too long to reduce");
+      // Reduce a range arithmetically: it may be long.
+      const double lo = static_cast<double>(vals[0].lo), hi = static_cast<double>(vals[0].hi), n = hi - lo;
+      if (n <= 0) {
+        if (name == "sum") return Value::num(0, Dim::none(), span);
+        error(code::kBadArgument, span, "`" + name + "` of an empty range");
         return Value::unknown(span);
       }
-      for (long long i = vals[0].lo; i < vals[0].hi; ++i) xs.push_back(Value::integral(i, span));
+      double r = name == "sum" ? n * (lo + hi - 1) / 2 : name == "min" ? lo : hi - 1;
+      if (!std::isfinite(r)) {
+        error(code::kInvalidOperation, span, "`" + name + "` overflows");
+        return Value::unknown(span);
+      }
+      return Value::num(r, Dim::none(), span);
     }
     if (xs.empty()) {
       if (name == "sum") return Value::num(0, Dim::none(), span);

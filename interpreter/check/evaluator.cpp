@@ -166,7 +166,9 @@ Evaluator::Evaluator(base::Diagnostics& diags, ModuleLoader& loader) : diags_(di
   }
 }
 
-Evaluator::~Evaluator() = default;
+Evaluator::~Evaluator() {
+  for (auto& [module, scope] : moduleScopes_) scope->clear();
+}
 
 ScopePtr Evaluator::scopePtrOf(const Module& module) {
   auto it = moduleScopes_.find(&module);
@@ -298,7 +300,11 @@ Value Evaluator::eval(const Expr& e, const ScopePtr& scope) {
       const auto& r = e.as<RangeExpr>();
       Value lo = eval(*r.lo, scope), hi = eval(*r.hi, scope);
       if (lo.isUnknown() || hi.isUnknown()) return Value::unknown(e.span);
-      if (!lo.isWhole() || !hi.isWhole()) {
+      if (!lo.isWhole() || !hi.isWhole() || std::fabs(lo.number) > kMaxExactInteger || std::fabs(hi.number) > kMaxExactInteger) {
+        if (lo.isWhole() && hi.isWhole()) {
+          error(code::kOutOfRange, e.span, "range bounds must be within +-2^53, found `" + lo.show() + ".." + hi.show() + "`");
+          return Value::unknown(e.span);
+        }
         error(code::kTypeMismatch, e.span, "range bounds must be whole numbers, found " +
                                                (lo.isWhole() ? hi : lo).describe());
         return Value::unknown(e.span);
@@ -417,9 +423,18 @@ Value Evaluator::evalBinary(const BinaryExpr& e, const ScopePtr& scope) {
     }
     return Value::boolean_(e.op == BinaryOp::Eq ? eq : !eq, e.span);
   }
-  if (e.op == BinaryOp::Add && l.kind == ValueKind::String && r.kind == ValueKind::String)
+  if (e.op == BinaryOp::Add && l.kind == ValueKind::String && r.kind == ValueKind::String) {
+    if (l.text.size() + r.text.size() > kMaxStringBytes) {
+      error(code::kLimitExceeded, e.span, "string longer than " + std::to_string(kMaxStringBytes >> 20) + " MiB");
+      return Value::unknown(e.span);
+    }
     return Value::str(l.text + r.text, e.span);
+  }
   if (e.op == BinaryOp::Add && l.kind == ValueKind::List && r.kind == ValueKind::List) {
+    if (l.list->size() + r.list->size() > kMaxListItems) {
+      error(code::kLimitExceeded, e.span, "list longer than " + std::to_string(kMaxListItems) + " items");
+      return Value::unknown(e.span);
+    }
     std::vector<Value> items = *l.list;
     items.insert(items.end(), r.list->begin(), r.list->end());
     return Value::ofList(std::move(items), e.span);
@@ -624,7 +639,7 @@ Value Evaluator::evalIndex(const IndexExpr& e, const ScopePtr& scope) {
     if (idx.kind == ValueKind::Range) {
       lo = idx.lo;
       hi = idx.hi;
-    } else if (idx.isWhole()) {
+    } else if (idx.isWhole() && std::fabs(idx.number) <= kMaxExactInteger) {
       lo = static_cast<long long>(idx.number);
       hi = lo + 1;
     } else {
@@ -659,6 +674,10 @@ Value Evaluator::evalIndex(const IndexExpr& e, const ScopePtr& scope) {
   }
   if (!idx.isWhole()) {
     error(code::kTypeMismatch, e.index->span, "an index must be a whole number, found " + idx.describe());
+    return Value::unknown(e.span);
+  }
+  if (std::fabs(idx.number) > kMaxExactInteger) {
+    error(code::kOutOfRange, e.index->span, "index `" + idx.show() + "` is out of range");
     return Value::unknown(e.span);
   }
   long long i = static_cast<long long>(idx.number);

@@ -37,6 +37,9 @@ class Scope {
   virtual void collectNames(std::vector<std::string>& out, Evaluator& ev);
   Span definedAt(const std::string& name) const;
   const ScopePtr& parent() const { return parent_; }
+  // Drop every binding. Closures (templates, models) hold their defining
+  // scope, which holds them: the owner of the scopes clears them to free both.
+  virtual void clear() { locals_.clear(); }
 
  protected:
   struct Entry {
@@ -61,6 +64,10 @@ class ModuleScope : public Scope {
   // `optimizer lamb = lamb(...)` and `model bert_large = bert_large with {...}` work.
   bool isSelfReference(const std::string& name) const { return !evaluating_.empty() && evaluating_.back() == name; }
   bool declares(const std::string& name) const { return items_.count(name) > 0; }
+  void clear() override {
+    Scope::clear();
+    imports_.clear();
+  }
   void index(Evaluator& ev);  // find declarations, report duplicates
 
  private:
@@ -137,6 +144,8 @@ class Evaluator {
   const PhaseContext* currentPhase() const { return phase_; }
   void setCurrentPhase(const PhaseContext* p) { phase_ = p; }
   static constexpr int kMaxDepth = 64;
+  static constexpr std::size_t kMaxStringBytes = 1u << 20;  // strings built by `+`
+  static constexpr std::size_t kMaxListItems = 1u << 20;    // lists built by `+`
 
  private:
   Value evaluateItemIsolated(const syntax::Item& item, ModuleScope& scope);

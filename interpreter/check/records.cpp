@@ -79,8 +79,10 @@ bool Evaluator::conforms(Value& v, const Type& type, const std::string& field, S
         error(code::kOutOfRange, at, "`" + field + "` must be a whole number, found `" + v.show() + "`");
         return false;
       }
-      if (type.kind == TypeKind::Whole && v.number > 9e15) {
-        error(code::kOutOfRange, at, "`" + field + "` is too large: `" + v.show() + "`");
+      double limit = type.max > 0 ? type.max : kMaxExactInteger;
+      if ((type.kind == TypeKind::Whole || type.max > 0) && v.number > limit) {
+        error(code::kOutOfRange, at, "`" + field + "` is too large: `" + v.show() + "` (the limit is " + formatNumber(limit) + ")",
+              "check for a typo in the number");
         return false;
       }
       if (type.positive && !(v.number > 0)) {

@@ -276,6 +276,14 @@ std::shared_ptr<const MappingSpec> Resolver::mapping(const Value& v) {
   spec->model = model(*m);
   if (!spec->model) return nullptr;
   spec->pod = pod(*podv->record);
+  // A pod built with errors has unknown sizes: checks against it would only restate them.
+  bool hardwareErrors = podv->record->hadErrors;
+  if (const Value* mv = podv->record->get("machine"); mv != nullptr && mv->kind == ValueKind::Record) {
+    hardwareErrors |= mv->record->hadErrors;
+    if (const Value* cv = mv->record->get("chip"); cv != nullptr && cv->kind == ValueKind::Record)
+      hardwareErrors |= cv->record->hadErrors;
+  }
+  if (spec->pod.ipus() <= 0) hardwareErrors = true;
   ir::Mapping& mp = spec->mapping;
   mp.name = rec.name;
   mp.shard = static_cast<int>(num(rec, "shard", 1));
@@ -347,7 +355,9 @@ std::shared_ptr<const MappingSpec> Resolver::mapping(const Value& v) {
   const hw::Pod& pd = spec->pod;
   long long perReplica = static_cast<long long>(mp.shard) * std::max(1, spec->pipelineIpus);
   long long used = perReplica * mp.replicas;
-  if (spec->pipelineIpus > 0 && used > pd.ipus()) {
+  if (hardwareErrors) {
+    // reported where the hardware is declared
+  } else if (spec->pipelineIpus > 0 && used > pd.ipus()) {
     long long fit = pd.ipus() / std::max(1LL, perReplica);
     std::string help = fit >= 1 ? "with t = " + std::to_string(mp.shard) + " and p = " + std::to_string(spec->pipelineIpus) +
                                       ", `" + pd.name + "` holds at most " + std::to_string(fit) + " replica" +
@@ -473,6 +483,13 @@ bool Resolver::batch(const Record& ph, const Record& tr, const MappingSpec& mapp
   out.replicas = r;
   int given = (mb != nullptr) + (ga != nullptr) + (gb != nullptr);
   auto ll = [](const Value* v) { return static_cast<long long>(v->number); };
+  // Each figure is bounded by its schema; their product must be too.
+  double samples = (mb ? mb->number : 1) * (ga ? ga->number : 1) * static_cast<double>(r);
+  if (samples > 1e15 || (gb != nullptr && gb->number > 1e15)) {
+    ev_.error(code::kOutOfRange, phaseFieldSpan(ph, tr, mb ? "micro_batch" : "gradient_accumulation", at),
+              "the batch of phase `" + ph.name + "` is beyond 10^15 samples per step", "check the figures for a typo");
+    return false;
+  }
   if (given < 2) {
     ev_.error(code::kBatchUnderdetermined, at,
               "phase `" + ph.name + "` needs two of `micro_batch`, `gradient_accumulation` and `global_batch`" +

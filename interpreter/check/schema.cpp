@@ -59,13 +59,17 @@ Type number(Dim d, bool positive = false) {
   t.positive = positive;
   return t;
 }
-Type whole(bool positive = true, Dim d = Dim::none()) {
+Type whole(bool positive = true, Dim d = Dim::none(), double max = 0) {
   Type t;
   t.kind = TypeKind::Whole;
   t.positive = positive;
   t.dim = d;
+  t.max = max;
   return t;
 }
+// Bounds far above any machine, small enough that products of them stay exact.
+constexpr double kMaxCount = 1 << 20;     // IPUs, machines, replicas, shards, phases, tiles
+constexpr double kMaxBatch = 1e12;        // samples, micro batches, steps
 Type simple(TypeKind k) {
   Type t;
   t.kind = k;
@@ -132,13 +136,13 @@ struct Schemas {
     chip.kind = "chip";
     chip.fields = {
         req("clock", number(dims::hertz(), true), "clock frequency"),
-        req("tiles", whole(), "processor tiles (cores)"),
+        req("tiles", whole(true, Dim::none(), kMaxCount), "processor tiles (cores)"),
         req("memory", number(dims::bytes(), true), "In-Processor Memory (SRAM) per chip"),
         req("flops_per_cycle", structOf(&flopsPerCycle), "arithmetic throughput per tile per cycle, by precision"),
         opt("memory_bandwidth", number(dims::bandwidth()), Value::num(0, dims::bandwidth()), "aggregate SRAM bandwidth"),
         opt("exchange_bandwidth", number(dims::bandwidth()), Value::num(0, dims::bandwidth()),
             "on-chip tile-to-tile exchange bandwidth"),
-        opt("ipu_links", whole(false), Value::integral(0), "IPU-Links per chip"),
+        opt("ipu_links", whole(false, Dim::none(), kMaxCount), Value::integral(0), "IPU-Links per chip"),
         opt("ipu_link_bandwidth", number(dims::bandwidth()), Value::num(0, dims::bandwidth()),
             "bandwidth of one IPU-Link"),
         opt("code_base", number(dims::bytes()), Value::num(0, dims::bytes()),
@@ -148,7 +152,7 @@ struct Schemas {
     machine.kind = "machine";
     machine.fields = {
         req("chip", record("chip"), "the IPU in this machine"),
-        req("ipus", whole(), "IPUs per machine"),
+        req("ipus", whole(true, Dim::none(), 1024), "IPUs per machine"),
         opt("streaming_memory", number(dims::bytes()), Value::num(0, dims::bytes()), "Streaming Memory (DDR) per machine"),
         opt("streaming_bandwidth", number(dims::bandwidth()), Value::num(0, dims::bandwidth()),
             "Streaming Memory bandwidth per IPU (not published by Graphcore: an assumption)"),
@@ -160,8 +164,9 @@ struct Schemas {
     pod.kind = "pod";
     pod.fields = {
         req("machine", record("machine"), "the machine the pod is built from"),
-        req("machines", whole(), "machines in the pod"),
-        opt("machines_per_rack", whole(), Value(), "machines joined by IPU-Links; racks are joined by GW-Links",
+        req("machines", whole(true, Dim::none(), kMaxCount), "machines in the pod"),
+        opt("machines_per_rack", whole(true, Dim::none(), kMaxCount), Value(),
+            "machines joined by IPU-Links; racks are joined by GW-Links",
             "all of them (one rack)"),
         opt("power_of_two_replicas", simple(TypeKind::Bool), Value::boolean_(true),
             "replica counts must be powers of two (the ring rule of Graphcore's collectives)"),
@@ -204,9 +209,10 @@ struct Schemas {
         req("pod", record("pod"), "the pod it runs on"),
         opt("pipeline", simple(TypeKind::Pipeline), Value(),
             "which layers run on which IPU: `pipeline { ipu 0: ... }`, `balanced(p)` or `lua f`", "everything on IPU 0"),
-        opt("shard", whole(), Value::integral(1), "tensor sharding `t`: IPUs each pipeline stage is split over"),
-        opt("replicas", whole(), Value::integral(1), "data-parallel replicas `r`"),
-        opt("phases", whole(), Value::integral(1),
+        opt("shard", whole(true, Dim::none(), kMaxCount), Value::integral(1),
+            "tensor sharding `t`: IPUs each pipeline stage is split over"),
+        opt("replicas", whole(true, Dim::none(), kMaxCount), Value::integral(1), "data-parallel replicas `r`"),
+        opt("phases", whole(true, Dim::none(), kMaxCount), Value::integral(1),
             "phased execution: sub-graphs per IPU whose state streams in and out of Streaming Memory"),
         opt("recompute", enumOf({"none", "every_layer", "stage_inputs"}), Value::symbol("none"),
             "recomputation: keep only checkpoints and recompute activations in the backward pass"),
@@ -223,7 +229,8 @@ struct Schemas {
     lossScale.fields = {
         opt("initial", number(Dim::none(), true), Value::num(32768), "starting scale"),
         opt("factor", number(Dim::none(), true), Value::num(2), "growth and back-off factor"),
-        opt("interval", whole(), Value::integral(2000), "steps without overflow before the scale grows"),
+        opt("interval", whole(true, Dim::none(), kMaxBatch), Value::integral(2000),
+            "steps without overflow before the scale grows"),
     };
 
     Type dtype = enumOf(kDtypes);
@@ -259,7 +266,7 @@ struct Schemas {
     dataset.fields = {
         opt("kind", enumOf({"synthetic", "text", "files"}), Value::symbol("synthetic"), "where samples come from"),
         opt("path", simple(TypeKind::String), Value(), "file or directory (text, files); relative to the script", "none"),
-        opt("samples", whole(), Value(), "samples in one epoch (needed for `epochs`)", "unknown"),
+        opt("samples", whole(true, Dim::none(), kMaxBatch), Value(), "samples in one epoch (needed for `epochs`)", "unknown"),
         opt("packing", simple(TypeKind::Bool), Value::boolean_(false), "pack several sequences into one sample"),
         opt("sequences_per_pack", number(Dim::none(), true), Value(), "average sequences per packed sample",
             "2 when packing, else 1"),
@@ -273,14 +280,14 @@ struct Schemas {
         opt("precision", record("precision"), Value(), "numeric formats", "fp32 everywhere"),
         opt("optimizer", record("optimizer"), Value(), "the optimizer", "none: required"),
         opt("dataset", record("dataset"), Value(), "training data", "synthetic"),
-        opt("seq_len", whole(), Value(), "sequence length (language models)", "unset"),
-        opt("masked_tokens", whole(), Value(), "masked tokens per sequence (MLM)", "unset"),
-        opt("image_size", whole(), Value(), "image side in pixels (vision models)", "unset"),
-        opt("micro_batch", whole(), Value(), "samples per replica per pipeline step", "derived"),
-        opt("gradient_accumulation", whole(), Value(), "micro batches accumulated per optimizer step", "derived"),
-        opt("global_batch", whole(), Value(), "samples per optimizer step: micro_batch x gradient_accumulation x replicas",
+        opt("seq_len", whole(true, Dim::none(), kMaxBatch), Value(), "sequence length (language models)", "unset"),
+        opt("masked_tokens", whole(true, Dim::none(), kMaxBatch), Value(), "masked tokens per sequence (MLM)", "unset"),
+        opt("image_size", whole(true, Dim::none(), kMaxBatch), Value(), "image side in pixels (vision models)", "unset"),
+        opt("micro_batch", whole(true, Dim::none(), kMaxBatch), Value(), "samples per replica per pipeline step", "derived"),
+        opt("gradient_accumulation", whole(true, Dim::none(), kMaxBatch), Value(), "micro batches accumulated per optimizer step", "derived"),
+        opt("global_batch", whole(true, Dim::none(), kMaxBatch), Value(), "samples per optimizer step: micro_batch x gradient_accumulation x replicas",
             "derived"),
-        opt("steps", whole(true, dims::steps()), Value(), "optimizer steps", "from `epochs`"),
+        opt("steps", whole(true, dims::steps(), kMaxBatch), Value(), "optimizer steps", "from `epochs`"),
         opt("epochs", number(dims::epochs(), true), Value(), "passes over the dataset (needs the dataset's `samples`)",
             "none"),
         opt("lr", sched, Value(), "learning rate: `0.006 warmup 2000 steps then linear to 0`", "none: required"),
@@ -290,7 +297,7 @@ struct Schemas {
 
     training.kind = "training";
     training.fields = phaseFields;
-    training.fields.push_back(opt("seed", whole(false), Value::integral(0), "random seed of the run"));
+    training.fields.push_back(opt("seed", whole(false, Dim::none(), kMaxExactInteger), Value::integral(0), "random seed of the run"));
     Type hooks = listOf(record("hook"));
     training.fields.push_back(opt("hooks", hooks, Value::ofList({}), "Lua hooks attached to the run"));
 

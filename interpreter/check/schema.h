@@ -39,6 +39,7 @@ struct Type {
   TypeKind kind = TypeKind::Any;
   Dim dim;
   bool positive = false;        // must be > 0
+  double max = 0;               // an upper bound when > 0 (counts that size arrays or multiply)
   std::vector<std::string> symbols;
   std::shared_ptr<Type> element;
   std::string recordKind;
@@ -67,6 +68,10 @@ struct Schema {
 // loss_scale, optimizer, dataset, training, phase, hook.
 const Schema* schemaFor(const std::string& kind);
 const std::vector<const Schema*>& allSchemas();
+
+// Integers beyond this lose precision as doubles; every whole-number field and
+// index is checked against it before it becomes an integer.
+inline constexpr double kMaxExactInteger = 9007199254740992.0;  // 2^53
 
 // Context variables: defined inside model and layer definitions, bound by each
 // training phase when it expands the model.

@@ -486,7 +486,17 @@ class Printer {
         bool comparison = prec == 4;
         printExpr(*b.lhs, rightAssoc || comparison ? prec + 1 : prec, level);
         out_ << ' ' << spelling(b.op) << ' ';
-        printExpr(*b.rhs, rightAssoc ? prec : prec + 1, level);
+        // `3 MB / s` would read back as the unit MB/s: keep a name after a
+        // number with a unit in parentheses.
+        const auto* num = b.lhs->dyn<NumberExpr>();
+        if (b.op == BinaryOp::Div && num != nullptr && !num->unit.empty() && b.rhs->kind == ExprKind::Name &&
+            b.rhs->as<NameExpr>().name == "s" && !b.lhs->parenthesized) {
+          out_ << '(';
+          printExpr(*b.rhs, 0, level);
+          out_ << ')';
+        } else {
+          printExpr(*b.rhs, rightAssoc ? prec : prec + 1, level);
+        }
         break;
       }
       case ExprKind::Range: {
