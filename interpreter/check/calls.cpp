@@ -63,6 +63,18 @@ Value Evaluator::call(const Value& callee, const std::vector<Arg>& args, const S
   std::string help;
   if (callee.kind == ValueKind::Model || callee.kind == ValueKind::Record)
     help = "it is already a value; to change it, write `" + std::string("x with { field: value }") + "`";
+  // A local declaration may hide an imported definition of the same name.
+  std::string name = callee.kind == ValueKind::Record ? callee.record->name
+                     : callee.kind == ValueKind::Model ? callee.model->name
+                                                       : std::string();
+  for (Scope* s = scope.get(); s != nullptr && !name.empty(); s = s->parent().get())
+    if (auto* ms = dynamic_cast<ModuleScope*>(s)) {
+      std::string module = ms->importDeclaring(name);
+      if (!module.empty())
+        help = "this `" + name + "` is declared in this module and hides `" + name + "` from `" + module +
+               "`; rename one of them, or import the module with `as` and write `alias." + name + "`";
+      break;
+    }
   error(code::kNotCallable, calleeSpan, callee.describe() + " is not a function or a definition with parameters", help);
   return Value::unknown(span);
 }

@@ -64,6 +64,13 @@ class ModuleScope : public Scope {
   // `optimizer lamb = lamb(...)` and `model bert_large = bert_large with {...}` work.
   bool isSelfReference(const std::string& name) const { return !evaluating_.empty() && evaluating_.back() == name; }
   bool declares(const std::string& name) const { return items_.count(name) > 0; }
+  // The unaliased import that declares `name` ("" if none): for saying which
+  // imported definition a local declaration hides.
+  std::string importDeclaring(const std::string& name) const {
+    for (const auto& [module, scope] : imports_)
+      if (scope->declares(name)) return module;
+    return {};
+  }
   void clear() override {
     Scope::clear();
     imports_.clear();

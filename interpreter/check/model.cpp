@@ -241,6 +241,7 @@ LayerFacts layerFacts(Evaluator& ev, const ModelStructure::Leaf& leaf, const Pha
     f.input = numberOr(*rec, "input", f.output, unknown);
     f.workspace = numberOr(*rec, "workspace", 0, unknown);
     f.codeBytes = numberOr(*rec, "code", 0, unknown);
+    f.ops = numberOr(*rec, "ops", 1, unknown);
     if (const Value* s = rec->get("shardable"); s != nullptr && s->kind == ValueKind::Bool) f.shardable = s->boolean;
     if (const Value* t = rec->get("tied_to"); t != nullptr && t->kind == ValueKind::LayerRef) f.tiedTo = t->text;
     f.tiedParams = numberOr(*rec, "tied_params", 0, unknown);

@@ -54,7 +54,7 @@ struct LayerFacts {
   double tiedParams = 0;
   bool shardable = true;
   ir::Flops forward, backward;
-  double activations = 0, input = 0, output = 0, workspace = 0, codeBytes = 0;
+  double activations = 0, input = 0, output = 0, workspace = 0, codeBytes = 0, ops = 1;
   std::vector<ir::Attribute> attributes;
 };
 

@@ -138,9 +138,33 @@ bool Evaluator::conforms(Value& v, const Type& type, const std::string& field, S
       if (v.kind == ValueKind::Template && syntax::spelling(v.tmpl->decl->declKind) == type.recordKind)
         return mismatch("`" + v.tmpl->decl->name + "` has parameters: call it, e.g. `" + v.tmpl->decl->name + "(...)`");
       return mismatch();
-    case TypeKind::Struct:
+    case TypeKind::Struct: {
       if (v.kind == ValueKind::Record && (v.record->kind == type.schema->kind)) return true;
-      return mismatch();
+      if (v.kind != ValueKind::Record || !v.record->kind.empty()) return mismatch();
+      // An untyped record (`let c = { ... }`) used where a typed one is
+      // expected: check its fields against the schema now.
+      auto typed = std::make_shared<Record>(*v.record);
+      typed->kind = type.schema->kind;
+      bool ok = true;
+      for (auto& f : typed->fields) {
+        const Field* spec = type.schema->find(f.name);
+        if (spec == nullptr) {
+          error(code::kUnknownField, f.nameSpan.valid() ? f.nameSpan : at,
+                "`" + f.name + "` is not a field of " + article(type.schema->kind), base::didYouMean(f.name, type.schema->names()));
+          ok = false;
+          continue;
+        }
+        if (!conforms(f.value, spec->type, f.name, f.value.span.valid() ? f.value.span : at)) ok = false;
+      }
+      for (const auto& spec : type.schema->fields)
+        if (spec.required && typed->field(spec.name) == nullptr) {
+          error(code::kMissingField, at, "`" + field + "` needs `" + spec.name + "`: " + spec.doc);
+          ok = false;
+        }
+      if (!ok) return false;
+      v.record = typed;
+      return true;
+    }
     case TypeKind::Model:
       if (v.kind == ValueKind::Model) return true;
       if (v.kind == ValueKind::Template && v.tmpl->decl->declKind == DeclKind::Model)

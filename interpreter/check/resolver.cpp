@@ -93,6 +93,16 @@ hw::Pod Resolver::pod(const Record& rec) {
       chip.ipuLinks = static_cast<int>(num(cr, "ipu_links"));
       chip.ipuLinkBandwidth = num(cr, "ipu_link_bandwidth");
       chip.codeBaseBytes = num(cr, "code_base");
+      if (const Value* cal = cr.get("calibration"); cal != nullptr && cal->kind == ValueKind::Record) {
+        const Record& k = *cal->record;
+        chip.calibration.present = true;
+        chip.calibration.source = sym(k, "source", "uncalibrated");
+        chip.calibration.matmulEfficiency = num(k, "matmul_efficiency");
+        chip.calibration.convEfficiency = num(k, "conv_efficiency");
+        chip.calibration.attentionFactor = num(k, "attention_factor", 0.5);
+        chip.calibration.opLatencyCycles = num(k, "op_latency");
+        chip.calibration.stepOverheadSeconds = num(k, "step_overhead");
+      }
     }
   }
   const Value* perRack = rec.get("machines_per_rack");

@@ -122,7 +122,7 @@ Field opt(std::string name, Type t, Value d, std::string doc, std::string defaul
 const std::vector<std::string> kDtypes = {"fp16", "fp32"};
 
 struct Schemas {
-  Schema flopsPerCycle, chip, machine, pod, flops, layer, mapping, precision, lossScale, optimizer, dataset, training,
+  Schema flopsPerCycle, calibration, chip, machine, pod, flops, layer, mapping, precision, lossScale, optimizer, dataset, training,
       phase, hook;
   std::vector<const Schema*> all;
 
@@ -131,6 +131,17 @@ struct Schemas {
     flopsPerCycle.fields = {
         req("fp16", number(Dim::none(), true), "FLOP per cycle per tile at fp16 (multiply-accumulate counts as 2)"),
         req("fp32", number(Dim::none(), true), "FLOP per cycle per tile at fp32"),
+    };
+
+    calibration.kind = "calibration";
+    calibration.fields = {
+        opt("source", simple(TypeKind::String), Value::str("uncalibrated"), "what the parameters were fitted on"),
+        req("matmul_efficiency", simple(TypeKind::Fraction), "share of peak FLOP/s a large matmul reaches"),
+        req("conv_efficiency", simple(TypeKind::Fraction), "share of peak FLOP/s a large convolution reaches"),
+        opt("attention_factor", simple(TypeKind::Fraction), Value::num(0.5),
+            "attention products run at this fraction of the matmul efficiency (their inner dimension is the head size)"),
+        req("op_latency", number(Dim::none()), "cycles of synchronisation and control per operation (each layer has `ops`)"),
+        req("step_overhead", number(dims::seconds()), "fixed time per optimizer step (host synchronisation, program switches)"),
     };
 
     chip.kind = "chip";
@@ -147,6 +158,8 @@ struct Schemas {
             "bandwidth of one IPU-Link"),
         opt("code_base", number(dims::bytes()), Value::num(0, dims::bytes()),
             "always-live runtime, control and host-exchange code per chip (an estimate)"),
+        opt("calibration", structOf(&calibration), Value(), "the cost model's fitted parameters for this chip",
+            "none: `ipu estimate` refuses"),
     };
 
     machine.kind = "machine";
@@ -195,6 +208,8 @@ struct Schemas {
         opt("workspace", number(Dim::none()), Value::num(0),
             "elements of matmul/convolution partials while it runs (temporary memory)"),
         opt("code", number(dims::bytes()), Value::num(0, dims::bytes()), "vertex state and exchange code for one instance"),
+        opt("ops", number(Dim::none(), true), Value::num(1),
+            "compute steps (supersteps) of one forward pass; each costs the chip's `op_latency`"),
         opt("shardable", simple(TypeKind::Bool), Value::boolean_(true), "can be split over `shard: t` IPUs"),
         opt("tied_to", layerRef, Value(), "a layer whose weights this one shares", "none"),
         opt("tied_params", number(Dim::none()), Value::num(0), "parameters shared with `tied_to`"),
@@ -305,7 +320,7 @@ struct Schemas {
     hook.fields = {req("lua", simple(TypeKind::Lua), "the hook's Lua code")};
 
     all = {&chip, &machine, &pod, &layer, &flops, &mapping, &precision, &lossScale, &optimizer, &dataset,
-           &training, &phase, &hook, &flopsPerCycle};
+           &training, &phase, &hook, &flopsPerCycle, &calibration};
   }
 };
 

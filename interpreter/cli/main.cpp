@@ -11,7 +11,11 @@
 
 #include "interpreter/base/render.h"
 #include "interpreter/base/terminal.h"
+#include "interpreter/cli/calibrate_command.h"
+#include "interpreter/cli/estimate_report.h"
 #include "interpreter/cli/plan_report.h"
+#include "interpreter/cli/timeline_render.h"
+#include "runtime/cost/timeline.h"
 #include "interpreter/session/session.h"
 #include "interpreter/syntax/parser.h"
 #include "interpreter/syntax/printer.h"
@@ -32,7 +36,9 @@ commands:
   plan FILE       compile the script's runs into plans: placement per IPU, memory
                   per IPU against its capacity, batch figures, pipeline schedule
   fmt FILE...     format scripts in the canonical style (in place)
-  estimate FILE   predict step time and time to train (not available yet)
+  estimate FILE   predict step time, throughput and time to train of every phase
+  calibrate TABLE fit the cost model to measured throughput (a CSV table; see
+                  docs/cost-model.md) and print the parameters as an .ipu module
   run FILE        train a small model on the emulator (not available yet)
   repl [FILE]     interactive session (not available yet)
 
@@ -42,6 +48,9 @@ options:
   --color auto|always|never
                          colour (default auto: only on a terminal; NO_COLOR disables)
   --check                fmt: change nothing; exit 1 if a file is not formatted
+  -o, --output FILE      calibrate: write the parameters to FILE
+  --timeline             estimate: draw each phase's step, IPU by IPU
+  --timeline-svg FILE    estimate: write the timelines as an SVG picture
   --stdout               fmt: print the formatted text instead of writing the file
   -h, --help             this help
   --version              the version
@@ -55,6 +64,9 @@ struct Options {
   bool json = false;
   bool fmtCheck = false;
   bool fmtStdout = false;
+  std::string output;
+  bool timeline = false;
+  std::string timelineSvg;
   base::ColorMode color = base::ColorMode::Auto;
 };
 
@@ -115,6 +127,53 @@ int cmdPlan(const Options& o) {
 
 // Format in place only when the result parses back to the same tree: a
 // formatter bug must never damage a script.
+int cmdEstimate(const Options& o) {
+  if (o.files.size() != 1) return usage("`estimate` takes one script");
+  session::Session s;
+  auto file = s.readFile(o.files[0]);
+  const cost::Estimate* est = file ? s.estimate(*file) : nullptr;
+  const ir::ExecutionPlan* plan = nullptr;
+  if (est != nullptr) plan = s.plan(*file, true);
+  if (o.json) {
+    ir::Json j = est != nullptr ? cost::toJson(*est) : ir::Json::object();
+    if (est == nullptr) {
+      j["format"] = "ipu-estimate/1";
+      j["runs"] = ir::Json::array();
+    }
+    j["diagnostics"] = base::toJson(s.diagnostics(), s.sources());
+    std::cout << j.dump() << "\n";
+  } else {
+    printDiagnostics(s, false, o.color);
+    if (est != nullptr && plan != nullptr)
+      cli::printEstimateReport(std::cout, *plan, *est, base::Painter(base::shouldColor(o.color, 1)), o.timeline);
+  }
+  if (!o.timelineSvg.empty() && est != nullptr && plan != nullptr) {
+    // One picture per phase, stacked.
+    std::string body;
+    double y = 0, width = 0;
+    for (std::size_t i = 0; i < plan->runs.size() && i < est->runs.size(); ++i)
+      for (std::size_t k = 0; k < plan->runs[i].phases.size() && k < est->runs[i].phases.size(); ++k) {
+        const auto& e = est->runs[i].phases[k];
+        if (!e.ok) continue;
+        const auto& ph = plan->runs[i].phases[k];
+        std::string svg = cli::drawTimelineSvg(cost::timeline(ph, e), "run " + plan->runs[i].name + ", phase " + ph.name,
+                                               ph.mapping.shard);
+        double h = std::stod(svg.substr(svg.find("height=\"") + 8));
+        width = std::max(width, std::stod(svg.substr(svg.find("width=\"") + 7)));
+        body += "<svg y=\"" + std::to_string(static_cast<long>(y)) + "\"" + svg.substr(4);
+        y += h;
+      }
+    std::ofstream out(o.timelineSvg, std::ios::binary | std::ios::trunc);
+    out << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << static_cast<long>(width) << "\" height=\""
+        << static_cast<long>(y) << "\">\n" << body << "</svg>\n";
+    if (!out) {
+      std::cerr << "ipu estimate: cannot write `" << o.timelineSvg << "`\n";
+      return kUserError;
+    }
+  }
+  return s.diagnostics().hasErrors() ? kUserError : kOk;
+}
+
 int cmdFmt(const Options& o) {
   if (o.files.empty()) return usage("`fmt` takes one or more scripts");
   int status = kOk;
@@ -193,6 +252,15 @@ int main(int argc, char** argv) {
       return kOk;
     }
     if (a == "--json") o.json = true;
+    else if (a == "--timeline") o.timeline = true;
+    else if (a == "--timeline-svg" || a.rfind("--timeline-svg=", 0) == 0) {
+      o.timelineSvg = value("--timeline-svg");
+      if (o.timelineSvg.empty()) return usage("`--timeline-svg` needs a file name");
+    }
+    else if (a == "-o" || a == "--output" || a.rfind("--output=", 0) == 0) {
+      o.output = value("--output");
+      if (o.output.empty()) return usage("`" + a + "` needs a file name");
+    }
     else if (a == "--check") o.fmtCheck = true;
     else if (a == "--stdout") o.fmtStdout = true;
     else if (a == "--format" || a.rfind("--format=", 0) == 0) {
@@ -216,7 +284,12 @@ int main(int argc, char** argv) {
   if (o.command == "check") return cmdCheck(o);
   if (o.command == "plan") return cmdPlan(o);
   if (o.command == "fmt") return cmdFmt(o);
-  if (o.command == "estimate" || o.command == "run" || o.command == "repl") {
+  if (o.command == "estimate") return cmdEstimate(o);
+  if (o.command == "calibrate") {
+    if (o.files.size() != 1) return usage("`calibrate` takes one table of measurements");
+    return cli::calibrateCommand(o.files[0], o.output, o.color);
+  }
+  if (o.command == "run" || o.command == "repl") {
     std::cerr << "ipu " << o.command << ": not available in this version yet\n";
     return kUsage;
   }

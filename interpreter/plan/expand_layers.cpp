@@ -55,6 +55,7 @@ void expandLayers(PhaseContext& ctx) {
     l.outputElements = f.output;
     l.workspaceElements = f.workspace;
     l.codeBytes = f.codeBytes;
+    l.ops = f.ops;
     l.attributes = f.attributes;
     p.layers.push_back(std::move(l));
   }

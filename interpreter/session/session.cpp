@@ -1,5 +1,6 @@
 #include "interpreter/session/session.h"
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -101,6 +102,38 @@ const ir::ExecutionPlan* Session::plan(base::FileId file, bool requireRuns) {
   }
   plan_ = std::make_unique<ir::ExecutionPlan>(plan::planProgram(*program, sources_, diags_));
   return plan_.get();
+}
+
+}  // namespace ipu::session
+
+namespace ipu::session {
+
+base::Span Session::spanOf(const ir::SourceRef& ref) const {
+  for (base::FileId id = 0; id < sources_.size(); ++id) {
+    const base::SourceFile& f = sources_.file(id);
+    if (f.path() != ref.file || ref.line == 0) continue;
+    std::uint32_t begin = f.lineStart(ref.line);
+    std::string_view line = f.lineText(ref.line);
+    std::uint32_t off = begin, col = 1;
+    while (col < ref.column && off < begin + line.size()) {
+      ++off;
+      while (off < begin + line.size() && (static_cast<unsigned char>(f.text()[off]) & 0xC0) == 0x80) ++off;
+      ++col;
+    }
+    std::uint32_t end = off;
+    while (end < begin + line.size() && (std::isalnum(static_cast<unsigned char>(f.text()[end])) || f.text()[end] == '_')) ++end;
+    return base::Span{id, off, std::max(end, off + 1)};
+  }
+  return {};
+}
+
+const cost::Estimate* Session::estimate(base::FileId file) {
+  const ir::ExecutionPlan* p = plan(file, /*requireRuns=*/true);
+  if (p == nullptr) return nullptr;
+  estimate_ = std::make_unique<cost::Estimate>(cost::estimate(*p));
+  // One diagnostic per problem and place (several phases may hit the same one).
+  for (const auto& pr : estimate_->problems) diags_.error(pr.code, spanOf(pr.where), pr.message, pr.help);
+  return estimate_.get();
 }
 
 }  // namespace ipu::session

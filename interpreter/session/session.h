@@ -12,6 +12,7 @@
 #include "interpreter/base/source.h"
 #include "interpreter/check/checker.h"
 #include "interpreter/check/program.h"
+#include "runtime/cost/cost_model.h"
 #include "runtime/ir/execution_plan.h"
 
 namespace ipu::session {
@@ -37,17 +38,23 @@ class Session {
   // `requireRuns`, a script with no training to plan is an error (IPU1216).
   const ir::ExecutionPlan* plan(base::FileId file, bool requireRuns = false);
 
+  // Check, plan, then estimate every phase with the cost model. Null when
+  // checking failed, or when nothing could be estimated.
+  const cost::Estimate* estimate(base::FileId file);
+
   // The checker of the last check: evaluation state for the REPL and tests.
   check::Checker* checker() { return checker_.get(); }
 
  private:
   void validateHooks(const check::CheckedProgram& program);
+  base::Span spanOf(const ir::SourceRef& ref) const;
 
   base::SourceMap sources_;
   base::Diagnostics diags_;
   std::unique_ptr<check::Checker> checker_;
   std::unique_ptr<check::CheckedProgram> program_;
   std::unique_ptr<ir::ExecutionPlan> plan_;
+  std::unique_ptr<cost::Estimate> estimate_;
 };
 
 }  // namespace ipu::session

@@ -180,6 +180,7 @@ Json toJson(const PhasePlan& ph) {
     lj["output_elements"] = l.outputElements;
     lj["workspace_elements"] = l.workspaceElements;
     lj["code_bytes"] = l.codeBytes;
+    lj["ops"] = l.ops;
     lj["shardable"] = l.shardable;
     Json attrs = Json::object();
     for (const auto& a : l.attributes) attrs[a.name] = a.text.empty() ? Json(a.number) : Json(a.text);

@@ -58,6 +58,7 @@ struct Layer {
   double outputElements = 0;      // what flows to the next layer
   double workspaceElements = 0;   // matmul/conv partials while the layer runs
   double codeBytes = 0;           // vertex state and exchange code for one instance
+  double ops = 1;                 // compute steps of one forward pass (each pays the chip's op latency)
   std::vector<Attribute> attributes;  // the template's arguments (hidden, heads, ...)
   int ipu = 0;             // pipeline IPU (group of `shard` IPUs) it is placed on
   int stage = 0;           // pipeline stage in data-flow order

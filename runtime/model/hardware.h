@@ -8,6 +8,18 @@
 
 namespace ipu::hw {
 
+// The cost model's fitted parameters for a chip (and the software it ran):
+// see docs/cost-model.md. `source` says what they were fitted on.
+struct Calibration {
+  bool present = false;
+  std::string source;
+  double matmulEfficiency = 0;   // share of peak for large matmuls
+  double convEfficiency = 0;     // share of peak for large convolutions
+  double attentionFactor = 0.5;  // attention products run at this fraction of the matmul efficiency
+  double opLatencyCycles = 0;    // sync and control per operation
+  double stepOverheadSeconds = 0;
+};
+
 struct Chip {
   std::string name;
   double clockHz = 0;
@@ -20,6 +32,7 @@ struct Chip {
   int ipuLinks = 0;
   double ipuLinkBandwidth = 0;       // bytes/s per link
   double codeBaseBytes = 0;          // always-live runtime, control and host-exchange code per IPU
+  Calibration calibration;
 
   double peakFlops(bool fp16) const { return tiles * clockHz * (fp16 ? fp16FlopsPerCycle : fp32FlopsPerCycle); }
 };

@@ -1,0 +1,97 @@
+// The pod cost model: predicts the time of an optimizer step, throughput and
+// time to train from an ExecutionPlan (it never sees the script). Everything is
+// a function of the plan and of the chip's description, so changing the
+// mapping changes the answer for the reason it would on hardware:
+//
+// - compute: each layer's FLOPs by kind of work, split over `shard` IPUs, at
+//   the chip's peak times a fitted efficiency (matmul, attention, convolution),
+//   element-wise work at the SRAM bandwidth, plus a fitted latency per
+//   operation (synchronisation and control of each compute step);
+// - the pipeline: cycle by cycle, PopART's schedule (GA + 2S - 2 cycles for S
+//   forward stages; each cycle lasts as long as its busiest IPU);
+// - communication: stage boundaries and tensor-parallel all-reduces over
+//   IPU-Links; gradient all-reduce across replicas as a ring inside a rack and
+//   over GW-Links between racks; replicated-tensor-sharding gathers;
+// - Streaming Memory traffic (offloaded state, phased execution), the optimizer
+//   update, host I/O, and a fitted fixed cost per step.
+//
+// The fitted parameters live with the chip (hw::Calibration); calibrate.h fits
+// them. docs/cost-model.md has the formulas, the fit and its residuals.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "runtime/ir/execution_plan.h"
+#include "runtime/ir/json.h"
+
+namespace ipu::cost {
+
+// Seconds per optimizer step, by cause. They add up to the step time.
+struct Breakdown {
+  double compute = 0;           // forward and backward, on the average IPU, in steady state
+  double recompute = 0;         // recomputed forward passes
+  double pipelineFillDrain = 0; // cycles where the pipeline fills and drains
+  double stageImbalance = 0;    // steady-state time the busiest IPU takes beyond the average
+  double exchange = 0;          // stage-boundary transfers and tensor-parallel collectives
+  double allReduce = 0;         // gradient reduction across replicas
+  double rtsCollectives = 0;    // replicated-tensor-sharding gathers of updated weights
+  double streaming = 0;         // Streaming Memory traffic not hidden behind compute
+  double optimizer = 0;         // the weight update on chip
+  double hostIo = 0;            // host I/O not hidden behind compute
+  double overhead = 0;          // fixed cost per step (calibrated)
+  double total() const;
+};
+
+// One IPU's work for one micro batch (seconds), and how busy it is.
+struct IpuTime {
+  int ipu = 0;
+  double forward = 0, backward = 0, recompute = 0, exchange = 0;
+  double flopsPerStep = 0;
+  double utilisation = 0;  // achieved FLOP/s over peak, over the whole step
+  double busy() const { return forward + backward + recompute + exchange; }
+};
+
+// A problem that stops an estimate; `where` points back into the script.
+struct Problem {
+  std::string code;
+  std::string message;
+  std::string help;
+  ir::SourceRef where;
+};
+
+struct PhaseEstimate {
+  std::string name;
+  bool ok = false;
+  double stepTime = 0;
+  Breakdown breakdown;
+  double samplesPerSecond = 0;
+  double tokensPerSecond = 0;  // 0 when the phase has no sequence length
+  double timeToTrain = 0;      // steps x step time
+  long long steps = 0;
+  int cycles = 0;              // pipeline cycles per step
+  double cycleTime = 0;        // steady-state cycle
+  double pipelineUtilisation = 0;
+  std::vector<IpuTime> ipus;   // one per pipeline IPU
+  std::string calibration;     // where the parameters came from
+  std::vector<std::string> assumptions;
+};
+
+struct RunEstimate {
+  std::string name;
+  std::vector<PhaseEstimate> phases;
+  double timeToTrain = 0;
+};
+
+struct Estimate {
+  std::vector<RunEstimate> runs;
+  std::vector<Problem> problems;
+};
+
+PhaseEstimate estimatePhase(const ir::PhasePlan& phase, std::vector<Problem>* problems = nullptr);
+Estimate estimate(const ir::ExecutionPlan& plan);
+
+ir::Json toJson(const PhaseEstimate& e);
+ir::Json toJson(const Estimate& e);
+
+}  // namespace ipu::cost
