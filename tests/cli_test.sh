@@ -61,6 +61,59 @@ cp "$TMP/broken.ipu" "$TMP/broken.orig"
 expect 1 "fmt of a broken file" -- "$IPU" fmt "$TMP/broken.ipu"
 cmp -s "$TMP/broken.ipu" "$TMP/broken.orig" || { echo "FAIL: fmt changed a file it could not parse"; fail=1; }
 
+# ipu estimate: the report, the documented JSON, timelines, and its errors.
+expect 0 "estimate the main example" -- "$IPU" estimate "$ROOT/examples/bert_large_pod16.ipu"
+for want in "samples/s" "time to train" "where the step goes" "all-reduce" "calibration" "FLOP use"; do
+  grep -q "$want" "$TMP/out" || { echo "FAIL: estimate report lacks '$want'"; fail=1; }
+done
+grep -q $'\x1b' "$TMP/out" && { echo "FAIL: estimate coloured a pipe"; fail=1; }
+expect 0 "estimate --json" -- "$IPU" estimate "$ROOT/examples/bert_large_pod16.ipu" --json
+python3 - "$TMP/out" <<'PY' || { echo "FAIL: estimate --json is not the documented JSON"; fail=1; }
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["format"] == "ipu-estimate/1" and d["diagnostics"] == []
+run = d["runs"][0]
+assert [p["name"] for p in run["phases"]] == ["one", "two"]
+for p in run["phases"]:
+    for k in ("name", "step_time_s", "throughput_samples_per_s", "throughput_tokens_per_s", "time_to_train_s",
+              "pipeline_utilisation", "peak_memory_bytes", "fits", "ipus", "calibration"):
+        assert k in p, k
+    b = p["breakdown_s"]
+    for k in ("compute", "recompute", "pipeline_fill_drain", "stage_imbalance", "exchange", "all_reduce",
+              "rts_collectives", "streaming", "optimizer", "host_io", "overhead"):
+        assert k in b, k
+    assert abs(sum(b.values()) - p["step_time_s"]) < 1e-9 * p["step_time_s"]
+    assert abs(p["time_to_train_s"] - p["steps"] * p["step_time_s"]) < 1e-6 * p["time_to_train_s"]
+assert abs(run["time_to_train_s"] - sum(p["time_to_train_s"] for p in run["phases"])) < 1e-6 * run["time_to_train_s"]
+PY
+expect 0 "estimate --timeline" -- "$IPU" estimate "$ROOT/examples/bert_large_pod16.ipu" --timeline
+grep -q "timeline of one step" "$TMP/out" || { echo "FAIL: no timeline drawn"; fail=1; }
+expect 0 "estimate --timeline-svg" -- "$IPU" estimate "$ROOT/examples/tiny_bert.ipu" --timeline-svg "$TMP/t.svg"
+python3 -c "import xml.dom.minidom,sys; xml.dom.minidom.parse('$TMP/t.svg')" || { echo "FAIL: timeline SVG is not XML"; fail=1; }
+expect 1 "estimate an uncalibrated chip" -- "$IPU" estimate "$ROOT/tests/diagnostics/IPU3001_uncalibrated_chip.ipu"
+grep -q "error\[IPU3001\]" "$TMP/err" || { echo "FAIL: uncalibrated chip not reported as IPU3001"; fail=1; }
+expect 1 "estimate a module with no training" -- "$IPU" estimate "$TMP/lib.ipu"
+expect 1 "estimate a missing file" -- "$IPU" estimate "$TMP/does-not-exist.ipu"
+expect 2 "estimate without a file" -- "$IPU" estimate
+
+# ipu calibrate reproduces the committed calibration and the fit table in docs.
+expect 0 "calibrate on the published table" -- "$IPU" calibrate "$ROOT/tests/published/published.csv"
+cmp -s "$TMP/out" "$ROOT/stdlib/calibration.ipu" || { echo "FAIL: ipu calibrate no longer reproduces stdlib/calibration.ipu (re-run: ipu calibrate tests/published/published.csv -o stdlib/calibration.ipu)"; diff "$TMP/out" "$ROOT/stdlib/calibration.ipu" | head; fail=1; }
+grep -v '^fitting' "$TMP/err" > "$TMP/fit.txt"
+sed -n '/<!-- fit-table/,/<!-- end fit-table/p' "$ROOT/docs/cost-model.md" | grep -v '^<!--\|^```' > "$TMP/doc-fit.txt"
+cmp -s "$TMP/fit.txt" "$TMP/doc-fit.txt" || { echo "FAIL: the fit table in docs/cost-model.md is stale"; diff "$TMP/fit.txt" "$TMP/doc-fit.txt"; fail=1; }
+expect 0 "calibrate -o" -- "$IPU" calibrate "$ROOT/tests/published/published.csv" -o "$TMP/cal.ipu"
+cmp -s "$TMP/cal.ipu" "$ROOT/stdlib/calibration.ipu" || { echo "FAIL: calibrate -o wrote something else"; fail=1; }
+printf 'label,script\n' > "$TMP/bad.csv"
+echo "keep" > "$TMP/keep.ipu"
+expect 1 "calibrate a table with a bad header" -- "$IPU" calibrate "$TMP/bad.csv" -o "$TMP/keep.ipu"
+grep -q "keep" "$TMP/keep.ipu" || { echo "FAIL: a failed calibrate touched its output"; fail=1; }
+printf 'label,script,run,phase,samples_per_s\nx,nope.ipu,,,100\ny,nope.ipu,,,fast\n' > "$TMP/bad.csv"
+expect 1 "calibrate a table with bad rows" -- "$IPU" calibrate "$TMP/bad.csv"
+grep -q "bad.csv:3:" "$TMP/err" || { echo "FAIL: calibrate does not name the bad row"; cat "$TMP/err"; fail=1; }
+expect 1 "calibrate a missing table" -- "$IPU" calibrate "$TMP/none.csv"
+expect 2 "calibrate without a table" -- "$IPU" calibrate
+
 # Examples and the standard library are kept in canonical format.
 expect 0 "examples and stdlib are formatted" -- "$IPU" fmt --check "$ROOT"/examples/*.ipu "$ROOT"/stdlib/*.ipu "$ROOT"/stdlib/models/*.ipu
 

@@ -6,6 +6,10 @@
 //   // expect-error: IPU1203 @12:5                   at line 12 (column optional)
 //   // expect-warning: IPU1108 "uses 4 of"          with part of the message
 //   // expect-json: runs.0.phases.0.gradient_accumulation == 2048
+//   // expect-json: estimate.runs.0.phases.0.step_time_s < 0.5   (the cost model's JSON)
+//
+// Scripts with `estimate.` expectations or expecting an IPU3xxx code are also
+// estimated, as `ipu estimate` does.
 //
 // A file that expects nothing must produce no diagnostic at all. Every file
 // that parses is also a round-trip case: the printed program parses back to
@@ -100,7 +104,13 @@ class ScriptTest : public ::testing::Test {
     std::vector<Expectation> expected;
     std::vector<JsonExpectation> json;
     parseExpectations(text, expected, json);
-    test::Outcome o = test::runFile(path_.string());
+    // Scripts that expect a cost-model result or error are estimated too.
+    const bool estimate = std::any_of(json.begin(), json.end(), [](const JsonExpectation& j) {
+                            return j.path.rfind("estimate.", 0) == 0;
+                          }) ||
+                          std::any_of(expected.begin(), expected.end(),
+                                      [](const Expectation& e) { return e.code.rfind("IPU3", 0) == 0; });
+    test::Outcome o = test::runFile(path_.string(), estimate);
     const auto& sources = o.session->sources();
     std::string rendered = o.rendered();
     for (const auto& d : o.session->diagnostics().all()) {
@@ -126,10 +136,13 @@ class ScriptTest : public ::testing::Test {
     if (!json.empty()) {
       ASSERT_NE(o.plan, nullptr) << "expect-json needs a plan; diagnostics:\n" << rendered;
       ir::Json doc = ir::toJson(*o.plan);
+      ir::Json estimateDoc = o.estimate != nullptr ? cost::toJson(*o.estimate) : ir::Json();
       for (const auto& j : json) {
-        const ir::Json* v = test::jsonAt(doc, j.path);
+        const bool inEstimate = j.path.rfind("estimate.", 0) == 0;
+        const ir::Json* v = inEstimate ? test::jsonAt(estimateDoc, j.path.substr(9)) : test::jsonAt(doc, j.path);
         if (v == nullptr) {
-          ADD_FAILURE() << "line " << j.line << ": no `" << j.path << "` in the plan JSON";
+          ADD_FAILURE() << "line " << j.line << ": no `" << j.path << "` in the " << (inEstimate ? "estimate" : "plan")
+                        << " JSON";
           continue;
         }
         EXPECT_TRUE(compareJson(*v, j.op, j.value))
@@ -177,7 +190,7 @@ int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   fs::path root = test::sourceDir();
   std::vector<fs::path> files;
-  for (const char* dir : {"tests/scripts", "tests/diagnostics", "examples"}) {
+  for (const char* dir : {"tests/scripts", "tests/diagnostics", "tests/published", "examples"}) {
     if (!fs::exists(root / dir)) continue;
     for (const auto& entry : fs::recursive_directory_iterator(root / dir))
       if (entry.is_regular_file() && entry.path().extension() == ".ipu") files.push_back(entry.path());

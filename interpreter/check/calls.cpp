@@ -69,7 +69,7 @@ Value Evaluator::call(const Value& callee, const std::vector<Arg>& args, const S
                                                        : std::string();
   for (Scope* s = scope.get(); s != nullptr && !name.empty(); s = s->parent().get())
     if (auto* ms = dynamic_cast<ModuleScope*>(s)) {
-      std::string module = ms->importDeclaring(name);
+      std::string module = ms->declares(name) ? ms->importDeclaring(name) : std::string();
       if (!module.empty())
         help = "this `" + name + "` is declared in this module and hides `" + name + "` from `" + module +
                "`; rename one of them, or import the module with `as` and write `alias." + name + "`";

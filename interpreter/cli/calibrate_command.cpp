@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "interpreter/base/render.h"
+#include "interpreter/cli/output_file.h"
 #include "interpreter/session/session.h"
 #include "interpreter/syntax/parser.h"
 #include "interpreter/syntax/printer.h"
@@ -160,10 +161,9 @@ int calibrateCommand(const std::string& table, const std::string& output, base::
     std::cout << text;
     return 0;
   }
-  std::ofstream out(output, std::ios::binary | std::ios::trunc);
-  out << text;
-  if (!out) {
-    std::cerr << "ipu calibrate: cannot write `" << output << "`\n";
+  std::string error;
+  if (!replaceFile(output, text, error)) {
+    std::cerr << "ipu calibrate: " << error << "\n";
     return 1;
   }
   std::cerr << "wrote " << output << "\n";

@@ -49,6 +49,16 @@ std::string pad(const std::string& s, std::size_t w, bool right = false) {
   return right ? std::string(w - s.size(), ' ') + s : s + std::string(w - s.size(), ' ');
 }
 
+// "612 MB 67%": the IPU's memory and its share of the chip's.
+std::string memoryCell(double bytes, double capacity) {
+  char buf[48];
+  if (capacity > 0)
+    std::snprintf(buf, sizeof buf, "%.0f MB %3.0f%%", bytes / 1e6, 100 * bytes / capacity);
+  else
+    std::snprintf(buf, sizeof buf, "%.0f MB", bytes / 1e6);
+  return buf;
+}
+
 void printPhase(std::ostream& os, const ir::PhasePlan& ph, const cost::PhaseEstimate& e, const base::Painter& p,
                 bool timeline) {
   os << "\n" << p.paint(Style::Bold, "phase " + ph.name) << "  " << ph.model << " on " << ph.pod.name << ", "
@@ -71,6 +81,8 @@ void printPhase(std::ostream& os, const ir::PhasePlan& ph, const cost::PhaseEsti
   pipe << commas(e.cycles) << " cycles of " << formatDuration(e.cycleTime) << ", " << pct(e.pipelineUtilisation)
        << " of IPU time busy";
   row("pipeline", pipe.str());
+  if (!e.fits)
+    row("memory", p.paint(Style::Error, "does not fit") + ": the plan's error says which IPU overflows (`ipu plan`)");
 
   const cost::Breakdown& b = e.breakdown;
   const std::pair<const char*, double> parts[] = {
@@ -88,14 +100,17 @@ void printPhase(std::ostream& os, const ir::PhasePlan& ph, const cost::PhaseEsti
   }
   os << "  " << p.paint(Style::Dim, pad("IPU", 7) + pad("forward", 11, true) + pad("backward", 11, true) +
                                         pad("recompute", 11, true) + pad("exchange", 11, true) + pad("per micro batch", 17, true) +
-                                        pad("FLOP use", 10, true))
+                                        pad("FLOP use", 10, true) + pad("memory", 14, true))
      << "\n";
   const int t = std::max(1, ph.mapping.shard);
   for (const auto& it : e.ipus) {
     std::string label = t > 1 ? std::to_string(it.ipu * t) + "-" + std::to_string(it.ipu * t + t - 1) : std::to_string(it.ipu);
     os << "  " << pad(label, 7) << pad(formatDuration(it.forward), 11, true) << pad(formatDuration(it.backward), 11, true)
        << pad(formatDuration(it.recompute), 11, true) << pad(formatDuration(it.exchange), 11, true)
-       << pad(formatDuration(it.busy()), 17, true) << pad(pct(it.utilisation), 10, true) << "\n";
+       << pad(formatDuration(it.busy()), 17, true) << pad(pct(it.utilisation), 10, true);
+    const std::string mem = memoryCell(it.memoryBytes, it.capacityBytes);
+    const bool over = it.capacityBytes > 0 && it.memoryBytes > it.capacityBytes;
+    os << (over ? p.paint(Style::Error, pad(mem, 14, true)) : pad(mem, 14, true)) << "\n";
   }
   if (timeline) drawTimelineAscii(os, cost::timeline(ph, e), ph.mapping.shard, p);
 }

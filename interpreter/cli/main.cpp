@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "interpreter/base/render.h"
 #include "interpreter/base/terminal.h"
 #include "interpreter/cli/calibrate_command.h"
+#include "interpreter/cli/output_file.h"
 #include "interpreter/cli/estimate_report.h"
 #include "interpreter/cli/plan_report.h"
 #include "interpreter/cli/timeline_render.h"
@@ -43,7 +45,7 @@ commands:
   repl [FILE]     interactive session (not available yet)
 
 options:
-  --json                 machine-readable output (plan; check: same as --format json)
+  --json                 machine-readable output (plan, estimate; check: same as --format json)
   --format human|json    diagnostics format for `check`
   --color auto|always|never
                          colour (default auto: only on a terminal; NO_COLOR disables)
@@ -55,7 +57,7 @@ options:
   -h, --help             this help
   --version              the version
 
-Documentation: docs/language.md, docs/plan.md, docs/diagnostics.md.
+Documentation: docs/language.md, docs/plan.md, docs/cost-model.md, docs/diagnostics.md.
 )";
 
 struct Options {
@@ -132,8 +134,7 @@ int cmdEstimate(const Options& o) {
   session::Session s;
   auto file = s.readFile(o.files[0]);
   const cost::Estimate* est = file ? s.estimate(*file) : nullptr;
-  const ir::ExecutionPlan* plan = nullptr;
-  if (est != nullptr) plan = s.plan(*file, true);
+  const ir::ExecutionPlan* plan = est != nullptr ? s.lastPlan() : nullptr;
   if (o.json) {
     ir::Json j = est != nullptr ? cost::toJson(*est) : ir::Json::object();
     if (est == nullptr) {
@@ -163,11 +164,12 @@ int cmdEstimate(const Options& o) {
         body += "<svg y=\"" + std::to_string(static_cast<long>(y)) + "\"" + svg.substr(4);
         y += h;
       }
-    std::ofstream out(o.timelineSvg, std::ios::binary | std::ios::trunc);
-    out << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << static_cast<long>(width) << "\" height=\""
+    std::ostringstream svg;
+    svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << static_cast<long>(width) << "\" height=\""
         << static_cast<long>(y) << "\">\n" << body << "</svg>\n";
-    if (!out) {
-      std::cerr << "ipu estimate: cannot write `" << o.timelineSvg << "`\n";
+    std::string error;
+    if (!cli::replaceFile(o.timelineSvg, svg.str(), error)) {
+      std::cerr << "ipu estimate: " << error << "\n";
       return kUserError;
     }
   }
@@ -208,21 +210,9 @@ int cmdFmt(const Options& o) {
       status = kUserError;
       continue;
     }
-    std::string tmp = path + ".ipu-fmt.tmp";
-    {
-      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-      out << formatted;
-      if (!out) {
-        std::cerr << "ipu fmt: cannot write `" << tmp << "`\n";
-        status = kUserError;
-        continue;
-      }
-    }
-    std::error_code ec;
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) {
-      std::filesystem::remove(tmp, ec);
-      std::cerr << "ipu fmt: cannot replace `" << path << "`\n";
+    std::string error;
+    if (!cli::replaceFile(path, formatted, error)) {
+      std::cerr << "ipu fmt: " << error << "\n";
       status = kUserError;
     }
   }

@@ -42,6 +42,9 @@ class Session {
   // checking failed, or when nothing could be estimated.
   const cost::Estimate* estimate(base::FileId file);
 
+  // The plan the last plan() or estimate() made (null if none).
+  const ir::ExecutionPlan* lastPlan() const { return plan_.get(); }
+
   // The checker of the last check: evaluation state for the REPL and tests.
   check::Checker* checker() { return checker_.get(); }
 

@@ -121,6 +121,13 @@ class Model {
       it.flopsPerStep += lt[i].flops * static_cast<double>(ga);
     }
     for (auto& it : ipus) it.exchange += boundaryTime_[it.ipu];
+    for (const auto& ipu : p_.ipus) {
+      IpuTime& it = ipus[static_cast<std::size_t>(std::clamp(ipu.ipu, 0, P - 1))];
+      it.memoryBytes = std::max(it.memoryBytes, ipu.memory.total());
+      it.capacityBytes = ipu.capacityBytes;
+      e.peakMemoryBytes = std::max(e.peakMemoryBytes, ipu.memory.total());
+    }
+    e.fits = p_.fits;
 
     // The pipeline: PopART's schedule takes GA + 2S - 2 cycles for S forward
     // stages (fill, steady state, drain), and every cycle lasts as long as the
@@ -335,6 +342,8 @@ ir::Json toJson(const PhaseEstimate& e) {
   j["pipeline_cycles"] = e.cycles;
   j["cycle_time_s"] = e.cycleTime;
   j["pipeline_utilisation"] = e.pipelineUtilisation;
+  j["peak_memory_bytes"] = e.peakMemoryBytes;
+  j["fits"] = e.fits;
   const Breakdown& b = e.breakdown;
   ir::Json bd = ir::Json::object();
   bd["compute"] = b.compute;
@@ -358,6 +367,8 @@ ir::Json toJson(const PhaseEstimate& e) {
     ij["recompute_s"] = it.recompute;
     ij["exchange_s"] = it.exchange;
     ij["compute_utilisation"] = it.utilisation;
+    ij["memory_bytes"] = it.memoryBytes;
+    ij["memory_capacity_bytes"] = it.capacityBytes;
     ipus.push(std::move(ij));
   }
   j["ipus"] = std::move(ipus);

@@ -49,6 +49,8 @@ struct IpuTime {
   double forward = 0, backward = 0, recompute = 0, exchange = 0;
   double flopsPerStep = 0;
   double utilisation = 0;  // achieved FLOP/s over peak, over the whole step
+  double memoryBytes = 0;    // In-Processor Memory the plan uses (the fullest IPU of its shard group)
+  double capacityBytes = 0;
   double busy() const { return forward + backward + recompute + exchange; }
 };
 
@@ -73,6 +75,8 @@ struct PhaseEstimate {
   double cycleTime = 0;        // steady-state cycle
   double pipelineUtilisation = 0;
   std::vector<IpuTime> ipus;   // one per pipeline IPU
+  double peakMemoryBytes = 0;  // the fullest IPU's In-Processor Memory
+  bool fits = true;            // every IPU's memory fits (the plan's verdict)
   std::string calibration;     // where the parameters came from
   std::vector<std::string> assumptions;
 };

@@ -19,7 +19,7 @@ import tempfile
 
 EXPECT_TRAIL = re.compile(r'[ \t]*//\s*expect-(error|warning|json):.*$')
 EXPECT_LINE = re.compile(r'^\s*//\s*expect-(error|warning|json):.*$')
-BLOCK = re.compile(r'```text\n\$ ipu (check) (\S+\.ipu)((?: [^\n]*)?)\n(.*?)```', re.S)
+BLOCK = re.compile(r'```text\n\$ ipu (check|estimate) (\S+\.ipu)((?: [^\n]*)?)\n(.*?)```', re.S)
 
 
 def strip(text):
@@ -54,7 +54,7 @@ def main():
             run = subprocess.run([ipu, command, script] + args.split(), cwd=work, capture_output=True, env=env)
             actual = (run.stderr + run.stdout).decode('utf-8', errors='replace').rstrip('\n') + '\n'
             if actual != shown:
-                stale.append(script + args)
+                stale.append(command + ' ' + script + args)
             return '```text\n$ ipu %s %s%s\n%s```' % (command, script, args, actual)
 
         updated = BLOCK.sub(replace, doc)
@@ -64,7 +64,7 @@ def main():
             print('updated %d block(s)' % len(stale))
             return 0
         for s in stale:
-            print('docs/diagnostics.md shows stale output for `ipu check %s`' % s, file=sys.stderr)
+            print('docs/diagnostics.md shows stale output for `ipu %s`' % s, file=sys.stderr)
         if stale:
             print('run: tests/diagnostics/doc_outputs.py build/ipu . --update', file=sys.stderr)
         return 1 if stale else 0

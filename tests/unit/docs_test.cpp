@@ -15,6 +15,7 @@
 #include "interpreter/hooks/lua_syntax.h"
 #include "interpreter/plan/codes.h"
 #include "interpreter/syntax/parser.h"
+#include "runtime/cost/codes.h"
 #include "tests/unit/test_support.h"
 
 namespace fs = std::filesystem;
@@ -33,6 +34,7 @@ std::vector<base::CodeInfo> allCodes() {
   std::vector<base::CodeInfo> all;
   for (const auto* list : {&syntax::syntaxCodes(), &check::checkCodes(), &plan::planCodes(), &hooks::hookCodes()})
     all.insert(all.end(), list->begin(), list->end());
+  for (const auto& c : cost::costCodes()) all.push_back(base::CodeInfo{c.code, c.title});
   return all;
 }
 

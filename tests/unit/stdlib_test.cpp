@@ -74,3 +74,29 @@ TEST(Stdlib, HardwarePeaksMatchDatasheets) {
   EXPECT_NEAR(scope.lookupOwn("bow", c->evaluator(), {})->number / 348.6e12, 1.0, 0.01);  // Bow Pod256 datasheet / 256
   EXPECT_NEAR(scope.lookupOwn("fp32", c->evaluator(), {})->number / 62.5e12, 1.0, 0.01);
 }
+
+// The layer FLOP formulas agree with the standard count: a transformer layer's
+// forward and backward matmuls cost 6 FLOP per parameter per token, and
+// attention adds 12 x seq x hidden per token per layer (Kaplan et al. 2020).
+TEST(Stdlib, TransformerFlopsMatchTheStandardCount) {
+  test::Outcome o = test::runText(
+      "import \"std/pods\"\nimport \"std/models/bert\"\nimport \"std/precision\"\n"
+      "mapping m for bert_large on POD16 { pipeline: balanced(4); replicas: 4; recompute: every_layer; optimizer_state: streaming }\n"
+      "training t { mapping: m; precision: fp16_sr; optimizer: lamb(weight_decay: 0.01)\n"
+      "  phase one { seq_len: 384; masked_tokens: 56; micro_batch: 2; global_batch: 16384; steps: 10; lr: 0.002 } }\n");
+  ASSERT_NE(o.plan, nullptr) << o.rendered();
+  const auto& ph = o.plan->runs[0].phases[0];
+  const double tokens = 2.0 * 384;
+  double params = 0, matmul = 0, attention = 0;
+  int layers = 0;
+  for (const auto& l : ph.layers) {
+    if (l.op != "attention" && l.op != "ffn") continue;
+    params += l.params;
+    matmul += l.forward.matmul + l.backward.matmul;
+    attention += l.forward.attention + l.backward.attention;
+    layers += l.op == "attention";
+  }
+  ASSERT_EQ(layers, 24);
+  EXPECT_NEAR(matmul / (6 * params * tokens), 1.0, 0.01);
+  EXPECT_NEAR(attention / (12.0 * 384 * 1024 * tokens * layers), 1.0, 1e-9);
+}

@@ -35,10 +35,17 @@ Outcome runText(const std::string& text, const std::string& name) {
   return o;
 }
 
-Outcome runFile(const std::string& path) {
+Outcome runFile(const std::string& path, bool estimate) {
   Outcome o;
   o.session = std::make_unique<session::Session>();
-  if (auto f = o.session->readFile(path)) o.plan = o.session->plan(*f);
+  if (auto f = o.session->readFile(path)) {
+    if (estimate) {
+      o.estimate = o.session->estimate(*f);
+      o.plan = o.session->lastPlan();
+    } else {
+      o.plan = o.session->plan(*f);
+    }
+  }
   return o;
 }
 

@@ -17,6 +17,7 @@ struct Outcome {
   std::unique_ptr<session::Session> session;
   const check::CheckedProgram* program = nullptr;
   const ir::ExecutionPlan* plan = nullptr;
+  const cost::Estimate* estimate = nullptr;      // only when asked for
   std::vector<std::string> codes() const;        // codes of all diagnostics
   std::vector<std::string> errorCodes() const;
   std::string rendered() const;                  // every diagnostic, rendered
@@ -25,7 +26,9 @@ struct Outcome {
 // Check and plan `text` as if it were the file `name` (relative imports resolve
 // from the test's source directory).
 Outcome runText(const std::string& text, const std::string& name = "test.ipu");
-Outcome runFile(const std::string& path);
+// With `estimate`, the plan is also estimated with the cost model (as
+// `ipu estimate` does, so a script without a training is an error).
+Outcome runFile(const std::string& path, bool estimate = false);
 
 // "a.b.0.c" over a JSON document; null when missing.
 const ir::Json* jsonAt(const ir::Json& root, const std::string& path);
