@@ -88,7 +88,9 @@ primary     : number=( INT | FLOAT ) unit?                                 # num
 
 // A unit follows its number: `900 MB`, `1.33 GHz`, `64 GB/s`, `15%`, `2000 steps`.
 // Which identifiers are units is decided by the checker, so a misspelt unit gets
-// a "did you mean" rather than a parse error.
+// a "did you mean" rather than a parse error. Compound units are rates, per
+// second: `/` continues a unit only before `s`, so `900 MB / n` and
+// `1 GB / max(2, n)` are divisions.
 unit        : PERCENT
-            | IDENT ( SLASH IDENT )?
+            | IDENT ( {_input->LA(1) == SLASH && _input->LT(2)->getText() == "s"}? SLASH IDENT )?
             ;

@@ -50,6 +50,19 @@ class SourceFile {
   std::vector<std::uint32_t> lineStarts_;
 };
 
+// The largest file the front end reads (scripts, modules, Lua hooks).
+inline constexpr std::size_t kMaxSourceBytes = 8u << 20;
+
+// Reading a whole source file safely: only regular files (a device, a FIFO or
+// a directory would never end or means nothing), at most `maxBytes`.
+struct FileText {
+  enum class Status { Ok, Missing, NotAFile, TooLarge, Unreadable } status = Status::Ok;
+  std::string text;
+  std::string problem;      // why not, for a message: "No such file or directory", "a directory", ...
+  std::uint64_t bytes = 0;  // the file's size (TooLarge)
+};
+FileText readSourceFile(const std::string& path, std::size_t maxBytes = kMaxSourceBytes);
+
 class SourceMap {
  public:
   FileId add(std::string path, std::string text);

@@ -82,6 +82,7 @@ Value Evaluator::call(const Value& callee, const std::vector<Arg>& args, const S
 Value Evaluator::callTemplate(const Template& t, const std::vector<ArgRef>& args, const ScopePtr& scope, Span span,
                               const std::vector<std::pair<std::string, Value>>* base) {
   const Declaration& d = *t.decl;
+  if (recursionAborted_) return Value::unknown(span);  // unwinding from too deep a nesting (reported)
   const std::string kind = spelling(d.declKind);
   // Phase variables are visible in definitions applied while a phase expands a
   // model, including their default arguments (`seq: int = seq_len`); a

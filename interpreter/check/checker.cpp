@@ -129,32 +129,48 @@ std::unique_ptr<CheckedProgram> Checker::checkFile(base::FileId rootFile) {
       }
   }
 
-  // Hooks: read file hooks; warn about hooks no training uses.
+  // Hooks: read file hooks; note which hooks trainings list (a hook no
+  // training lists may still define a `lua NAME` function: the hooks layer
+  // knows, once the code has run, and warns about the rest).
   std::set<std::string> used;
   for (const auto& [name, v] : rootValues)
     if (v->kind == ValueKind::Record && v->record->kind == "training")
       if (const Value* h = v->record->get("hooks"); h != nullptr && h->kind == ValueKind::List)
         for (const auto& x : *h->list)
           if (x.kind == ValueKind::Record) used.insert(x.record->name);
+  program->hooksInTrainings.assign(used.begin(), used.end());
+  // Lua functions named where a function is expected, once per name and role.
+  auto addFunction = [&](LuaFunctionRef::Role role, const std::string& fn, Span at) {
+    for (const auto& f : program->luaFunctions)
+      if (f.role == role && f.name == fn) return;
+    program->luaFunctions.push_back(LuaFunctionRef{role, fn, at});
+  };
+  for (const auto& m : program->mappings)
+    if (m->pipelineKind == MappingSpec::PipelineKind::Lua)
+      addFunction(LuaFunctionRef::Role::Placement, m->luaFunction, m->spanOf("pipeline"));
+  for (const auto& run : program->runs)
+    for (const auto& ph : run.phases) {
+      if (!ph.lr.luaFunction.empty()) addFunction(LuaFunctionRef::Role::LearningRate, ph.lr.luaFunction, ph.lrSpan);
+      if (!ph.precision.lossScale.luaFunction.empty())
+        addFunction(LuaFunctionRef::Role::LossScale, ph.precision.lossScale.luaFunction, ph.lossScaleSpan);
+    }
   for (auto& h : program->hooks) {
     if (h.file) {
       namespace fs = std::filesystem;
       fs::path base = fs::path(sources_.file(h.sourceSpan.file).path()).parent_path();
       fs::path p = fs::path(h.path).is_absolute() ? fs::path(h.path) : base / h.path;
-      std::ifstream in(p, std::ios::binary);
-      if (!in) {
-        ev.error(code::kModuleNotFound, h.sourceSpan, "cannot read Lua file `" + h.path + "`",
+      base::FileText file = base::readSourceFile(p.string());
+      if (file.status != base::FileText::Status::Ok) {
+        std::string why = file.status == base::FileText::Status::TooLarge
+                              ? "it is " + std::to_string(file.bytes) + " bytes; the limit is 8 MiB"
+                              : file.problem;
+        ev.error(code::kModuleNotFound, h.sourceSpan, "cannot read Lua file `" + h.path + "`: " + why,
                  "paths are relative to the script (" + (base.empty() ? std::string(".") : base.string()) + ")");
         continue;
       }
-      std::stringstream ss;
-      ss << in.rdbuf();
-      h.source = ss.str();
+      h.source = std::move(file.text);
       h.path = p.lexically_normal().string();
     }
-    if (!used.count(h.name))
-      ev.warning(code::kUnusedHook, h.span, "hook `" + h.name + "` is declared but no training uses it",
-                 "add `hooks: [" + h.name + "]` to the training that should run it");
   }
   if (diags_.errorCount() > errorsBefore) return nullptr;
   return program;

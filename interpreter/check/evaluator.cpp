@@ -198,10 +198,20 @@ base::Diagnostic& Evaluator::warning(const char* code, Span span, std::string me
 }
 
 bool Evaluator::pushFrame(std::string what, Span site) {
+  if (recursionAborted_) return false;
   if (frames_.size() >= static_cast<std::size_t>(kMaxDepth)) {
     error(code::kLimitExceeded, site,
           "definitions nest more than " + std::to_string(kMaxDepth) + " deep while evaluating " + what,
           "a model or definition probably instantiates itself; recursion is not supported");
+    recursionAborted_ = !frames_.empty();
+    return false;
+  }
+  if (++templateCalls_ > kMaxTemplateCalls) {
+    if (templateCalls_ == kMaxTemplateCalls + 1)
+      error(code::kLimitExceeded, site,
+            "more than " + std::to_string(kMaxTemplateCalls) + " definitions applied while checking (at " + what + ")",
+            "a definition probably expands exponentially (it uses itself, or a list of itself, more than once)");
+    recursionAborted_ = !frames_.empty();
     return false;
   }
   frames_.push_back(Frame{std::move(what), site});

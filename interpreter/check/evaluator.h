@@ -144,13 +144,17 @@ class Evaluator {
     Span site;
   };
   bool pushFrame(std::string what, Span site);  // false (error reported) when too deep
-  void popFrame() { frames_.pop_back(); }
+  void popFrame() {
+    frames_.pop_back();
+    if (frames_.empty()) recursionAborted_ = false;
+  }
 
   const ScopePtr& builtins() const { return builtins_; }
   // The phase whose model is being expanded (for messages about phase variables).
   const PhaseContext* currentPhase() const { return phase_; }
   void setCurrentPhase(const PhaseContext* p) { phase_ = p; }
   static constexpr int kMaxDepth = 64;
+  static constexpr long long kMaxTemplateCalls = 500'000;  // definitions applied in one check
   static constexpr std::size_t kMaxStringBytes = 1u << 20;  // strings built by `+`
   static constexpr std::size_t kMaxListItems = 1u << 20;    // lists built by `+`
 
@@ -179,6 +183,11 @@ class Evaluator {
   ScopePtr builtins_;
   std::map<const Module*, ScopePtr> moduleScopes_;
   std::vector<Frame> frames_;
+  // Once a definition nests too deep, every call until the outermost one
+  // returns gives up at once: a definition that calls itself twice per level
+  // would otherwise make 2^depth calls before unwinding.
+  bool recursionAborted_ = false;
+  long long templateCalls_ = 0;  // per check: a budget against exponential expansion
   int exprDepth_ = 0;
   const PhaseContext* phase_ = nullptr;
 };

@@ -108,14 +108,15 @@ Module* ModuleLoader::resolve(const syntax::ImportItem& imp, const Module& from)
     fs::path abs = fs::weakly_canonical(fs::absolute(candidate, ec), ec);
     key = abs.string();
     if (!byKey_.count(key)) {
-      std::ifstream in(candidate, std::ios::binary);
-      std::stringstream ss;
-      ss << in.rdbuf();
-      if (!in.good() && !in.eof()) {
-        diags_.error(code::kModuleNotFound, imp.pathSpan, "cannot read module `" + path + "`");
+      base::FileText read = base::readSourceFile(candidate.string());
+      if (read.status != base::FileText::Status::Ok) {
+        std::string why = read.status == base::FileText::Status::TooLarge
+                              ? "it is " + std::to_string(read.bytes) + " bytes; the limit is 8 MiB"
+                              : read.problem;
+        diags_.error(code::kModuleNotFound, imp.pathSpan, "cannot read module `" + path + "`: " + why);
         return nullptr;
       }
-      text = ss.str();
+      text = std::move(read.text);
     }
     path = candidate.lexically_normal().string();
   }

@@ -56,6 +56,15 @@ struct HookSpec {
   Span sourceSpan;          // where inline source starts, for line mapping
 };
 
+// A Lua function named by `lua NAME` where the language expects a function:
+// which hook defines it is known only once the hooks' code has run (the
+// hooks layer resolves it).
+struct LuaFunctionRef {
+  enum class Role { Placement, LearningRate, LossScale } role = Role::Placement;
+  std::string name;
+  Span span;
+};
+
 struct PhaseSpec {
   std::string name;
   Span span;
@@ -71,6 +80,8 @@ struct PhaseSpec {
   long long seqLen = 0, maskedTokens = 0, imageSize = 0, steps = 0;
   double epochs = 0;
   std::vector<LayerFacts> layers;  // the model's layers costed for this phase
+  Span lrSpan;                     // where `lr` was written (its `lua NAME` for a Lua schedule)
+  Span lossScaleSpan;              // where the precision's `loss_scale` was written
 };
 
 struct TrainingSpec {
@@ -82,6 +93,8 @@ struct TrainingSpec {
 };
 
 struct CheckedProgram {
+  std::vector<LuaFunctionRef> luaFunctions;  // every `lua NAME` of the runs and mappings, once per name and role
+  std::vector<std::string> hooksInTrainings; // hooks some training of the script lists in `hooks:`
   std::vector<TrainingSpec> runs;     // `run` statements in order (or every training when there are none)
   bool implicitRuns = false;          // true when there were no `run` statements
   std::vector<std::shared_ptr<const MappingSpec>> mappings;  // every mapping of the script, checked

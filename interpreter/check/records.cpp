@@ -192,7 +192,7 @@ bool Evaluator::conforms(Value& v, const Type& type, const std::string& field, S
       if (v.lua != nullptr && v.lua->form == LuaForm::Function) {
         error(code::kTypeMismatch, at, "`lua " + v.text + "` names a Lua function; a hook needs Lua code",
               "write `lua \"\"\" function on_step(ctx) ... end \"\"\"` or `lua file \"hooks.lua\"`; function names "
-              "belong in `lr: lua f` and `pipeline: lua f`");
+              "belong in `lr: lua f`, `loss_scale: lua f` and `pipeline: lua f`");
         return false;
       }
       return true;
@@ -206,6 +206,7 @@ bool Evaluator::conforms(Value& v, const Type& type, const std::string& field, S
       }
       if (v.kind == ValueKind::Symbol && (v.text == "none" || v.text == "dynamic")) return true;
       if (v.kind == ValueKind::Record && v.record->kind == "loss_scale") return true;
+      if (v.kind == ValueKind::Lua && v.lua != nullptr && v.lua->form == LuaForm::Function) return true;
       return mismatch();
   }
   return true;

@@ -432,6 +432,9 @@ ir::Precision Resolver::precision(const Value* v) {
     } else if (ls->kind == ValueKind::Symbol && ls->text == "dynamic") {
       p.lossScale.kind = "dynamic";
       p.lossScale.value = 32768;
+    } else if (ls->kind == ValueKind::Lua) {
+      p.lossScale.kind = "lua";
+      p.lossScale.luaFunction = ls->text;
     } else if (ls->kind == ValueKind::Record) {
       p.lossScale.kind = "dynamic";
       p.lossScale.value = num(*ls->record, "initial", 32768);
@@ -714,7 +717,10 @@ bool Resolver::phase(const Record& tr, const PhaseEntry& entry, const std::vecto
         d.addNote({prev.span, "phase `" + prev.name + "` is declared here"});
         ok = false;
       }
-  out.precision = precision(phaseField(ph, tr, "precision"));
+  const Value* precisionValue = phaseField(ph, tr, "precision");
+  out.precision = precision(precisionValue);
+  if (precisionValue != nullptr && precisionValue->kind == ValueKind::Record)
+    if (const Value* ls = precisionValue->record->get("loss_scale")) out.lossScaleSpan = ls->span;
   const Value* optv = phaseField(ph, tr, "optimizer");
   if (optv == nullptr) {
     ev_.error(code::kMissingSetting, entry.nameSpan, "phase `" + entry.name + "` has no `optimizer`",
@@ -768,7 +774,7 @@ bool Resolver::phase(const Record& tr, const PhaseEntry& entry, const std::vecto
     ev_.error(code::kMissingSetting, entry.nameSpan, "phase `" + entry.name + "` has no learning rate",
               "add e.g. `lr: 0.006 warmup 2000 steps then linear to 0`");
     ok = false;
-  } else if (ok && !schedule(*lr, out, out.lr)) {
+  } else if (ok && (out.lrSpan = lr->span, !schedule(*lr, out, out.lr))) {
     ok = false;
   }
   if (!ok) return false;

@@ -32,7 +32,7 @@ std::string Type::name() const {
     case TypeKind::Schedule: base = "a learning rate or schedule"; break;
     case TypeKind::Pipeline: base = "a pipeline (`pipeline { ipu 0: ... }` or `balanced(p)`)"; break;
     case TypeKind::Lua: base = "Lua code (`lua \"\"\"...\"\"\"` or `lua file \"x.lua\"`)"; break;
-    case TypeKind::LossScale: base = "a loss scale (a number, `none`, `dynamic` or `dynamic(...)`)"; break;
+    case TypeKind::LossScale: base = "a loss scale (a number, `none`, `dynamic`, `dynamic(...)` or `lua f`)"; break;
   }
   if (orList) base += ", or a list of them";
   return base;
@@ -258,7 +258,8 @@ struct Schemas {
         opt("accumulators", dtype, Value(), "gradient accumulation buffers", "same as `weights`"),
         opt("optimizer_state", dtype, Value::symbol("fp32"), "optimizer moments"),
         opt("stochastic_rounding", simple(TypeKind::Bool), Value::boolean_(false), "stochastic rounding of fp16 results"),
-        opt("loss_scale", simple(TypeKind::LossScale), Value::symbol("none"), "static, dynamic or no loss scaling"),
+        opt("loss_scale", simple(TypeKind::LossScale), Value::symbol("none"),
+            "static, dynamic, a Lua policy (`lua f`) or no loss scaling"),
     };
 
     optimizer.kind = "optimizer";

@@ -133,6 +133,25 @@ void printEstimateReport(std::ostream& os, const ir::ExecutionPlan& plan, const 
     }
     if (run.phases.size() > 1)
       os << "\n  " << p.paint(Style::Bold, "time to train, all phases: " + formatDuration(est.timeToTrain)) << "\n";
+    if (est.hooks) {
+      const cost::SteppedRun& h = *est.hooks;
+      os << "\n  " << p.paint(Style::Bold, "hooks") << "  ";
+      if (h.stopped)
+        os << p.paint(Style::Accent, "stopped the run: " + h.stopReason) << "; time to train until then "
+           << formatDuration(h.timeToTrain) << "\n";
+      else
+        os << "ran on every step; the run was not stopped\n";
+      for (const auto& sp : h.phases) {
+        if (sp.logged.empty()) continue;
+        os << "    phase " << sp.name << " logged:";
+        for (const auto& [k, v] : sp.logged) {
+          char buf[64];
+          std::snprintf(buf, sizeof buf, "%.6g", v);
+          os << " " << k << " = " << buf;
+        }
+        os << "\n";
+      }
+    }
   }
   os << "\n";
   for (const auto& c : calibrations) os << p.paint(Style::Dim, "calibration  ") << c << "\n";

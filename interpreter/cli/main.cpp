@@ -96,9 +96,16 @@ void printDiagnostics(session::Session& s, bool json, base::ColorMode mode) {
   if (!summary.empty()) std::cerr << summary << "\n";
 }
 
+// What hooks print goes to stderr, tagged with the hook's name, so that
+// stdout stays the report (or the JSON document).
+void showHookOutput(session::Session& s) {
+  s.setHookOutput([](const std::string& hook, const std::string& line) { std::cerr << "[" << hook << "] " << line << "\n"; });
+}
+
 int cmdCheck(const Options& o) {
   if (o.files.size() != 1) return usage("`check` takes one script");
   session::Session s;
+  showHookOutput(s);
   auto file = s.readFile(o.files[0]);
   // `check` runs the planner too, so that a mapping that cannot fit is a check error.
   if (file) s.plan(*file);
@@ -109,6 +116,7 @@ int cmdCheck(const Options& o) {
 int cmdPlan(const Options& o) {
   if (o.files.size() != 1) return usage("`plan` takes one script");
   session::Session s;
+  showHookOutput(s);
   auto file = s.readFile(o.files[0]);
   const ir::ExecutionPlan* plan = file ? s.plan(*file, /*requireRuns=*/true) : nullptr;
   if (o.json) {
@@ -132,6 +140,7 @@ int cmdPlan(const Options& o) {
 int cmdEstimate(const Options& o) {
   if (o.files.size() != 1) return usage("`estimate` takes one script");
   session::Session s;
+  showHookOutput(s);
   auto file = s.readFile(o.files[0]);
   const cost::Estimate* est = file ? s.estimate(*file) : nullptr;
   const ir::ExecutionPlan* plan = est != nullptr ? s.lastPlan() : nullptr;

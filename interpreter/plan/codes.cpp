@@ -7,7 +7,7 @@ const std::vector<base::CodeInfo>& planCodes() {
       {code::kDoesNotFit, "an IPU needs more In-Processor Memory than the chip has"},
       {code::kStreamingOverflow, "an IPU needs more Streaming Memory than its machine provides"},
       {code::kTiedApart, "a layer sharing weights with one on another IPU duplicates them (warning)"},
-      {code::kLuaPlacement, "placement by a Lua function is not available"},
+      {code::kBadPlacement, "a Lua placement puts a layer outside the IPUs available or leaves an IPU empty"},
   };
   return codes;
 }

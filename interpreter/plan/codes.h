@@ -9,7 +9,8 @@ namespace ipu::plan::code {
 inline constexpr const char* kDoesNotFit = "IPU2001";
 inline constexpr const char* kStreamingOverflow = "IPU2002";
 inline constexpr const char* kTiedApart = "IPU2003";
-inline constexpr const char* kLuaPlacement = "IPU2004";
+// IPU2004 (Lua placement not available) is retired: it is available.
+inline constexpr const char* kBadPlacement = "IPU2005";
 }  // namespace ipu::plan::code
 
 namespace ipu::plan {

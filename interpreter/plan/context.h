@@ -7,6 +7,7 @@
 #include "interpreter/base/diagnostic.h"
 #include "interpreter/base/source.h"
 #include "interpreter/check/program.h"
+#include "interpreter/plan/placement_function.h"
 #include "runtime/ir/execution_plan.h"
 
 namespace ipu::plan {
@@ -23,6 +24,8 @@ struct PhaseContext {
   // id per distinct layer definition (identical layers share code when phased).
   std::vector<std::vector<int>> tiedPartners;
   std::vector<int> codeClass;
+  PlacementFunction* placement = nullptr;  // for `pipeline: lua f` (null: none available)
+  bool placementFailed = false;            // no placement to judge (the Lua function failed)
 };
 
 ir::SourceRef sourceRef(const base::SourceMap& sources, base::Span span);

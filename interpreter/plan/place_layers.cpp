@@ -191,6 +191,75 @@ void balance(PhaseContext& ctx, int ipus) {
   ctx.settings.pipelineIpus = used;
 }
 
+// `pipeline: lua f`: the function answers with an IPU per layer; check that
+// every layer lands on an IPU the pod has for this mapping and that no IPU in
+// between is left empty (an empty pipeline IPU is an idle, wasted chip).
+void placeByFunction(PhaseContext& ctx) {
+  ir::PhasePlan& p = ctx.plan;
+  const check::MappingSpec& m = ctx.mapping;
+  const int t = std::max(1, ctx.settings.shard), r = std::max(1, ctx.settings.replicas);
+  const int maxIpus = std::max(1, m.pod.ipus() / (t * r));
+  auto fallback = [&]() {
+    for (auto& l : p.layers) l.ipu = 0;
+    ctx.settings.pipelineIpus = 1;
+    ctx.placementFailed = true;
+  };
+  if (ctx.placement == nullptr) {
+    if (ctx.diags != nullptr)
+      ctx.diags->error(code::kBadPlacement, m.spanOf("pipeline"),
+                       "the layers cannot be placed: `lua " + m.luaFunction + "` has no Lua hooks to run in",
+                       "plan the script with `ipu plan`, which loads its hooks");
+    fallback();
+    return;
+  }
+  PlacementRequest req;
+  req.function = m.luaFunction;
+  req.at = m.spanOf("pipeline");
+  req.mapping = m.name;
+  req.phase = ctx.phase.name;
+  req.model = m.model != nullptr ? m.model->name : std::string();
+  req.maxIpus = maxIpus;
+  req.shard = t;
+  req.replicas = r;
+  req.chipMemoryBytes = m.pod.machine.chip.memoryBytes;
+  req.layers = &p.layers;
+  std::optional<std::vector<int>> ipus = ctx.placement->place(req);
+  if (!ipus || ipus->size() != p.layers.size()) {
+    fallback();
+    return;
+  }
+  std::vector<int> count(static_cast<std::size_t>(maxIpus), 0);
+  int used = 0;
+  for (std::size_t i = 0; i < p.layers.size(); ++i) {
+    const int g = (*ipus)[i];
+    if (g < 0 || g >= maxIpus) {
+      if (ctx.diags != nullptr)
+        ctx.diags->error(code::kBadPlacement, m.spanOf("pipeline"),
+                         "`" + m.luaFunction + "` puts `" + p.layers[i].name + "` on IPU " + std::to_string(g) +
+                             ", but phase `" + ctx.phase.name + "` has IPUs 0 to " + std::to_string(maxIpus - 1) +
+                             " for its pipeline (" + std::to_string(m.pod.ipus()) + " IPUs / (shard " +
+                             std::to_string(t) + " x replicas " + std::to_string(r) + "))",
+                         "return an IPU between 0 and `info.max_ipus - 1`");
+      fallback();
+      return;
+    }
+    ++count[static_cast<std::size_t>(g)];
+    used = std::max(used, g + 1);
+  }
+  for (int g = 0; g < used; ++g)
+    if (count[static_cast<std::size_t>(g)] == 0) {
+      if (ctx.diags != nullptr)
+        ctx.diags->error(code::kBadPlacement, m.spanOf("pipeline"),
+                         "`" + m.luaFunction + "` leaves IPU " + std::to_string(g) + " without layers but uses IPU " +
+                             std::to_string(used - 1) + " (phase `" + ctx.phase.name + "`)",
+                         "number the IPUs it uses from 0 without gaps");
+      fallback();
+      return;
+    }
+  for (std::size_t i = 0; i < p.layers.size(); ++i) p.layers[i].ipu = (*ipus)[i];
+  ctx.settings.pipelineIpus = used;
+}
+
 }  // namespace
 
 void placeLayers(PhaseContext& ctx) {
@@ -211,12 +280,7 @@ void placeLayers(PhaseContext& ctx) {
       balance(ctx, ctx.settings.pipelineIpus > 0 ? ctx.settings.pipelineIpus : m.pipelineIpus);
       break;
     case check::MappingSpec::PipelineKind::Lua:
-      if (ctx.diags != nullptr)
-        ctx.diags->error(code::kLuaPlacement, m.spanOf("pipeline"),
-                         "placement by a Lua function (`pipeline: lua " + m.luaFunction + "`) is not available in this version",
-                         "place the layers with `pipeline { ipu 0: ... }` or `balanced(p)`");
-      for (auto& l : p.layers) l.ipu = 0;
-      ctx.settings.pipelineIpus = 1;
+      placeByFunction(ctx);
       break;
   }
   p.mapping.pipelineIpus = ctx.settings.pipelineIpus;

@@ -9,8 +9,8 @@
 namespace ipu::plan {
 
 ir::PhasePlan planPhase(const check::PhaseSpec& phase, const check::MappingSpec& mapping, const ir::Mapping& settings,
-                        const base::SourceMap& sources, base::Diagnostics* diags) {
-  PhaseContext ctx{phase, mapping, settings, sources, diags, {}, {}, {}};
+                        const base::SourceMap& sources, base::Diagnostics* diags, PlacementFunction* placement) {
+  PhaseContext ctx{phase, mapping, settings, sources, diags, {}, {}, {}, placement};
   expandLayers(ctx);
   placeLayers(ctx);
   planMemory(ctx);
@@ -22,7 +22,7 @@ ir::PhasePlan planPhase(const check::PhaseSpec& phase, const check::MappingSpec&
 }
 
 ir::ExecutionPlan planProgram(const check::CheckedProgram& program, const base::SourceMap& sources,
-                              base::Diagnostics& diags) {
+                              base::Diagnostics& diags, PlacementFunction* placement) {
   ir::ExecutionPlan plan;
   for (const auto& run : program.runs) {
     ir::RunPlan r;
@@ -31,7 +31,7 @@ ir::ExecutionPlan planProgram(const check::CheckedProgram& program, const base::
     r.hooks = run.hooks;
     r.seed = run.seed;
     for (const auto& phase : run.phases)
-      r.phases.push_back(planPhase(phase, *phase.mapping, phase.mapping->mapping, sources, &diags));
+      r.phases.push_back(planPhase(phase, *phase.mapping, phase.mapping->mapping, sources, &diags, placement));
     plan.runs.push_back(std::move(r));
   }
   return plan;

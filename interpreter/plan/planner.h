@@ -7,16 +7,19 @@
 #include "interpreter/base/diagnostic.h"
 #include "interpreter/base/source.h"
 #include "interpreter/check/program.h"
+#include "interpreter/plan/placement_function.h"
 #include "runtime/ir/execution_plan.h"
 
 namespace ipu::plan {
 
+// `placement` answers `pipeline: lua f` (null when no Lua hooks are loaded:
+// such mappings are then reported as unplaceable).
 ir::ExecutionPlan planProgram(const check::CheckedProgram& program, const base::SourceMap& sources,
-                              base::Diagnostics& diags);
+                              base::Diagnostics& diags, PlacementFunction* placement = nullptr);
 
 // One phase with the given mapping settings (a lever variant when they differ
 // from the script's). `diags` may be null: then nothing is reported.
 ir::PhasePlan planPhase(const check::PhaseSpec& phase, const check::MappingSpec& mapping, const ir::Mapping& settings,
-                        const base::SourceMap& sources, base::Diagnostics* diags);
+                        const base::SourceMap& sources, base::Diagnostics* diags, PlacementFunction* placement = nullptr);
 
 }  // namespace ipu::plan

@@ -35,7 +35,7 @@ std::vector<Lever> tryLevers(const PhaseContext& ctx) {
   const hw::Pod& pod = ctx.plan.pod;
   const bool hasState = ctx.plan.optimizer.moments > 0 || ctx.plan.precision.masterWeights;
   auto attempt = [&](const std::string& text, ir::Mapping settings, const check::MappingSpec* mapping = nullptr) {
-    ir::PhasePlan p = planPhase(ctx.phase, mapping ? *mapping : ctx.mapping, settings, ctx.sources, nullptr);
+    ir::PhasePlan p = planPhase(ctx.phase, mapping ? *mapping : ctx.mapping, settings, ctx.sources, nullptr, ctx.placement);
     if (p.fits) out.push_back(Lever{text, peak(p)});
     return p.fits;
   };
@@ -105,8 +105,8 @@ void verifyPlan(PhaseContext& ctx) {
   }
   assert(p.ipus.size() == static_cast<std::size_t>(std::max(1, ctx.settings.shard) * std::max(1, ctx.settings.pipelineIpus)));
   if (ctx.diags == nullptr) return;
-  // Without the placement (a Lua function that could not run) there is nothing to judge.
-  if (ctx.mapping.pipelineKind == check::MappingSpec::PipelineKind::Lua) return;
+  // Without the placement (a Lua function that failed) there is nothing to judge.
+  if (ctx.placementFailed) return;
   base::Diagnostics& diags = *ctx.diags;
 
   // Weights shared with a layer on another IPU are duplicated.

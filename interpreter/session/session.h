@@ -4,16 +4,24 @@
 // invocation; callers render the diagnostics however they present them.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "interpreter/base/diagnostic.h"
 #include "interpreter/base/source.h"
 #include "interpreter/check/checker.h"
 #include "interpreter/check/program.h"
 #include "runtime/cost/cost_model.h"
+#include "runtime/cost/estimate_steps.h"
 #include "runtime/ir/execution_plan.h"
+
+namespace ipu::hooks {
+class HookSet;
+class LuaPlacement;
+}  // namespace ipu::hooks
 
 namespace ipu::session {
 
@@ -39,8 +47,16 @@ class Session {
   const ir::ExecutionPlan* plan(base::FileId file, bool requireRuns = false);
 
   // Check, plan, then estimate every phase with the cost model. Null when
-  // checking failed, or when nothing could be estimated.
+  // checking failed, or when nothing could be estimated. Runs whose trainings
+  // have hooks are then stepped through with them (RunEstimate::hooks).
   const cost::Estimate* estimate(base::FileId file);
+
+  // Where hooks' `print` goes (one call per line); by default nowhere.
+  void setHookOutput(std::function<void(const std::string& hook, const std::string& line)> print) {
+    hookPrint_ = std::move(print);
+  }
+  // The loaded hooks of the last check (null before, or when checking failed early).
+  hooks::HookSet* hooks() { return hooks_.get(); }
 
   // The plan the last plan() or estimate() made (null if none).
   const ir::ExecutionPlan* lastPlan() const { return plan_.get(); }
@@ -49,7 +65,6 @@ class Session {
   check::Checker* checker() { return checker_.get(); }
 
  private:
-  void validateHooks(const check::CheckedProgram& program);
   base::Span spanOf(const ir::SourceRef& ref) const;
 
   base::SourceMap sources_;
@@ -58,6 +73,9 @@ class Session {
   std::unique_ptr<check::CheckedProgram> program_;
   std::unique_ptr<ir::ExecutionPlan> plan_;
   std::unique_ptr<cost::Estimate> estimate_;
+  std::function<void(const std::string&, const std::string&)> hookPrint_;
+  std::unique_ptr<hooks::HookSet> hooks_;          // before the plan, which may call into it
+  std::unique_ptr<hooks::LuaPlacement> placement_;
 };
 
 }  // namespace ipu::session

@@ -267,13 +267,12 @@ bool resetsChain(std::size_t t) { return t == L::COMMA || t == L::SEMI || t == L
 
 // Cap on input size: far beyond any real script, small enough that the parse
 // stays fast and memory bounded.
-static constexpr std::size_t kMaxFileBytes = 8u << 20;
 
 std::unique_ptr<Program> parse(const base::SourceMap& sources, base::FileId id, base::Diagnostics& diags) {
   const base::SourceFile& file = sources.file(id);
   const std::string& text = file.text();
   const std::size_t errorsBefore = diags.errorCount();
-  if (text.size() > kMaxFileBytes) {
+  if (text.size() > base::kMaxSourceBytes) {
     char size[32];
     std::snprintf(size, sizeof size, "%.1f", static_cast<double>(text.size()) / (1 << 20));
     diags.error(code::kFileTooLarge, base::Span{id, 0, 0},

@@ -414,6 +414,45 @@ class Printer {
     }
   }
 
+  // Whether `e`, printed where `minPrec` is needed, ends with a number and a
+  // unit (that a following `/ s` would extend into a rate).
+  static bool endsWithUnit(const Expr& e, int minPrec) {
+    if (precedence(e) < minPrec || keepsParens(e)) return false;
+    switch (e.kind) {
+      case ExprKind::Number: {
+        const auto& n = e.as<NumberExpr>();
+        return !n.unit.empty() && n.unit != "%" && n.unit.find('/') == std::string::npos;
+      }
+      case ExprKind::Binary: {
+        const auto& b = e.as<BinaryExpr>();
+        return endsWithUnit(*b.rhs, b.op == BinaryOp::Pow ? precedence(e) : precedence(e) + 1);
+      }
+      case ExprKind::Unary: return endsWithUnit(*e.as<UnaryExpr>().operand, precedence(e));
+      case ExprKind::Range: return endsWithUnit(*e.as<RangeExpr>().hi, precedence(e) + 1);
+      default: return false;
+    }
+  }
+
+  // Whether `e` (printed without parentheses of its own) starts with the name `s`.
+  static bool startsWithSeconds(const Expr& e) {
+    if (keepsParens(e)) return false;
+    switch (e.kind) {
+      case ExprKind::Name: return e.as<NameExpr>().name == "s";
+      case ExprKind::Member: return startsWithSeconds(*e.as<MemberExpr>().object);
+      case ExprKind::Index: return startsWithSeconds(*e.as<IndexExpr>().object);
+      case ExprKind::Call: return startsWithSeconds(*e.as<CallExpr>().callee);
+      case ExprKind::Binary: return startsWithSeconds(*e.as<BinaryExpr>().lhs);
+      case ExprKind::Range: return startsWithSeconds(*e.as<RangeExpr>().lo);
+      case ExprKind::With: return startsWithSeconds(*e.as<WithExpr>().base);
+      default: return false;
+    }
+  }
+
+  static bool keepsParens(const Expr& e) {
+    return e.parenthesized && (e.kind == ExprKind::Binary || e.kind == ExprKind::Unary || e.kind == ExprKind::Range ||
+                               e.kind == ExprKind::If);
+  }
+
   // `minPrec` is the weakest precedence that may appear here without parentheses.
   void printExpr(const Expr& e, int minPrec, int level) {
     int prec = precedence(e);
@@ -486,11 +525,11 @@ class Printer {
         bool comparison = prec == 4;
         printExpr(*b.lhs, rightAssoc || comparison ? prec + 1 : prec, level);
         out_ << ' ' << spelling(b.op) << ' ';
-        // `3 MB / s` would read back as the unit MB/s: keep a name after a
-        // number with a unit in parentheses.
-        const auto* num = b.lhs->dyn<NumberExpr>();
-        if (b.op == BinaryOp::Div && num != nullptr && !num->unit.empty() && b.rhs->kind == ExprKind::Name &&
-            b.rhs->as<NameExpr>().name == "s" && !b.lhs->parenthesized) {
+        // `3 MB / s` would read back as the unit MB/s: when the left side
+        // ends in a number with a unit and the right side starts with the
+        // name `s`, the right side keeps parentheses.
+        if (b.op == BinaryOp::Div && endsWithUnit(*b.lhs, rightAssoc || comparison ? prec + 1 : prec) &&
+            precedence(*b.rhs) >= prec + 1 && startsWithSeconds(*b.rhs)) {
           out_ << '(';
           printExpr(*b.rhs, 0, level);
           out_ << ')';

@@ -148,21 +148,7 @@ ExprPtr Transformer::transformNumber(P::NumberLitContext& ctx) {
                  "numbers must be below about 1.8e308");
   auto* u = ctx.unit();
   if (u == nullptr) return e;
-  // Every rate unit divides by seconds (`GB/s`); `100 MB / n` is a division
-  // by `n`, which the grammar alone cannot tell from a unit.
-  if (u->SLASH() != nullptr && u->IDENT().size() == 2 && u->IDENT(1)->getText() != "s") {
-    e->unit = u->IDENT(0)->getText();
-    e->unitSpan = span(u->IDENT(0));
-    e->span = Span{file_, e->span.begin, e->unitSpan.end};
-    auto name = std::make_unique<NameExpr>(span(u->IDENT(1)));
-    name->name = u->IDENT(1)->getText();
-    auto div = std::make_unique<BinaryExpr>(span(ctx));
-    div->op = BinaryOp::Div;
-    div->opSpan = span(u->SLASH());
-    div->lhs = std::move(e);
-    div->rhs = std::move(name);
-    return div;
-  }
+  // (The grammar continues a unit with `/` only for rates: `GB/s`.)
   e->unit = u->getText();
   e->unitSpan = span(*u);
   return e;

@@ -390,6 +390,26 @@ ir::Json toJson(const Estimate& e) {
     ir::Json phases = ir::Json::array();
     for (const auto& ph : r.phases) phases.push(toJson(ph));
     rj["phases"] = std::move(phases);
+    if (r.hooks) {
+      ir::Json hj = ir::Json::object();
+      hj["stopped"] = r.hooks->stopped;
+      hj["stop_reason"] = r.hooks->stopped ? ir::Json(r.hooks->stopReason) : ir::Json();
+      hj["time_to_train_s"] = r.hooks->timeToTrain;
+      ir::Json hp = ir::Json::array();
+      for (const auto& sp : r.hooks->phases) {
+        ir::Json pj = ir::Json::object();
+        pj["name"] = sp.name;
+        pj["steps"] = sp.steps;
+        pj["steps_run"] = sp.stepsRun;
+        pj["time_to_train_s"] = sp.timeToTrain;
+        ir::Json logged = ir::Json::object();
+        for (const auto& [k, v] : sp.logged) logged[k] = v;
+        pj["logged"] = std::move(logged);
+        hp.push(std::move(pj));
+      }
+      hj["phases"] = std::move(hp);
+      rj["hooks"] = std::move(hj);
+    }
     runs.push(std::move(rj));
   }
   j["runs"] = std::move(runs);

@@ -19,6 +19,8 @@
 // them. docs/cost-model.md has the formulas, the fit and its residuals.
 #pragma once
 
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -81,10 +83,27 @@ struct PhaseEstimate {
   std::vector<std::string> assumptions;
 };
 
+// A run stepped through with its hooks (estimate_steps.h).
+struct SteppedPhase {
+  std::string name;
+  long long steps = 0;      // planned
+  long long stepsRun = 0;   // before a stop
+  double timeToTrain = 0;   // stepsRun x step time
+  std::map<std::string, double> logged;  // last value of every metric hooks logged
+};
+
+struct SteppedRun {
+  std::vector<SteppedPhase> phases;
+  bool stopped = false;
+  std::string stopReason;   // who stopped it and why
+  double timeToTrain = 0;   // until the stop
+};
+
 struct RunEstimate {
   std::string name;
   std::vector<PhaseEstimate> phases;
   double timeToTrain = 0;
+  std::optional<SteppedRun> hooks;  // when the run has hooks: what they did
 };
 
 struct Estimate {

@@ -123,6 +123,7 @@ Json toJson(const PhasePlan& ph) {
   Json ls = Json::object();
   ls["kind"] = ph.precision.lossScale.kind;
   ls["value"] = ph.precision.lossScale.value;
+  if (!ph.precision.lossScale.luaFunction.empty()) ls["lua"] = ph.precision.lossScale.luaFunction;
   p["loss_scale"] = std::move(ls);
   j["precision"] = std::move(p);
 

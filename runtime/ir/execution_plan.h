@@ -117,7 +117,8 @@ struct Mapping {
 };
 
 struct LossScale {
-  std::string kind = "none";  // none, static, dynamic
+  std::string kind = "none";  // none, static, dynamic, lua
+  std::string luaFunction;    // lua: the policy (`loss_scale: lua f`)
   double value = 1;           // static value, or dynamic initial value
   double factor = 2;          // dynamic: growth/backoff factor
   double interval = 2000;     // dynamic: steps without overflow before growing

@@ -30,6 +30,11 @@ struct PhaseInfo {
   long long steps = 0;        // optimizer steps in the phase
   std::string from;           // phase whose result it starts from ("" if none)
   std::string checkpoint;     // checkpoint it starts from / wrote at its end ("" if none)
+  std::vector<std::string> checkpoints;  // at phaseStart: those it may start from instead (emulator only)
+  long long stepsRun = 0;     // at phaseEnd: steps actually run (fewer when stopped)
+  // At phaseEnd: held-out evaluation of the source, if it has one (the
+  // emulator: mlm_accuracy, mlm_baseline, nsp_accuracy, ...).
+  std::map<std::string, double> metrics;
 };
 
 struct StepInfo {
@@ -55,30 +60,42 @@ struct StopRequest {
   std::string reason;
 };
 
+// What an observer decides before a phase: to stop the run, or to start from
+// another of `PhaseInfo::checkpoints`.
+struct PhaseDecision {
+  StopRequest stop;
+  std::string startFrom;  // "" keeps PhaseInfo::checkpoint
+};
+
 class Observer {
  public:
   virtual ~Observer() = default;
-  virtual void phaseStart(Source, const PhaseInfo&) {}
+  virtual PhaseDecision phaseStart(Source, const PhaseInfo&) { return {}; }
   // May add metrics to `logged` (name -> value) for the run record, or ask to stop.
   virtual StopRequest step(Source, const StepInfo&, std::map<std::string, double>& logged) {
     (void)logged;
     return {};
   }
-  virtual void phaseEnd(Source, const PhaseInfo&) {}
+  virtual StopRequest phaseEnd(Source, const PhaseInfo&) { return {}; }
 };
 
 // Decisions a script may take over from the built-in policies (`lr: lua f`,
 // a Lua loss-scaling policy). Unset functions mean the built-in policy.
 struct LossScaleState {
-  double scale = 1;
-  bool overflow = false;        // this step's gradients overflowed fp16
-  long long goodSteps = 0;      // consecutive steps without overflow before this one
+  double scale = 0;             // the previous step's scale (0 before the first step)
+  bool overflow = false;        // the previous step's gradients overflowed fp16 (its update was skipped)
+  long long goodSteps = 0;      // consecutive steps without overflow so far
+  std::string phase;
+  long long step = 0;           // the coming step within the phase, from 1
 };
 
+// A policy that fails (its hook raised an error or returned a bad value)
+// returns NaN; the run then stops without applying the step, and the failure
+// has been reported as a diagnostic.
 struct Policies {
   // lr(step within the phase from 0, phase name) for a `lua f` schedule.
   std::function<double(long long, const std::string&)> learningRate;
-  // The next loss scale.
+  // The loss scale for the coming step, given how the previous one went.
   std::function<double(const LossScaleState&)> lossScale;
 };
 

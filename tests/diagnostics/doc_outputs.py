@@ -17,8 +17,8 @@ import subprocess
 import sys
 import tempfile
 
-EXPECT_TRAIL = re.compile(r'[ \t]*//\s*expect-(error|warning|json):.*$')
-EXPECT_LINE = re.compile(r'^\s*//\s*expect-(error|warning|json):.*$')
+EXPECT_TRAIL = re.compile(r'[ \t]*(//|--)\s*expect-(error|warning|json):.*$')
+EXPECT_LINE = re.compile(r'^\s*(//|--)\s*expect-(error|warning|json):.*$')
 BLOCK = re.compile(r'```text\n\$ ipu (check|estimate) (\S+\.ipu)((?: [^\n]*)?)\n(.*?)```', re.S)
 
 

@@ -12,7 +12,7 @@
 
 #include "interpreter/check/codes.h"
 #include "interpreter/check/schema.h"
-#include "interpreter/hooks/lua_syntax.h"
+#include "interpreter/hooks/codes.h"
 #include "interpreter/plan/codes.h"
 #include "interpreter/syntax/parser.h"
 #include "runtime/cost/codes.h"

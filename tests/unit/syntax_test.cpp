@@ -122,6 +122,26 @@ TEST(Parser, KeywordsComeFromTheLexer) {
   EXPECT_EQ(std::find(k.begin(), k.end(), "steps"), k.end()) << "`steps` is a unit, not a keyword";
 }
 
+// Only `/ s` continues a unit (rates); any other division after a unit is a
+// division, and the printer never turns one into the other.
+TEST(Parser, OnlySecondsMakeARate) {
+  auto sexpr = [](const std::string& e) {
+    auto p = parse("let x = " + e + "\n");
+    return p->program ? syntax::toSExpr(*p->program->items[0]->as<syntax::LetItem>().value) : "PARSE ERROR " + p->firstError();
+  };
+  EXPECT_EQ(sexpr("64 GB/s"), sexpr("64 GB/s"));
+  EXPECT_NE(sexpr("64 GB/s").find("GB/s"), std::string::npos);
+  EXPECT_EQ(sexpr("900 MB / max(2, n)"), sexpr("(900 MB) / (max(2, n))"));
+  EXPECT_EQ(sexpr("1 GB / t[0]"), sexpr("(1 GB) / (t[0])"));
+  EXPECT_EQ(sexpr("100 MB / n"), sexpr("(100 MB) / n"));
+  for (const char* e : {"(100 MB) / s", "2 * 3 MB / (s)", "-3 MB / (s)", "3 MB / (s.x)", "3 MB / (s[0])", "3 MB / (s ^ 2)",
+                        "3 MB / (s with { a: 1 })", "1 GB / (s(2))", "(1..2 MB) / s"}) {
+    std::string printed = exprRoundTrip(e);
+    EXPECT_EQ(sexpr(printed), sexpr(e)) << e << " printed as " << printed;
+  }
+  EXPECT_EQ(exprRoundTrip("(100 MB) / s"), "100 MB / (s)");
+}
+
 TEST(Printer, ParenthesesWhereNeededOrWritten) {
   EXPECT_EQ(exprRoundTrip("(a + b) * c"), "(a + b) * c");
   EXPECT_EQ(exprRoundTrip("a + (b * c)"), "a + (b * c)") << "parentheses the author wrote are kept";

@@ -1,0 +1,379 @@
+// Unit tests of the hooks layer: the sandbox against each attack and error
+// path, the ctx a hook receives, and hooks driving a run (estimate stepping,
+// Lua schedules, Lua placement).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "interpreter/hooks/hook_set.h"
+#include "interpreter/hooks/run_hooks.h"
+#include "interpreter/hooks/sandbox.h"
+#include "runtime/cost/estimate_steps.h"
+#include "tests/unit/test_support.h"
+
+extern "C" {
+#include <lua.h>
+}
+
+using namespace ipu;
+using Kind = hooks::LuaFailure::Kind;
+
+namespace {
+
+struct Loaded {
+  hooks::LuaSandbox box;
+  hooks::LuaFailure failure;
+  bool ok = false;
+  std::vector<std::string> printed;
+  explicit Loaded(const std::string& code, hooks::SandboxLimits limits = {})
+      : box("h", limits, [this](const std::string& line) { printed.push_back(line); }) {
+    ok = box.load(code, failure);
+  }
+};
+
+hooks::LuaFailure loadFails(const std::string& code, hooks::SandboxLimits limits = {}) {
+  Loaded l(code, limits);
+  EXPECT_FALSE(l.ok) << code;
+  return l.failure;
+}
+
+// Calls global `f` with no arguments and returns its number result.
+double callNumber(hooks::LuaSandbox& box, const std::string& f, hooks::LuaFailure& failure, bool& ok) {
+  double out = NAN;
+  ok = box.call(
+      f, 1, [](lua_State*) { return 0; },
+      [&](lua_State* L, hooks::LuaFailure&) {
+        out = lua_tonumber(L, -1);
+        return true;
+      },
+      failure);
+  return out;
+}
+
+const char* kScript = R"(import "std/pods"
+import "std/models/bert"
+import "std/precision"
+HOOKS
+mapping m for bert_base on POD16 {
+  PIPELINE
+  replicas: 4
+  recompute: every_layer
+}
+training t {
+  mapping: m
+  precision: fp16_sr
+  optimizer: lamb(weight_decay: 0.01)
+  hooks: [LISTED]
+  phase one { seq_len: 128; masked_tokens: 20; micro_batch: 8; global_batch: 4096; steps: 500; lr: LR }
+  phase two from one { seq_len: 384; masked_tokens: 56; micro_batch: 2; global_batch: 1024; steps: 100; lr: 0.001 }
+}
+)";
+
+std::string script(const std::string& hooks, const std::string& listed, const std::string& lr = "0.002",
+                   const std::string& pipeline = "pipeline: balanced(4)") {
+  std::string s = kScript;
+  auto put = [&](const std::string& key, const std::string& v) { s.replace(s.find(key), key.size(), v); };
+  put("HOOKS", hooks);
+  put("PIPELINE", pipeline);
+  put("LISTED", listed);
+  put("LR", lr);
+  return s;
+}
+
+// Estimates a script (with its hooks) as `ipu estimate` does.
+const cost::Estimate* estimate(session::Session& s, const std::string& text) {
+  base::FileId f = s.addSource(test::sourceDir() + "/tests/hooks_test.ipu", text);
+  return s.estimate(f);
+}
+
+std::string diagnostics(session::Session& s) {
+  std::string out;
+  for (const auto& d : s.diagnostics().all()) out += d.code + " " + d.message + "\n";
+  return out;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- the sandbox
+
+TEST(Sandbox, OnlyTheSafeLibrariesExist) {
+  for (const char* lib : {"io", "os", "package", "require", "debug", "coroutine", "dofile", "loadfile", "collectgarbage",
+                          "rawset"}) {
+    hooks::LuaFailure f = loadFails(std::string("local x = ") + lib);
+    EXPECT_EQ(f.kind, Kind::Forbidden) << lib << ": " << f.message;
+    EXPECT_NE(f.message.find(lib), std::string::npos) << f.message;
+  }
+  Loaded ok(R"(
+    assert(string.upper("a") == "A" and ("b"):rep(3) == "bbb")
+    assert(table.concat({1, 2}, ",") == "1,2" and math.floor(2.5) == 2 and utf8.char(233) == "é")
+    assert(select("#", 1, 2) == 2 and tostring(12) == "12" and tonumber("0x10") == 16)
+    local ok, err = pcall(error, "caught")
+    assert(not ok and err == "caught")
+    local f = load("return 1 + 1")
+    assert(f() == 2)
+    for k, v in pairs({a = 1}) do assert(k == "a") end
+    print("hello", 42)
+  )");
+  EXPECT_TRUE(ok.ok) << ok.failure.message;
+  ASSERT_EQ(ok.printed.size(), 1u);
+  EXPECT_EQ(ok.printed[0], "hello\t42");
+}
+
+TEST(Sandbox, NoBytecode) {
+  EXPECT_EQ(loadFails("local d = string.dump(function() end)").kind, Kind::Runtime);  // string.dump is gone
+  // load() forces text mode whatever mode is asked for; a bytecode header is refused.
+  Loaded l("ok, err = load('\\27Lua', 'x', 'b')\nassert(ok == nil and err:find('binary'))");
+  EXPECT_TRUE(l.ok) << l.failure.message;
+}
+
+TEST(Sandbox, TheHostIsReadOnly) {
+  EXPECT_EQ(loadFails("print = nil").kind, Kind::Forbidden);
+  EXPECT_EQ(loadFails("string.upper = nil").kind, Kind::Forbidden);
+  EXPECT_EQ(loadFails("math.pi = 3").kind, Kind::Forbidden);
+  EXPECT_EQ(loadFails("setmetatable(_G, nil)").kind, Kind::Runtime);  // protected metatable
+  EXPECT_EQ(loadFails("getmetatable('').__index.upper = nil").kind, Kind::Runtime);  // hidden
+  EXPECT_EQ(loadFails("setmetatable({}, {__gc = function() end})").kind, Kind::Forbidden);
+  // The hook's own globals are its own.
+  Loaded l("counter = 1\ncounter = counter + 1\nfunction f() return counter end");
+  ASSERT_TRUE(l.ok) << l.failure.message;
+  hooks::LuaFailure f;
+  bool ok = false;
+  EXPECT_EQ(callNumber(l.box, "f", f, ok), 2);
+  EXPECT_TRUE(ok);
+}
+
+TEST(Sandbox, InstructionBudgetStopsLoopsEvenThroughPcall) {
+  hooks::SandboxLimits small;
+  small.instructionsPerCall = 200000;
+  EXPECT_EQ(loadFails("while true do end", small).kind, Kind::Instructions);
+  hooks::LuaFailure f = loadFails("while true do pcall(function() while true do end end) end", small);
+  EXPECT_EQ(f.kind, Kind::Instructions);
+  EXPECT_EQ(loadFails("xpcall(function() while true do end end, function(e) return e end)\nwhile true do end", small).kind,
+            Kind::Instructions);
+  // The budget is per call: a later call starts afresh.
+  Loaded l("function f() local n = 0 for i = 1, 50000 do n = n + i end return n end", small);
+  ASSERT_TRUE(l.ok);
+  for (int i = 0; i < 5; ++i) {
+    bool ok = false;
+    EXPECT_EQ(callNumber(l.box, "f", f, ok), 50000.0 * 50001 / 2);
+    EXPECT_TRUE(ok) << f.message;
+  }
+}
+
+TEST(Sandbox, MemoryBudgetStopsBombsEvenThroughPcall) {
+  hooks::SandboxLimits small;
+  small.memoryBytes = 4u << 20;
+  EXPECT_EQ(loadFails("local t = {} for i = 1, 1e8 do t[i] = i end", small).kind, Kind::Memory);
+  EXPECT_EQ(loadFails("local s = string.rep('x', 1e8)", small).kind, Kind::Memory);
+  EXPECT_EQ(loadFails("local s = 'x' while true do s = s .. s end", small).kind, Kind::Memory);
+  hooks::LuaFailure f = loadFails("local ok = pcall(string.rep, 'x', 1e8)\nlocal t = {} for i = 1, 1e8 do t[i] = i end", small);
+  EXPECT_EQ(f.kind, Kind::Memory);
+  EXPECT_EQ(f.line, 1) << "pcall cannot swallow a spent memory budget";
+}
+
+TEST(Sandbox, BacktrackingPatternsAreRefusedUpFront) {
+  hooks::LuaFailure f = loadFails("local s = string.rep('a', 100000)\nlocal i = s:find('.-.-.-b')");
+  EXPECT_EQ(f.kind, Kind::Instructions);
+  EXPECT_NE(f.message.find("pattern"), std::string::npos);
+  Loaded fine("local s = string.rep('a', 1000) .. 'b'\nassert(s:find('a.-b') == 1)\nassert(('x=1'):match('(%w)=(%d)') == 'x')\n"
+              "assert(string.rep('a', 100000):find('b', 1, true) == nil)");
+  EXPECT_TRUE(fine.ok) << fine.failure.message;
+}
+
+TEST(Sandbox, FailuresCarryTheLineAndTheTraceback) {
+  Loaded l("local function inner(t)\n  return t.x.y\nend\nfunction outer()\n  local v = inner({})\n  return v\nend\n");
+  ASSERT_TRUE(l.ok);
+  hooks::LuaFailure f;
+  bool ok = true;
+  callNumber(l.box, "outer", f, ok);
+  ASSERT_FALSE(ok);
+  EXPECT_EQ(f.kind, Kind::Runtime);
+  EXPECT_EQ(f.line, 2);
+  EXPECT_EQ(f.message.find("h:"), std::string::npos) << "the chunk prefix is dropped: " << f.message;
+  std::vector<int> lines;
+  for (const auto& fr : f.traceback)
+    if (fr.inHook) lines.push_back(fr.line);
+  EXPECT_EQ(lines, (std::vector<int>{2, 5}));
+  hooks::LuaFailure syntax = loadFails("function f(\n  return 1\nend");
+  EXPECT_EQ(syntax.kind, Kind::Syntax);
+  EXPECT_EQ(syntax.line, 2);
+}
+
+// ------------------------------------------------------------ hooks in a run
+
+TEST(RunHooks, EstimateStepsThroughWithTimingAndHooksCanStopIt) {
+  session::Session s;
+  const char* hook = R"(
+hook budget = lua """
+spent = 0
+function on_step(ctx)
+  assert(ctx.source == "estimate" and ctx.steps >= ctx.step and ctx.step_time > 0 and #ctx.memory == 4)
+  spent = spent + ctx.step_time
+  ctx:log("spent", spent)
+  ctx:log("lr", ctx.lr)
+  if ctx.phase == "two" and ctx.step == 40 then ctx:stop("enough") end
+end
+"""
+)";
+  const cost::Estimate* e = estimate(s, script(hook, "budget"));
+  ASSERT_NE(e, nullptr) << diagnostics(s);
+  ASSERT_FALSE(s.diagnostics().hasErrors()) << diagnostics(s);
+  const cost::RunEstimate& run = e->runs.at(0);
+  ASSERT_TRUE(run.hooks.has_value());
+  const cost::SteppedRun& h = *run.hooks;
+  EXPECT_TRUE(h.stopped);
+  EXPECT_NE(h.stopReason.find("enough"), std::string::npos) << h.stopReason;
+  ASSERT_EQ(h.phases.size(), 2u);
+  EXPECT_EQ(h.phases[0].stepsRun, 500);
+  EXPECT_EQ(h.phases[1].stepsRun, 40);
+  const double expected = 500 * run.phases[0].stepTime + 40 * run.phases[1].stepTime;
+  EXPECT_NEAR(h.timeToTrain, expected, 1e-9 * expected);
+  EXPECT_NEAR(h.phases[1].logged.at("spent"), expected, 1e-6 * expected);
+  EXPECT_NEAR(h.phases[1].logged.at("lr"), 0.001, 1e-12);
+}
+
+TEST(RunHooks, TrainingMetricsAreErrorsUnderEstimateNotNil) {
+  for (const char* field : {"loss", "loss_scale", "skipped", "metrics"}) {
+    session::Session s;
+    std::string hook = std::string("hook h = lua \"function on_step(ctx) local x = ctx.") + field + " end\"\n";
+    estimate(s, script(hook, "h"));
+    ASSERT_TRUE(s.diagnostics().hasErrors()) << field;
+    EXPECT_EQ(s.diagnostics().all().front().code, "IPU4006") << diagnostics(s);
+  }
+  // Guarded by ctx.source, the same hook is fine.
+  session::Session s;
+  estimate(s, script("hook h = lua \"function on_step(ctx) if ctx.source == 'emulator' then local x = ctx.loss end end\"\n", "h"));
+  EXPECT_FALSE(s.diagnostics().hasErrors()) << diagnostics(s);
+}
+
+TEST(RunHooks, PhaseHooksSeeEveryPhase) {
+  session::Session s;
+  const char* hook = R"(
+hook phases = lua """
+seen = ""
+function on_phase_start(ctx) seen = seen .. "<" .. ctx.phase .. ctx.index .. (ctx.from or "-") end
+function on_phase_end(ctx) seen = seen .. ">" .. ctx.steps_run end
+function on_step(ctx) if ctx.step == 1 then ctx:log("seen_len", #seen) end end
+"""
+)";
+  const cost::Estimate* e = estimate(s, script(hook, "phases"));
+  ASSERT_NE(e, nullptr);
+  ASSERT_FALSE(s.diagnostics().hasErrors()) << diagnostics(s);
+  const auto& h = *e->runs[0].hooks;
+  EXPECT_FALSE(h.stopped);
+  // "<one1-" (6 chars) before phase one's first step; "<one1->500<two2one" (18) before phase two's.
+  EXPECT_EQ(h.phases[0].logged.at("seen_len"), 6);
+  EXPECT_EQ(h.phases[1].logged.at("seen_len"), 18);
+}
+
+TEST(RunHooks, LuaScheduleDrivesTheLearningRate) {
+  session::Session s;
+  const char* hooks = R"(
+hook schedule = lua """
+function my_lr(step, phase) return 0.001 * step end
+"""
+hook watch = lua """
+function on_step(ctx) ctx:log("lr", ctx.lr) end
+"""
+)";
+  const cost::Estimate* e = estimate(s, script(hooks, "watch", "lua my_lr"));
+  ASSERT_NE(e, nullptr) << diagnostics(s);
+  ASSERT_FALSE(s.diagnostics().hasErrors()) << diagnostics(s);
+  EXPECT_NEAR(e->runs[0].hooks->phases[0].logged.at("lr"), 0.5, 1e-12);  // step 500 of phase one
+  // The schedule's hook is used by the run, so it is not reported unused.
+  for (const auto& d : s.diagnostics().all()) EXPECT_NE(d.code, "IPU1020") << d.message;
+}
+
+TEST(RunHooks, LossScalePolicyGetsThePreviousStep) {
+  session::Session s;
+  const char* hooks = R"(
+hook policy = lua """
+function scale(state)
+  if state.scale == nil then return 1024 end
+  if state.overflow then return state.scale / 2 end
+  return state.scale * 2
+end
+"""
+)";
+  std::string text = script(hooks, "policy");
+  text.replace(text.find("precision: fp16_sr"), 18, "precision: fp16_sr with { loss_scale: lua scale }");
+  base::FileId f = s.addSource(test::sourceDir() + "/tests/hooks_test.ipu", text);
+  const ir::ExecutionPlan* plan = s.plan(f);
+  ASSERT_NE(plan, nullptr) << diagnostics(s);
+  ASSERT_FALSE(s.diagnostics().hasErrors()) << diagnostics(s);
+  EXPECT_EQ(plan->runs[0].phases[0].precision.lossScale.kind, "lua");
+  hooks::RunHooks rh(*s.hooks(), plan->runs[0], train::Source::Emulator);
+  train::Policies p = rh.policies();
+  ASSERT_TRUE(static_cast<bool>(p.lossScale));
+  train::LossScaleState st;
+  st.phase = "one";
+  st.step = 1;
+  EXPECT_EQ(p.lossScale(st), 1024);
+  st.scale = 1024;
+  st.overflow = true;
+  EXPECT_EQ(p.lossScale(st), 512);
+  st.overflow = false;
+  EXPECT_EQ(p.lossScale(st), 2048);
+}
+
+TEST(RunHooks, AStaleCtxAndABadLogAreRefused) {
+  session::Session s;
+  estimate(s, script("hook h = lua \"function on_step(ctx) if kept then kept:log('x', 1) end kept = ctx end\"\n", "h"));
+  ASSERT_TRUE(s.diagnostics().hasErrors());
+  EXPECT_EQ(s.diagnostics().all().front().code, "IPU4005") << diagnostics(s);
+  session::Session s2;
+  estimate(s2, script("hook h = lua \"function on_step(ctx) ctx:log('x', 0/0) end\"\n", "h"));
+  ASSERT_TRUE(s2.diagnostics().hasErrors());
+  EXPECT_EQ(s2.diagnostics().all().front().code, "IPU4008") << diagnostics(s2);
+}
+
+TEST(RunHooks, AFailingHookStopsTheRunAndIsReportedOnce) {
+  session::Session s;
+  const cost::Estimate* e =
+      estimate(s, script("hook h = lua \"function on_step(ctx) if ctx.step == 7 then error('boom') end end\"\n", "h"));
+  ASSERT_NE(e, nullptr);
+  ASSERT_EQ(s.diagnostics().errorCount(), 1u) << diagnostics(s);
+  EXPECT_EQ(s.diagnostics().all().front().code, "IPU4002");
+  EXPECT_NE(s.diagnostics().all().front().message.find("at step 7 of phase `one`"), std::string::npos);
+  ASSERT_TRUE(e->runs[0].hooks.has_value());
+  EXPECT_TRUE(e->runs[0].hooks->stopped);
+  EXPECT_EQ(e->runs[0].hooks->phases[0].stepsRun, 7);
+}
+
+// ------------------------------------------------------------ Lua placement
+
+TEST(LuaPlacement, PlacesLikeTheEquivalentExplicitPipeline) {
+  const char* hook = R"(
+hook placement = lua """
+function place(layer, info)
+  assert(info.max_ipus == 4 and info.layers == 27 and info.replicas == 4)
+  local n = layer.name:match("encoder%[(%d+)%]")
+  if n == nil then return 0 end
+  return 1 + tonumber(n) // 4
+end
+"""
+)";
+  test::Outcome lua = test::runText(script(hook, "", "0.002", "pipeline: lua place"));
+  test::Outcome explicitly = test::runText(script("", "", "0.002",
+                                                  "pipeline {\n ipu 0: embedding\n ipu 1: encoder[0..4]\n"
+                                                  " ipu 2: encoder[4..8]\n ipu 3: encoder[8..12]\n ipu 0: mlm_head, nsp_head\n }"));
+  ASSERT_NE(lua.plan, nullptr) << lua.rendered();
+  ASSERT_NE(explicitly.plan, nullptr) << explicitly.rendered();
+  EXPECT_TRUE(lua.errorCodes().empty()) << lua.rendered();
+  const auto& a = lua.plan->runs[0].phases[0];
+  const auto& b = explicitly.plan->runs[0].phases[0];
+  ASSERT_EQ(a.layers.size(), b.layers.size());
+  for (std::size_t i = 0; i < a.layers.size(); ++i) EXPECT_EQ(a.layers[i].ipu, b.layers[i].ipu) << a.layers[i].name;
+  ASSERT_EQ(a.ipus.size(), b.ipus.size());
+  for (std::size_t i = 0; i < a.ipus.size(); ++i) EXPECT_DOUBLE_EQ(a.ipus[i].memory.total(), b.ipus[i].memory.total());
+  EXPECT_EQ(a.mapping.pipelineIpus, 4);
+}
+
+TEST(LuaPlacement, ABadAnswerIsReportedWithTheLayer) {
+  test::Outcome o = test::runText(script("hook p = lua \"function place(layer, info) if layer.index == 3 then return 'x' end return 0 end\"\n",
+                                         "", "0.002", "pipeline: lua place"));
+  ASSERT_FALSE(o.errorCodes().empty());
+  EXPECT_EQ(o.errorCodes().front(), "IPU4008") << o.rendered();
+  EXPECT_NE(o.rendered().find("`encoder[1].attention`"), std::string::npos) << o.rendered();
+  EXPECT_EQ(o.errorCodes().size(), 1u) << "no knock-on memory errors:\n" << o.rendered();
+}
