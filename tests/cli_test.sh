@@ -114,6 +114,75 @@ grep -q "bad.csv:3:" "$TMP/err" || { echo "FAIL: calibrate does not name the bad
 expect 1 "calibrate a missing table" -- "$IPU" calibrate "$TMP/none.csv"
 expect 2 "calibrate without a table" -- "$IPU" calibrate
 
+# ipu run: a short training, its run record, Ctrl-C and --resume, and its errors.
+expect 0 "run a few steps" -- "$IPU" run "$ROOT/examples/tiny_bert.ipu" --steps 3 --runs-dir "$TMP/runs" --threads 1
+run_dir=$(ls -d "$TMP"/runs/tiny_pretrain/* | head -1)
+for f in script.ipu plan.json metrics.jsonl events.jsonl summary.json; do
+  [ -s "$run_dir/$f" ] || { echo "FAIL: run directory lacks $f"; fail=1; }
+done
+python3 - "$run_dir" <<'PY' || { echo "FAIL: the run record is not what docs/run.md says"; fail=1; }
+import json, sys, os
+d = sys.argv[1]
+rows = [json.loads(l) for l in open(os.path.join(d, "metrics.jsonl"))]
+assert [r["global_step"] for r in rows] == [1, 2, 3, 4, 5, 6], rows
+for r in rows:
+    for k in ("phase", "step", "loss", "lr", "loss_scale", "skipped", "samples_per_s", "step_time_s"):
+        assert k in r, k
+    assert r["loss"] > 0
+s = json.load(open(os.path.join(d, "summary.json")))
+assert s["status"] == "completed" and [p["name"] for p in s["phases"]] == ["short", "long"], s
+assert "mlm_accuracy" in s["phases"][0]["evaluation"]
+assert json.load(open(os.path.join(d, "plan.json")))["runs"][0]["name"] == "tiny_pretrain"
+PY
+grep -q "completed: training tiny_pretrain" "$TMP/out" || { echo "FAIL: run did not say how it ended"; fail=1; }
+expect 1 "resume without a run" -- "$IPU" run "$ROOT/examples/tiny_bert.ipu" --resume --runs-dir "$TMP/noruns"
+grep -q "error\[IPU5005\]" "$TMP/err" || { echo "FAIL: resume without a run is not IPU5005"; fail=1; }
+sed 's/steps: 1000/steps: 999/' "$ROOT/examples/tiny_bert.ipu" > "$TMP/tiny_changed.ipu"
+expect 1 "resume after the script changed" -- "$IPU" run "$TMP/tiny_changed.ipu" --resume="$run_dir"
+grep -q "error\[IPU5005\].*changed" "$TMP/err" || { echo "FAIL: resuming a changed plan is not refused"; cat "$TMP/err"; fail=1; }
+touch "$TMP/not_a_dir"
+expect 1 "run into an unwritable place" -- "$IPU" run "$ROOT/examples/tiny_bert.ipu" --steps 1 --runs-dir "$TMP/not_a_dir"
+grep -q "error\[IPU5009\]" "$TMP/err" || { echo "FAIL: an unwritable runs dir is not IPU5009"; cat "$TMP/err"; fail=1; }
+expect 2 "run with a bad --threads" -- "$IPU" run "$ROOT/examples/tiny_bert.ipu" --threads many
+expect 1 "run a model too large for the host" -- "$IPU" run "$ROOT/tests/diagnostics/IPU5003_too_large_for_the_host.ipu" --runs-dir "$TMP/runs"
+grep -q "IPU5003" "$TMP/err" && grep -q "ipu estimate" "$TMP/err" || { echo "FAIL: a run too large for the host is not refused with IPU5003"; fail=1; }
+# Ctrl-C stops cleanly and keeps what was recorded; --resume continues to the same end.
+timeout --preserve-status -s INT 2 "$IPU" run "$ROOT/examples/tiny_bert.ipu" --steps 600 --checkpoint-every 25 --threads 1 --runs-dir "$TMP/cancel" >"$TMP/out" 2>"$TMP/err"
+code=$?
+[ "$code" -eq 130 ] || { echo "FAIL: Ctrl-C during a run: exit $code, expected 130"; cat "$TMP/err" | tail -5; fail=1; }
+cancel_dir=$(ls -d "$TMP"/cancel/tiny_pretrain/* | head -1)
+python3 -c "import json; s=json.load(open('$cancel_dir/summary.json')); assert s['status']=='cancelled', s" \
+  || { echo "FAIL: a cancelled run's summary does not say so"; fail=1; }
+expect 0 "resume a cancelled run" -- "$IPU" run "$ROOT/examples/tiny_bert.ipu" --steps 600 --checkpoint-every 25 --threads 1 --runs-dir "$TMP/cancel" --resume
+python3 - "$cancel_dir" <<'PY' || { echo "FAIL: the resumed run's record has gaps or repeats"; fail=1; }
+import json, sys, os
+rows = [json.loads(l) for l in open(os.path.join(sys.argv[1], "metrics.jsonl"))]
+assert [r["global_step"] for r in rows] == list(range(1, 701)), (len(rows), rows[-1])
+assert json.load(open(os.path.join(sys.argv[1], "summary.json")))["status"] == "completed"
+PY
+
+# Hooks steer a real run: logged metrics land in metrics.jsonl, and
+# on_phase_start picks the checkpoint the second phase starts from.
+expect 0 "a hook stops a run that did not learn" -- "$IPU" run "$ROOT/examples/hook_best_checkpoint.ipu" --steps 90 --runs-dir "$TMP/stopped"
+grep -q "stopped by a hook: training steered" "$TMP/out" && grep -q 'reason: hook .steer.: phase short did not learn' "$TMP/out" \
+  || { echo "FAIL: a run stopped by a hook does not say why"; cat "$TMP/out"; fail=1; }
+python3 -c "import json,glob; s=json.load(open(glob.glob('$TMP/stopped/steered/*/summary.json')[0])); assert s['status']=='stopped' and 'did not learn' in s['stop_reason'] and len(s['phases'])==1, s" \
+  || { echo "FAIL: the summary of a stopped run"; fail=1; }
+expect 0 "run with hooks that log and choose a checkpoint" -- "$IPU" run "$ROOT/examples/hook_best_checkpoint.ipu" --steps 250 --checkpoint-every 50 --runs-dir "$TMP/steer"
+grep -q "\[steer\] phase long starts from .*checkpoints/short/" "$TMP/err" "$TMP/out" || { echo "FAIL: the checkpoint-choosing hook did not run"; cat "$TMP/err" | tail -5; fail=1; }
+python3 - "$(ls -d "$TMP"/steer/steered/* | head -1)" <<'PY' || { echo "FAIL: hook metrics or the chosen checkpoint are missing from the run record"; fail=1; }
+import json, sys, os, math
+d = sys.argv[1]
+rows = [json.loads(l) for l in open(os.path.join(d, "metrics.jsonl"))]
+assert len(rows) == 350, len(rows)
+for r in rows:
+    assert abs(r["perplexity"] - math.exp(r["loss"])) < 1e-6 * r["perplexity"], r
+    assert "loss_smoothed" in r, r
+events = [json.loads(l) for l in open(os.path.join(d, "events.jsonl"))]
+start = [e for e in events if e.get("event") == "phase_start" and e["phase"] == "long"][0]
+assert "/checkpoints/short/" in start["checkpoint"], start
+PY
+
 # Examples and the standard library are kept in canonical format.
 expect 0 "examples and stdlib are formatted" -- "$IPU" fmt --check "$ROOT"/examples/*.ipu "$ROOT"/stdlib/*.ipu "$ROOT"/stdlib/models/*.ipu
 

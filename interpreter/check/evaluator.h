@@ -64,6 +64,13 @@ class ModuleScope : public Scope {
   // `optimizer lamb = lamb(...)` and `model bert_large = bert_large with {...}` work.
   bool isSelfReference(const std::string& name) const { return !evaluating_.empty() && evaluating_.back() == name; }
   bool declares(const std::string& name) const { return items_.count(name) > 0; }
+  // The item declaring `name` in this module or an unaliased import (null if none).
+  const syntax::Item* declaringItem(const std::string& name) const {
+    if (auto it = items_.find(name); it != items_.end()) return it->second.item;
+    for (const auto& [module, scope] : imports_)
+      if (const syntax::Item* item = scope->declaringItem(name)) return item;
+    return nullptr;
+  }
   // The unaliased import that declares `name` ("" if none): for saying which
   // imported definition a local declaration hides.
   std::string importDeclaring(const std::string& name) const {

@@ -1,26 +1,31 @@
 // `ipu`: the command-line shell over the session. Thin on purpose: argument
 // parsing, choosing human or JSON output, colour policy, and exit codes
 // (0 success, 1 user error with diagnostics printed, 2 usage error).
+#include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <iostream>
+#include <sstream>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 #include "interpreter/base/render.h"
 #include "interpreter/base/terminal.h"
 #include "interpreter/cli/calibrate_command.h"
 #include "interpreter/cli/output_file.h"
-#include "interpreter/cli/estimate_report.h"
-#include "interpreter/cli/plan_report.h"
-#include "interpreter/cli/timeline_render.h"
-#include "runtime/cost/timeline.h"
+#include "interpreter/repl/repl.h"
+#include "interpreter/report/estimate_report.h"
+#include "interpreter/report/plan_report.h"
+#include "interpreter/report/timeline_render.h"
+#include "interpreter/runner/train.h"
 #include "interpreter/session/session.h"
 #include "interpreter/syntax/parser.h"
 #include "interpreter/syntax/printer.h"
+#include "runtime/cost/timeline.h"
 #include "runtime/ir/json.h"
 
 namespace {
@@ -41,8 +46,10 @@ commands:
   estimate FILE   predict step time, throughput and time to train of every phase
   calibrate TABLE fit the cost model to measured throughput (a CSV table; see
                   docs/cost-model.md) and print the parameters as an .ipu module
-  run FILE        train a small model on the emulator (not available yet)
-  repl [FILE]     interactive session (not available yet)
+  run FILE        train the script's runs on the emulator (small models), with a
+                  progress display and a run directory (docs/run.md)
+  repl [FILE]     interactive session: declarations accumulate, expressions print
+                  their value, :plan :estimate :mem :run :doc (see docs/repl.md)
 
 options:
   --json                 machine-readable output (plan, estimate; check: same as --format json)
@@ -54,10 +61,16 @@ options:
   --timeline             estimate: draw each phase's step, IPU by IPU
   --timeline-svg FILE    estimate: write the timelines as an SVG picture
   --stdout               fmt: print the formatted text instead of writing the file
+  --runs-dir DIR         run: where run directories go (default: runs)
+  --resume[=DIR]         run: continue the latest run of the training (or DIR)
+  --steps N              run: at most N steps per phase (a quick try)
+  --threads N            run: host threads for the virtual IPUs (default: all)
+  --checkpoint-every N   run: steps between checkpoints (default: 100)
   -h, --help             this help
   --version              the version
 
-Documentation: docs/language.md, docs/plan.md, docs/cost-model.md, docs/diagnostics.md.
+Documentation: docs/language.md, docs/plan.md, docs/cost-model.md, docs/run.md,
+docs/repl.md, docs/hooks.md, docs/emulator.md, docs/diagnostics.md.
 )";
 
 struct Options {
@@ -69,6 +82,13 @@ struct Options {
   std::string output;
   bool timeline = false;
   std::string timelineSvg;
+  // run
+  bool resume = false;
+  std::string resumeFrom;
+  std::string runsDir = "runs";
+  int threads = 0;
+  long long steps = 0;
+  long long checkpointEvery = 100;
   base::ColorMode color = base::ColorMode::Auto;
 };
 
@@ -130,7 +150,7 @@ int cmdPlan(const Options& o) {
   } else {
     printDiagnostics(s, false, o.color);
     if (plan != nullptr && !plan->runs.empty())
-      cli::printPlanReport(std::cout, *plan, base::Painter(base::shouldColor(o.color, 1)));
+      report::printPlanReport(std::cout, *plan, base::Painter(base::shouldColor(o.color, 1)));
   }
   return s.diagnostics().hasErrors() ? kUserError : kOk;
 }
@@ -155,7 +175,7 @@ int cmdEstimate(const Options& o) {
   } else {
     printDiagnostics(s, false, o.color);
     if (est != nullptr && plan != nullptr)
-      cli::printEstimateReport(std::cout, *plan, *est, base::Painter(base::shouldColor(o.color, 1)), o.timeline);
+      report::printEstimateReport(std::cout, *plan, *est, base::Painter(base::shouldColor(o.color, 1)), o.timeline);
   }
   if (!o.timelineSvg.empty() && est != nullptr && plan != nullptr) {
     // One picture per phase, stacked.
@@ -166,7 +186,7 @@ int cmdEstimate(const Options& o) {
         const auto& e = est->runs[i].phases[k];
         if (!e.ok) continue;
         const auto& ph = plan->runs[i].phases[k];
-        std::string svg = cli::drawTimelineSvg(cost::timeline(ph, e), "run " + plan->runs[i].name + ", phase " + ph.name,
+        std::string svg = report::drawTimelineSvg(cost::timeline(ph, e), "run " + plan->runs[i].name + ", phase " + ph.name,
                                                ph.mapping.shard);
         double h = std::stod(svg.substr(svg.find("height=\"") + 8));
         width = std::max(width, std::stod(svg.substr(svg.find("width=\"") + 7)));
@@ -183,6 +203,77 @@ int cmdEstimate(const Options& o) {
     }
   }
   return s.diagnostics().hasErrors() ? kUserError : kOk;
+}
+
+std::atomic<bool> gCancel{false};
+
+// The first Ctrl-C stops the run cleanly (after the current micro batch,
+// keeping what was recorded); a second one ends the process.
+void onInterrupt(int) {
+  gCancel = true;
+  std::signal(SIGINT, SIG_DFL);
+}
+
+runner::TrainSettings trainSettings(const Options& o, const std::string& scriptText, const std::string& scriptDir) {
+  runner::TrainSettings t;
+  t.runsRoot = o.runsDir;
+  t.resume = o.resume;
+  t.resumeFrom = o.resumeFrom;
+  t.threads = o.threads;
+  t.stepLimit = o.steps;
+  t.checkpointEvery = o.checkpointEvery;
+  t.cancel = &gCancel;
+  t.scriptText = scriptText;
+  t.scriptDirectory = scriptDir;
+  t.color = o.color;
+  return t;
+}
+
+// How a training run ended, for a person (stdout).
+void printTrainResult(const runner::TrainResult& r, const std::string& training, base::ColorMode color) {
+  base::Painter p(base::shouldColor(color, 1));
+  using base::Style;
+  switch (r.status) {
+    case runner::TrainResult::Status::Completed: std::cout << p.paint(Style::Good, "completed"); break;
+    case runner::TrainResult::Status::Stopped: std::cout << p.paint(Style::Warning, "stopped by a hook"); break;
+    case runner::TrainResult::Status::Cancelled: std::cout << p.paint(Style::Warning, "stopped by Ctrl-C"); break;
+    case runner::TrainResult::Status::Failed: std::cout << p.paint(Style::Error, "failed"); break;
+  }
+  std::cout << ": training " << training;
+  if (!r.runDirectory.empty()) std::cout << ", recorded in " << r.runDirectory;
+  else if (r.status == runner::TrainResult::Status::Failed) std::cout << " (nothing was recorded)";
+  std::cout << "\n";
+  if (r.status == runner::TrainResult::Status::Stopped && !r.stopReason.empty())
+    std::cout << "  reason: " << r.stopReason << "\n";
+  if (r.status == runner::TrainResult::Status::Cancelled)
+    std::cout << p.paint(Style::Dim, "continue it with --resume=" + r.runDirectory) << "\n";
+}
+
+int cmdRun(const Options& o) {
+  if (o.files.size() != 1) return usage("`run` takes one script");
+  session::Session s;
+  showHookOutput(s);
+  auto file = s.readFile(o.files[0]);
+  const ir::ExecutionPlan* plan = file ? s.plan(*file, /*requireRuns=*/true) : nullptr;
+  if (plan == nullptr || s.diagnostics().hasErrors()) {
+    printDiagnostics(s, false, o.color);
+    return kUserError;
+  }
+  printDiagnostics(s, false, o.color);  // warnings
+  s.diagnostics().clear();
+  std::signal(SIGINT, onInterrupt);
+  const std::string dir = std::filesystem::absolute(o.files[0]).parent_path().string();
+  int status = kOk;
+  for (const auto& run : plan->runs) {
+    runner::TrainResult r = runner::train(s, run, trainSettings(o, s.rootText(), dir), std::cerr, ::isatty(2) != 0);
+    if (s.diagnostics().hasErrors()) printDiagnostics(s, false, o.color);
+    s.diagnostics().clear();
+    printTrainResult(r, run.name, o.color);
+    if (r.status == runner::TrainResult::Status::Failed) return kUserError;
+    if (r.status == runner::TrainResult::Status::Cancelled) return 130;
+    if (r.status == runner::TrainResult::Status::Stopped) status = kOk;
+  }
+  return status;
 }
 
 int cmdFmt(const Options& o) {
@@ -260,6 +351,28 @@ int main(int argc, char** argv) {
       o.output = value("--output");
       if (o.output.empty()) return usage("`" + a + "` needs a file name");
     }
+    else if (a == "--resume") o.resume = true;
+    else if (a.rfind("--resume=", 0) == 0) {
+      o.resume = true;
+      o.resumeFrom = a.substr(9);
+      if (o.resumeFrom.empty()) return usage("`--resume=` needs a run directory");
+    }
+    else if (a == "--runs-dir" || a.rfind("--runs-dir=", 0) == 0) {
+      o.runsDir = value("--runs-dir");
+      if (o.runsDir.empty()) return usage("`--runs-dir` needs a directory");
+    }
+    else if (a == "--threads" || a.rfind("--threads=", 0) == 0 || a == "--steps" || a.rfind("--steps=", 0) == 0 ||
+             a == "--checkpoint-every" || a.rfind("--checkpoint-every=", 0) == 0) {
+      const std::string name = a.substr(0, a.find('='));
+      std::string v = value(name.c_str());
+      char* end = nullptr;
+      long long n = std::strtoll(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || n < (name == "--threads" ? 0 : 1) || n > 1000000000)
+        return usage("`" + name + "` needs a whole number" + (name == "--threads" ? "" : " of at least 1"));
+      if (name == "--threads") o.threads = static_cast<int>(std::min<long long>(n, 1024));
+      else if (name == "--steps") o.steps = n;
+      else o.checkpointEvery = n;
+    }
     else if (a == "--check") o.fmtCheck = true;
     else if (a == "--stdout") o.fmtStdout = true;
     else if (a == "--format" || a.rfind("--format=", 0) == 0) {
@@ -288,9 +401,27 @@ int main(int argc, char** argv) {
     if (o.files.size() != 1) return usage("`calibrate` takes one table of measurements");
     return cli::calibrateCommand(o.files[0], o.output, o.color);
   }
-  if (o.command == "run" || o.command == "repl") {
-    std::cerr << "ipu " << o.command << ": not available in this version yet\n";
-    return kUsage;
+  if (o.command == "repl") {
+    if (o.files.size() > 1) return usage("`repl` takes at most one script");
+    repl::ReplOptions ro;
+    if (!o.files.empty()) ro.file = o.files[0];
+    ro.color = o.color;
+    ro.trainer = [&o](repl::Workspace::Planned& planned, const std::atomic<bool>& cancel) {
+      bool ok = true;
+      for (const auto& run : planned.plan->runs) {
+        runner::TrainSettings t = trainSettings(o, planned.session->rootText(), std::filesystem::current_path().string());
+        t.cancel = &cancel;
+        runner::TrainResult r = runner::train(*planned.session, run, t, std::cerr, ::isatty(2) != 0);
+        if (planned.session->diagnostics().hasErrors()) printDiagnostics(*planned.session, false, o.color);
+        planned.session->diagnostics().clear();
+        printTrainResult(r, run.name, o.color);
+        ok = ok && r.status != runner::TrainResult::Status::Failed;
+        if (r.status == runner::TrainResult::Status::Cancelled) break;
+      }
+      return ok;
+    };
+    return repl::runRepl(ro);
   }
+  if (o.command == "run") return cmdRun(o);
   return usage("unknown command `" + o.command + "`");
 }

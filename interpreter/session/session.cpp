@@ -50,6 +50,7 @@ base::FileId Session::addSource(std::string name, std::string text) { return sou
 const check::CheckedProgram* Session::check(base::FileId file) {
   placement_.reset();
   hooks_.reset();
+  root_ = file;
   checker_ = std::make_unique<check::Checker>(sources_, diags_);
   program_ = checker_->checkFile(file);
   if (program_) {

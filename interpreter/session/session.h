@@ -61,14 +61,19 @@ class Session {
   // The plan the last plan() or estimate() made (null if none).
   const ir::ExecutionPlan* lastPlan() const { return plan_.get(); }
 
+  // The span a runtime's source reference points to (for runtime errors).
+  base::Span spanOf(const ir::SourceRef& ref) const;
+  // The root file's text, as checked (what a run record keeps as its script).
+  std::string rootText() const { return root_ != base::kNoFile ? sources_.file(root_).text() : std::string(); }
+
   // The checker of the last check: evaluation state for the REPL and tests.
   check::Checker* checker() { return checker_.get(); }
 
  private:
-  base::Span spanOf(const ir::SourceRef& ref) const;
 
   base::SourceMap sources_;
   base::Diagnostics diags_;
+  base::FileId root_ = base::kNoFile;
   std::unique_ptr<check::Checker> checker_;
   std::unique_ptr<check::CheckedProgram> program_;
   std::unique_ptr<ir::ExecutionPlan> plan_;

@@ -19,7 +19,7 @@ import tempfile
 
 EXPECT_TRAIL = re.compile(r'[ \t]*(//|--)\s*expect-(error|warning|json):.*$')
 EXPECT_LINE = re.compile(r'^\s*(//|--)\s*expect-(error|warning|json):.*$')
-BLOCK = re.compile(r'```text\n\$ ipu (check|estimate) (\S+\.ipu)((?: [^\n]*)?)\n(.*?)```', re.S)
+BLOCK = re.compile(r'```text\n\$ ipu (check|estimate|run) (\S+\.ipu)((?: [^\n]*)?)\n(.*?)```', re.S)
 
 
 def strip(text):
@@ -53,6 +53,9 @@ def main():
                 return match.group(0)
             run = subprocess.run([ipu, command, script] + args.split(), cwd=work, capture_output=True, env=env)
             actual = (run.stderr + run.stdout).decode('utf-8', errors='replace').rstrip('\n') + '\n'
+            # What depends on the machine or the temporary directory is shown generically.
+            actual = actual.replace(work + '/', '')
+            actual = re.sub(r'this host has [0-9.]+ [KMGT]?B available', 'this host has ... available', actual)
             if actual != shown:
                 stale.append(command + ' ' + script + args)
             return '```text\n$ ipu %s %s%s\n%s```' % (command, script, args, actual)

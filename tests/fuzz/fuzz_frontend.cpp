@@ -20,7 +20,7 @@
 #include "interpreter/base/diagnostic.h"
 #include "interpreter/base/render.h"
 #include "interpreter/base/terminal.h"
-#include "interpreter/cli/plan_report.h"
+#include "interpreter/report/plan_report.h"
 #include "interpreter/session/session.h"
 #include "interpreter/syntax/parser.h"
 #include "interpreter/syntax/printer.h"
@@ -81,7 +81,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     sink << ipu::base::summaryLine(session.diagnostics(), ipu::base::Painter(false));
     sink << ipu::base::toJson(session.diagnostics(), session.sources()).dump();
     if (plan != nullptr) {
-      ipu::cli::printPlanReport(sink, *plan, ipu::base::Painter(false));
+      ipu::report::printPlanReport(sink, *plan, ipu::base::Painter(false));
       sink << ipu::ir::toJson(*plan).dump();
     }
   }

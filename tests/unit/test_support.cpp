@@ -1,8 +1,13 @@
 #include "tests/unit/test_support.h"
 
 #include <cstdlib>
+#include <sstream>
+#include <unistd.h>
+
+#include <filesystem>
 
 #include "interpreter/base/render.h"
+#include "interpreter/runner/train.h"
 
 namespace ipu::test {
 
@@ -46,6 +51,27 @@ Outcome runFile(const std::string& path, bool estimate) {
       o.plan = o.session->plan(*f);
     }
   }
+  return o;
+}
+
+Outcome trainFile(const std::string& path, long long steps) {
+  namespace fs = std::filesystem;
+  Outcome o;
+  o.session = std::make_unique<session::Session>();
+  auto f = o.session->readFile(path);
+  if (!f) return o;
+  o.plan = o.session->plan(*f, true);
+  if (o.plan == nullptr || o.session->diagnostics().hasErrors()) return o;
+  runner::TrainSettings t;
+  t.runsRoot = (fs::temp_directory_path() / ("ipu-test-runs-" + std::to_string(::getpid()))).string();
+  t.stepLimit = steps;
+  t.scriptText = o.session->rootText();
+  t.scriptDirectory = fs::absolute(path).parent_path().string();
+  t.threads = 1;
+  std::ostringstream progress;
+  for (const auto& run : o.plan->runs) runner::train(*o.session, run, t, progress, false);
+  std::error_code ec;
+  fs::remove_all(t.runsRoot, ec);
   return o;
 }
 

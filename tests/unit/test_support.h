@@ -29,6 +29,9 @@ Outcome runText(const std::string& text, const std::string& name = "test.ipu");
 // With `estimate`, the plan is also estimated with the cost model (as
 // `ipu estimate` does, so a script without a training is an error).
 Outcome runFile(const std::string& path, bool estimate = false);
+// Plans the file and trains each run with the emulator (at most `steps` steps
+// per phase, run directories in a temporary directory), as `ipu run` does.
+Outcome trainFile(const std::string& path, long long steps = 1);
 
 // "a.b.0.c" over a JSON document; null when missing.
 const ir::Json* jsonAt(const ir::Json& root, const std::string& path);

@@ -8,8 +8,10 @@
 #include "interpreter/base/terminal.h"
 #include "runtime/ir/execution_plan.h"
 
-namespace ipu::cli {
+namespace ipu::report {
 
-void printPlanReport(std::ostream& os, const ir::ExecutionPlan& plan, const base::Painter& painter);
+// `memoryOnly` keeps the memory table and the verdict (the REPL's `:mem`).
+void printPlanReport(std::ostream& os, const ir::ExecutionPlan& plan, const base::Painter& painter,
+                     bool memoryOnly = false);
 
-}  // namespace ipu::cli
+}  // namespace ipu::report

@@ -9,7 +9,7 @@
 #include "runtime/cost/cost_model.h"
 #include "runtime/ir/execution_plan.h"
 
-namespace ipu::cli {
+namespace ipu::report {
 
 void printEstimateReport(std::ostream& os, const ir::ExecutionPlan& plan, const cost::Estimate& estimate,
                          const base::Painter& painter, bool timeline = false);
@@ -17,4 +17,4 @@ void printEstimateReport(std::ostream& os, const ir::ExecutionPlan& plan, const 
 // "12.6 s", "6.15 ms", "27.3 h", "4.1 days".
 std::string formatDuration(double seconds);
 
-}  // namespace ipu::cli
+}  // namespace ipu::report

@@ -10,9 +10,9 @@
 #include "interpreter/base/terminal.h"
 #include "runtime/cost/timeline.h"
 
-namespace ipu::cli {
+namespace ipu::report {
 
 void drawTimelineAscii(std::ostream& os, const cost::Timeline& t, int shard, const base::Painter& painter);
 std::string drawTimelineSvg(const cost::Timeline& t, const std::string& title, int shard);
 
-}  // namespace ipu::cli
+}  // namespace ipu::report

@@ -1,4 +1,4 @@
-#include "interpreter/cli/timeline_render.h"
+#include "interpreter/report/timeline_render.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,9 +7,9 @@
 #include <sstream>
 #include <vector>
 
-#include "interpreter/cli/estimate_report.h"
+#include "interpreter/report/estimate_report.h"
 
-namespace ipu::cli {
+namespace ipu::report {
 
 using cost::Activity;
 
@@ -180,4 +180,4 @@ std::string drawTimelineSvg(const cost::Timeline& t, const std::string& title, i
   return s.str();
 }
 
-}  // namespace ipu::cli
+}  // namespace ipu::report

@@ -1,4 +1,4 @@
-#include "interpreter/cli/plan_report.h"
+#include "interpreter/report/plan_report.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,7 +9,7 @@
 
 #include "interpreter/check/units.h"
 
-namespace ipu::cli {
+namespace ipu::report {
 
 using base::Style;
 
@@ -127,7 +127,7 @@ std::string bar(double fraction, const base::Painter& p) {
   return p.paint(st, b);
 }
 
-void printPhase(std::ostream& os, const ir::PhasePlan& ph, const base::Painter& p) {
+void printPhase(std::ostream& os, const ir::PhasePlan& ph, const base::Painter& p, bool memoryOnly) {
   const hw::Chip& chip = ph.pod.machine.chip;
   const ir::Mapping& m = ph.mapping;
   os << "\n" << p.paint(Style::Bold, "phase " + ph.name) << "  " << ph.model << " (" << millions(ph.parameters)
@@ -137,7 +137,7 @@ void printPhase(std::ostream& os, const ir::PhasePlan& ph, const base::Painter& 
   if (!ph.from.empty()) os << ", starting from phase " << ph.from;
   os << "\n";
   auto row = [&](const char* label, const std::string& text) {
-    os << "  " << p.paint(Style::Dim, pad(label, 10)) << text << "\n";
+    if (!memoryOnly) os << "  " << p.paint(Style::Dim, pad(label, 10)) << text << "\n";
   };
   std::ostringstream map;
   map << m.name << ": " << m.shard << " x " << m.pipelineIpus << " x " << m.replicas << " = " << ph.ipusUsed << " of "
@@ -241,15 +241,15 @@ void printPhase(std::ostream& os, const ir::PhasePlan& ph, const base::Painter& 
 
 }  // namespace
 
-void printPlanReport(std::ostream& os, const ir::ExecutionPlan& plan, const base::Painter& p) {
+void printPlanReport(std::ostream& os, const ir::ExecutionPlan& plan, const base::Painter& p, bool memoryOnly) {
   for (std::size_t i = 0; i < plan.runs.size(); ++i) {
     const auto& run = plan.runs[i];
     if (i) os << "\n";
     os << p.paint(Style::Accent, "run " + run.name) << p.paint(Style::Dim, "  " + run.source.file + ":" +
                                                                            std::to_string(run.source.line))
        << "\n";
-    for (const auto& ph : run.phases) printPhase(os, ph, p);
+    for (const auto& ph : run.phases) printPhase(os, ph, p, memoryOnly);
   }
 }
 
-}  // namespace ipu::cli
+}  // namespace ipu::report

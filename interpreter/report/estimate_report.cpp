@@ -1,6 +1,6 @@
-#include "interpreter/cli/estimate_report.h"
+#include "interpreter/report/estimate_report.h"
 
-#include "interpreter/cli/timeline_render.h"
+#include "interpreter/report/timeline_render.h"
 #include "runtime/cost/timeline.h"
 
 #include <algorithm>
@@ -9,7 +9,7 @@
 #include <set>
 #include <sstream>
 
-namespace ipu::cli {
+namespace ipu::report {
 
 using base::Style;
 
@@ -160,4 +160,4 @@ void printEstimateReport(std::ostream& os, const ir::ExecutionPlan& plan, const 
      << "\n";
 }
 
-}  // namespace ipu::cli
+}  // namespace ipu::report

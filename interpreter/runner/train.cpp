@@ -1,0 +1,192 @@
+#include "interpreter/runner/train.h"
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "interpreter/hooks/run_hooks.h"
+#include "interpreter/runner/progress.h"
+#include "interpreter/runner/run_directory.h"
+#include "runtime/emulator/emulator.h"
+
+namespace ipu::runner {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Several observers as one: hooks first (they may log metrics the record
+// then writes, or stop the run), then the record, then the display.
+class FanOut : public train::Observer {
+ public:
+  explicit FanOut(std::vector<train::Observer*> all) : all_(std::move(all)) {}
+  train::PhaseDecision phaseStart(train::Source src, const train::PhaseInfo& info) override {
+    train::PhaseDecision out;
+    for (auto* o : all_) {
+      train::PhaseDecision d = o->phaseStart(src, info);
+      if (d.stop.stop && !out.stop.stop) out.stop = d.stop;
+      if (!d.startFrom.empty() && out.startFrom.empty()) out.startFrom = d.startFrom;
+    }
+    return out;
+  }
+  train::StopRequest step(train::Source src, const train::StepInfo& info, std::map<std::string, double>& logged) override {
+    train::StopRequest out;
+    for (auto* o : all_) {
+      train::StopRequest r = o->step(src, info, logged);
+      if (r.stop && !out.stop) out = r;
+    }
+    return out;
+  }
+  train::StopRequest phaseEnd(train::Source src, const train::PhaseInfo& info) override {
+    train::StopRequest out;
+    for (auto* o : all_) {
+      train::StopRequest r = o->phaseEnd(src, info);
+      if (r.stop && !out.stop) out = r;
+    }
+    return out;
+  }
+
+ private:
+  std::vector<train::Observer*> all_;
+};
+
+void report(session::Session& s, const emu::Error& e) {
+  s.diagnostics().error(e.code, s.spanOf(e.where), e.message, e.help);
+}
+
+ir::Json number(double v) { return std::isfinite(v) ? ir::Json(v) : ir::Json(); }
+
+}  // namespace
+
+TrainResult train(session::Session& session, const ir::RunPlan& run, const TrainSettings& settings,
+                  std::ostream& progress, bool progressIsTerminal) {
+  TrainResult result;
+  emu::Options options;
+  options.hostThreads = settings.threads;
+  options.cancel = settings.cancel;
+  options.checkpointEvery = settings.checkpointEvery;
+  options.stepLimit = settings.stepLimit;
+  options.datasetDirectory = settings.scriptDirectory;
+  if (!settings.corpus.empty()) options.builtinCorpus = settings.corpus;
+
+  // Before anything is written: can this host emulate it at all?
+  auto fits = emu::checkHostMemory(run, emu::hostMemoryAvailable(), options);
+  if (!fits) {
+    report(session, fits.error());
+    return result;
+  }
+
+  // The run directory: a new one, or the one to resume.
+  std::string error;
+  std::optional<RunDirectory> dir;
+  const std::string planText = ir::Json(ir::toJson(ir::ExecutionPlan{{run}})).dump();
+  if (settings.resume) {
+    std::string path = settings.resumeFrom.empty() ? RunDirectory::latest(settings.runsRoot, run.name) : settings.resumeFrom;
+    if (path.empty()) {
+      session.diagnostics().error(emu::code::kCheckpoint, session.spanOf(run.source),
+                                  "there is no run of training `" + run.name + "` under `" + settings.runsRoot +
+                                      "` to resume",
+                                  "start it without --resume");
+      return result;
+    }
+    dir = RunDirectory::reopen(path, error);
+    if (dir) {
+      std::ifstream in(path + "/plan.json");
+      std::stringstream before;
+      before << in.rdbuf();
+      if (before.str() != planText) {
+        session.diagnostics().error(emu::code::kCheckpoint, session.spanOf(run.source),
+                                    "the plan of training `" + run.name + "` changed since `" + path +
+                                        "` started, so its checkpoints do not belong to it",
+                                    "start a new run (without --resume), or restore the script as it was (" + path +
+                                        "/script.ipu)");
+        return result;
+      }
+    }
+  } else {
+    dir = RunDirectory::create(settings.runsRoot, run.name, error);
+  }
+  if (!dir) {
+    session.diagnostics().error(emu::code::kIo, session.spanOf(run.source), error,
+                                "choose another place with --runs-dir");
+    return result;
+  }
+  result.runDirectory = dir->path();
+  if (!dir->resumed() &&
+      (!dir->writeFile("script.ipu", settings.scriptText, error) || !dir->writeFile("plan.json", planText, error))) {
+    session.diagnostics().error(emu::code::kIo, session.spanOf(run.source), error);
+    return result;
+  }
+  options.checkpointDirectory = dir->checkpoints();
+  options.resume = settings.resume;
+
+  // Listeners: the training's hooks, the record, the display.
+  hooks::RunHooks runHooks(*session.hooks(), run, train::Source::Emulator);
+  options.policies = runHooks.policies();
+  Progress display(progress, progressIsTerminal, base::Painter(base::shouldColor(settings.color, 2)));
+  FanOut all({&runHooks, &*dir, &display});
+  options.observer = &all;
+  ir::Json start = ir::Json::object();
+  start["event"] = settings.resume ? "resumed" : "started";
+  dir->event(std::move(start));
+
+  const auto t0 = std::chrono::steady_clock::now();
+  emu::Expected<emu::RunOutcome> outcome = emu::run(run, options);
+  display.finishLine();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  ir::Json summary = ir::Json::object();
+  summary["training"] = run.name;
+  summary["seconds"] = seconds;
+  if (!outcome && !dir->resumed() && !dir->stepsRecorded()) {
+    // Refused before the first step (a layer without a kernel, a missing
+    // dataset): nothing to keep, so no run directory is left behind.
+    report(session, outcome.error());
+    std::error_code ec;
+    fs::remove_all(dir->path(), ec);
+    result.runDirectory.clear();
+    return result;
+  }
+  if (!outcome) {
+    report(session, outcome.error());
+    summary["status"] = "failed";
+    summary["error"] = outcome.error().code + ": " + outcome.error().message;
+  } else {
+    const emu::RunOutcome& o = outcome.value();
+    result.status = o.status == emu::Status::Completed   ? TrainResult::Status::Completed
+                    : o.status == emu::Status::Cancelled ? TrainResult::Status::Cancelled
+                                                         : TrainResult::Status::Stopped;
+    // A hook that failed stopped the run: that is a failure (reported by the hooks).
+    if (runHooks.failed()) result.status = TrainResult::Status::Failed;
+    summary["status"] = result.status == TrainResult::Status::Completed ? "completed"
+                        : result.status == TrainResult::Status::Cancelled ? "cancelled"
+                        : result.status == TrainResult::Status::Stopped   ? "stopped"
+                                                                         : "failed";
+    summary["stop_reason"] = o.stopReason.empty() ? ir::Json() : ir::Json(o.stopReason);
+    result.stopReason = o.stopReason;
+    ir::Json phases = ir::Json::array();
+    for (const auto& p : o.phases) {
+      ir::Json pj = ir::Json::object();
+      pj["name"] = p.name;
+      pj["steps"] = p.steps;
+      pj["last_loss"] = number(p.lastLoss);
+      ir::Json ev = ir::Json::object();
+      for (const auto& [k, v] : p.evaluation) ev[k] = number(v);
+      pj["evaluation"] = std::move(ev);
+      pj["checkpoint"] = p.checkpoint.empty() ? ir::Json() : ir::Json(p.checkpoint);
+      phases.push(std::move(pj));
+    }
+    summary["phases"] = std::move(phases);
+  }
+  if (!dir->writeFile("summary.json", summary.dump() + "\n", error) || dir->ioFailed()) {
+    session.diagnostics().error(emu::code::kIo, session.spanOf(run.source),
+                                "the run record in `" + dir->path() + "` could not be written completely" +
+                                    (error.empty() ? std::string() : ": " + error));
+    result.status = TrainResult::Status::Failed;
+  }
+  return result;
+}
+
+}  // namespace ipu::runner

@@ -1,0 +1,42 @@
+// Training a planned run on the emulator, as `ipu run` and the REPL's `:run`
+// do: check that the host can hold it, open a run directory (or reopen one to
+// resume), run the phases with the training's Lua hooks, a progress display
+// and the run record listening, and write how it ended. Problems become
+// diagnostics of the session, pointing into the script.
+#pragma once
+
+#include <atomic>
+#include <ostream>
+#include <string>
+
+#include "interpreter/base/terminal.h"
+#include "interpreter/session/session.h"
+#include "runtime/ir/execution_plan.h"
+
+namespace ipu::runner {
+
+struct TrainSettings {
+  std::string runsRoot = "runs";   // run directories go under <runsRoot>/<training>/
+  bool resume = false;             // continue a run from its last checkpoint
+  std::string resumeFrom;          // the run directory to resume ("": the latest of this training)
+  int threads = 0;                 // host threads (0: all)
+  long long stepLimit = 0;         // at most this many steps per phase (0: all)
+  long long checkpointEvery = 100; // steps between checkpoints (and one at the end of every phase)
+  const std::atomic<bool>* cancel = nullptr;
+  std::string scriptText;          // kept as script.ipu
+  std::string scriptDirectory;     // relative dataset paths resolve here
+  std::string corpus;              // the built-in corpus ("": the emulator's default)
+  base::ColorMode color = base::ColorMode::Auto;
+};
+
+struct TrainResult {
+  enum class Status { Completed, Stopped, Cancelled, Failed } status = Status::Failed;
+  std::string runDirectory;
+  std::string stopReason;  // Stopped: what the hook said
+};
+
+// Progress goes to `progress` (a terminal gets a line redrawn in place).
+TrainResult train(session::Session& session, const ir::RunPlan& run, const TrainSettings& settings,
+                  std::ostream& progress, bool progressIsTerminal);
+
+}  // namespace ipu::runner

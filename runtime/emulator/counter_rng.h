@@ -1,0 +1,55 @@
+// A counter-based random number generator: the n-th number of a stream is a
+// pure function of (key, n), so any draw can be recomputed in any order, on
+// any thread, after a resume, or during recomputation, and give the same bits.
+// It is SplitMix64 (Steele, Lea, Flood 2014) addressed by position: the state
+// after n steps is key + n * gamma, and the output is its finaliser.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace ipu::emu {
+
+inline std::uint64_t mix64(std::uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+// The n-th 64-bit draw of stream `key`.
+inline std::uint64_t draw64(std::uint64_t key, std::uint64_t n) {
+  return mix64(key + (n + 1) * 0x9E3779B97F4A7C15ULL);
+}
+
+// Derive a sub-stream key: streams for different purposes never share draws.
+inline std::uint64_t subKey(std::uint64_t key, std::uint64_t part) { return mix64(key ^ mix64(part + 0x632BE59BD9B4E019ULL)); }
+
+inline std::uint64_t hashName(std::string_view s) {
+  std::uint64_t h = 0xCBF29CE484222325ULL;  // FNV-1a, then mixed
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001B3ULL;
+  return mix64(h);
+}
+
+// Uniform in [0, 1) with 53 random bits.
+inline double uniform(std::uint64_t key, std::uint64_t n) { return static_cast<double>(draw64(key, n) >> 11) * 0x1.0p-53; }
+
+// A sequential reader of one stream, for code that draws a variable number of values.
+class Stream {
+ public:
+  explicit Stream(std::uint64_t key) : key_(key) {}
+  std::uint64_t next() { return draw64(key_, n_++); }
+  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+  // Uniform integer in [0, bound), bound > 0 (53-bit resolution: the bias is below 2^-40 for our bounds).
+  std::uint64_t below(std::uint64_t bound) {
+    const std::uint64_t v = static_cast<std::uint64_t>(uniform() * static_cast<double>(bound));
+    return v < bound ? v : bound - 1;
+  }
+  // Standard normal (Box-Muller; one value per two draws keeps positions simple).
+  double normal();
+
+ private:
+  std::uint64_t key_;
+  std::uint64_t n_ = 0;
+};
+
+}  // namespace ipu::emu

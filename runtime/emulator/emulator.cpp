@@ -1,0 +1,397 @@
+#include "runtime/emulator/emulator.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <new>
+#include <sstream>
+#include <thread>
+
+#include "runtime/emulator/data.h"
+#include "runtime/emulator/model.h"
+#include "runtime/emulator/tensor_file.h"
+#include "runtime/emulator/trainer.h"
+
+#ifndef IPU_EMULATOR_CORPUS
+#define IPU_EMULATOR_CORPUS "runtime/emulator/corpus"
+#endif
+
+namespace ipu::emu {
+
+namespace fs = std::filesystem;
+
+const std::vector<CodeTitle>& emulatorCodes() {
+  static const std::vector<CodeTitle> codes = {
+      {code::kPlanDoesNotFit, "the plan does not fit its IPUs"},
+      {code::kUnsupportedLayer, "a layer the emulator cannot run"},
+      {code::kHostMemory, "the host has too little memory for the emulation"},
+      {code::kDataset, "the dataset cannot be read or used"},
+      {code::kCheckpoint, "a checkpoint is missing, unreadable or incompatible"},
+      {code::kUnsupportedModel, "a layer stack the emulator cannot execute"},
+      {code::kIpuMemory, "a virtual IPU ran out of memory"},
+      {code::kMissingPolicy, "a Lua policy the caller did not supply"},
+      {code::kIo, "a file could not be written"},
+      {code::kInternal, "an internal error of the emulator"},
+  };
+  return codes;
+}
+
+std::string defaultCorpusPath() { return IPU_EMULATOR_CORPUS; }
+
+std::string checkpointPath(const std::string& directory, const std::string& phase, long long step, bool final) {
+  char name[64];
+  if (final)
+    std::snprintf(name, sizeof name, "final.ipt");
+  else
+    std::snprintf(name, sizeof name, "step-%08lld.ipt", step);
+  return (fs::path(directory) / phase / name).string();
+}
+
+namespace {
+
+Expected<std::string> corpusPathFor(const ir::PhasePlan& ph, const Options& o) {
+  if (ph.dataset.kind == "synthetic" || ph.dataset.path.empty()) return o.builtinCorpus;
+  if (ph.dataset.kind != "text")
+    return Error{code::kDataset, "dataset `" + ph.dataset.name + "` is of kind `" + ph.dataset.kind + "`",
+                 "the emulator reads `kind: text` datasets (a .txt file or a directory of them)", ph.source};
+  fs::path p(ph.dataset.path);
+  if (p.is_relative() && !o.datasetDirectory.empty()) p = fs::path(o.datasetDirectory) / p;
+  return p.string();
+}
+
+int vocabOf(const ir::PhasePlan& ph) {
+  for (const auto& l : ph.layers)
+    if (l.op == "embedding")
+      for (const auto& a : l.attributes)
+        if (a.name == "vocab") return static_cast<int>(a.number);
+  return 0;
+}
+
+bool isMlp(const ir::PhasePlan& ph) { return !ph.layers.empty() && ph.layers.front().op == "dense"; }
+
+// The latest checkpoint of a run: (phase index, path, is final).
+struct ResumePoint {
+  int phase = -1;
+  std::string path;
+  bool final = false;
+  long long step = 0;
+};
+
+ResumePoint latestCheckpoint(const ir::RunPlan& plan, const std::string& dir) {
+  ResumePoint best;
+  for (int i = 0; i < static_cast<int>(plan.phases.size()); ++i) {
+    const std::string& name = plan.phases[static_cast<std::size_t>(i)].name;
+    const fs::path d = fs::path(dir) / name;
+    std::error_code ec;
+    if (!fs::is_directory(d, ec)) continue;
+    if (fs::is_regular_file(d / "final.ipt", ec)) {
+      best = {i, (d / "final.ipt").string(), true, 0};
+      continue;
+    }
+    long long top = -1;
+    std::string path;
+    for (const auto& e : fs::directory_iterator(d, ec)) {
+      const std::string f = e.path().filename().string();
+      long long s = 0;
+      if (f.size() == 17 && f.rfind("step-", 0) == 0 && f.substr(13) == ".ipt" && std::sscanf(f.c_str() + 5, "%lld", &s) == 1 && s > top) {
+        top = s;
+        path = e.path().string();
+      }
+    }
+    if (top >= 0) best = {i, path, false, top};
+  }
+  return best;
+}
+
+Error withWhere(Error e, const ir::SourceRef& where) {
+  if (e.where.file.empty()) e.where = where;
+  return e;
+}
+
+}  // namespace
+
+Expected<RunOutcome> run(const ir::RunPlan& plan, const Options& options) {
+  try {
+    RunOutcome outcome;
+    const long long seed = options.seed ? *options.seed : plan.seed;
+    const int threads = options.hostThreads > 0 ? options.hostThreads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    for (const auto& ph : plan.phases)
+      if (!ph.fits)
+        return Error{code::kPlanDoesNotFit,
+                     "phase `" + ph.name + "` of mapping `" + ph.mapping.name + "` does not fit its IPUs (IPU2001 in `ipu plan`)",
+                     "`ipu plan` lists the changes that make it fit", ph.mapping.source};
+
+    ResumePoint resume;
+    if (options.resume && !options.checkpointDirectory.empty()) resume = latestCheckpoint(plan, options.checkpointDirectory);
+
+    std::map<std::pair<std::string, int>, std::shared_ptr<const TextCorpus>> corpora;
+    std::map<std::string, NamedTensors> finals;   // each finished phase's weights, for `from`
+    long long globalStep = 0;
+    for (int i = 0; i < static_cast<int>(plan.phases.size()); ++i) {
+      const ir::PhasePlan& ph = plan.phases[static_cast<std::size_t>(i)];
+      const long long steps = options.stepLimit > 0 ? std::min(options.stepLimit, ph.steps) : ph.steps;
+      PhaseOutcome po;
+      po.name = ph.name;
+      if (resume.phase > i || (resume.phase == i && resume.final)) {
+        // Finished in an earlier invocation.
+        po.steps = steps;
+        po.checkpoint = checkpointPath(options.checkpointDirectory, ph.name, 0, true);
+        globalStep += steps;
+        outcome.phases.push_back(po);
+        continue;
+      }
+      std::shared_ptr<const TextCorpus> corpus;
+      if (!isMlp(ph)) {
+        auto path = corpusPathFor(ph, options);
+        if (!path) return path.error();
+        const auto key = std::make_pair(*path, vocabOf(ph));
+        auto it = corpora.find(key);
+        if (it == corpora.end()) {
+          auto c = loadCorpus(*path, key.second);
+          if (!c) return withWhere(c.error(), ph.source);
+          it = corpora.emplace(key, c.value()).first;
+        }
+        corpus = it->second;
+      }
+      TrainerSettings ts;
+      ts.seed = seed;
+      ts.hostThreads = threads;
+      ts.cancel = options.cancel;
+      ts.policies = &options.policies;
+      ts.runName = plan.name;
+      auto created = PhaseTrainer::create(ph, ts, corpus);
+      if (!created) return created.error();
+      PhaseTrainer& trainer = **created;
+
+      train::PhaseInfo info;
+      info.run = plan.name;
+      info.phase = ph.name;
+      info.index = i;
+      info.steps = steps;
+      info.from = ph.from;
+      const bool resuming = resume.phase == i;
+      if (resuming) {
+        info.checkpoint = resume.path;
+      } else if (!ph.from.empty() && !options.checkpointDirectory.empty()) {
+        // Where it starts by default (the `from` phase's final weights), and
+        // every checkpoint of that phase an observer may choose instead.
+        info.checkpoint = checkpointPath(options.checkpointDirectory, ph.from, 0, true);
+        std::error_code ec;
+        const fs::path d = fs::path(options.checkpointDirectory) / ph.from;
+        if (fs::is_directory(d, ec))
+          for (const auto& e : fs::directory_iterator(d, ec))
+            if (e.path().extension() == ".ipt") info.checkpoints.push_back(e.path().string());
+        std::sort(info.checkpoints.begin(), info.checkpoints.end());
+      }
+      train::PhaseDecision decision;
+      if (options.observer != nullptr) decision = options.observer->phaseStart(train::Source::Emulator, info);
+      if (decision.stop.stop) {
+        outcome.status = Status::Stopped;
+        outcome.stopReason = decision.stop.reason;
+        return outcome;
+      }
+      auto loadWeights = [&](const std::string& path) -> Expected<bool> {
+        auto file = readTensorFile(path);
+        if (!file) return withWhere(file.error(), ph.source);
+        NamedTensors w;
+        for (const auto& t : file->tensors)
+          if (t.first.find('/') == std::string::npos) w.push_back(t);
+        return trainer.setWeights(w);
+      };
+      if (!decision.startFrom.empty()) {
+        auto ok = loadWeights(decision.startFrom);
+        if (!ok) return ok.error();
+        info.checkpoint = decision.startFrom;
+      } else if (resuming) {
+        auto file = readTensorFile(resume.path);
+        if (!file) return withWhere(file.error(), ph.source);
+        auto ok = trainer.restore(*file);
+        if (!ok) return ok.error();
+      } else if (!ph.from.empty()) {
+        auto f = finals.find(ph.from);
+        if (f != finals.end()) {
+          auto ok = trainer.setWeights(f->second);
+          if (!ok) return ok.error();
+        } else {
+          if (options.checkpointDirectory.empty())
+            return Error{code::kCheckpoint, "phase `" + ph.name + "` starts from phase `" + ph.from + "`, which did not run",
+                         "run the whole training, or give a checkpoint directory holding its final checkpoint", ph.source};
+          auto ok = loadWeights(info.checkpoint);
+          if (!ok) return ok.error();
+        }
+      }
+      globalStep += trainer.stepsDone();
+
+      auto save = [&](bool final) -> Expected<bool> {
+        if (options.checkpointDirectory.empty()) return true;
+        TensorFile f = trainer.checkpoint();
+        f.set("run", plan.name);
+        const std::string path = checkpointPath(options.checkpointDirectory, ph.name, trainer.stepsDone(), final);
+        auto ok = writeTensorFile(path, f);
+        if (!ok) return withWhere(ok.error(), ph.source);
+        po.checkpoint = path;
+        return true;
+      };
+      long long lastSaved = trainer.stepsDone();
+      while (trainer.stepsDone() < steps) {
+        auto finishEarly = [&](Status status, const std::string& reason) -> Expected<RunOutcome> {
+          if (trainer.stepsDone() > lastSaved) {
+            auto ok = save(false);
+            if (!ok) return ok.error();
+          }
+          po.steps = trainer.stepsDone();
+          outcome.phases.push_back(po);
+          outcome.status = status;
+          outcome.stopReason = reason;
+          info.stepsRun = po.steps;
+          info.checkpoint = po.checkpoint;
+          if (options.observer != nullptr) options.observer->phaseEnd(train::Source::Emulator, info);
+          return outcome;
+        };
+        if (options.cancel != nullptr && options.cancel->load()) return finishEarly(Status::Cancelled, "cancelled");
+        auto r = trainer.step();
+        if (!r) return r.error();
+        if (!r->completed) return r->stopReason.empty() ? finishEarly(Status::Cancelled, "cancelled") : finishEarly(Status::Stopped, r->stopReason);
+        ++globalStep;
+        po.lastLoss = r->loss;
+        train::StepInfo si;
+        si.run = plan.name;
+        si.phase = ph.name;
+        si.step = trainer.stepsDone();
+        si.globalStep = globalStep;
+        si.loss = r->loss;
+        si.lr = r->lr;
+        si.lossScale = r->lossScale;
+        si.skipped = r->skipped;
+        si.stepTimeSeconds = r->seconds;
+        if (r->seconds > 0) {
+          si.samplesPerSecond = static_cast<double>(ph.batch.globalBatch) / r->seconds;
+          if (ph.seqLen > 0) si.tokensPerSecond = si.samplesPerSecond * static_cast<double>(ph.seqLen);
+        }
+        si.ipuMemoryBytes = r->ipuMemoryBytes;
+        si.metrics = r->metrics;
+        train::StopRequest stop;
+        if (options.observer != nullptr) {
+          std::map<std::string, double> logged;
+          stop = options.observer->step(train::Source::Emulator, si, logged);
+        }
+        if (options.checkpointEvery > 0 && trainer.stepsDone() % options.checkpointEvery == 0 && trainer.stepsDone() < steps) {
+          auto ok = save(false);
+          if (!ok) return ok.error();
+          lastSaved = trainer.stepsDone();
+        }
+        if (stop.stop) return finishEarly(Status::Stopped, stop.reason);
+      }
+      auto ok = save(true);
+      if (!ok) return ok.error();
+      po.steps = trainer.stepsDone();
+      po.evaluation = trainer.evaluate(options.evaluationSamples);
+      info.checkpoint = po.checkpoint;
+      info.metrics = po.evaluation;
+      info.stepsRun = po.steps;
+      finals[ph.name] = trainer.weights();
+      outcome.phases.push_back(po);
+      if (options.observer != nullptr) {
+        const train::StopRequest stop = options.observer->phaseEnd(train::Source::Emulator, info);
+        if (stop.stop) {
+          outcome.status = Status::Stopped;
+          outcome.stopReason = stop.reason;
+          return outcome;
+        }
+      }
+    }
+    return outcome;
+  } catch (const std::bad_alloc&) {
+    return Error{code::kHostMemory, "the host ran out of memory while emulating run `" + plan.name + "`",
+                 "`ipu estimate` predicts time and memory on the pod without running the model", plan.source};
+  } catch (const std::exception& e) {
+    return Error{code::kInternal, std::string("internal error: ") + e.what(), "please report this with the script", plan.source};
+  }
+}
+
+Expected<RunOutcome> run(const ir::PhasePlan& phase, const Options& options) {
+  ir::RunPlan plan;
+  plan.name = phase.name;
+  plan.source = phase.source;
+  plan.phases.push_back(phase);
+  return run(plan, options);
+}
+
+HostMemory hostMemoryNeeded(const ir::RunPlan& plan, const Options& options) {
+  HostMemory best;
+  for (const auto& ph : plan.phases) {
+    HostMemory h;
+    const double replicas = std::max(1, ph.mapping.replicas);
+    double params = 0, copies = 0;
+    for (const auto& l : ph.layers) {
+      params += l.params;
+      copies += l.params + l.tiedParams;   // a tied head holds a copy when apart, and its own accumulator
+    }
+    const bool master = ph.precision.weights == ir::DType::FP16 && ph.precision.masterWeights;
+    const double rts = (ph.mapping.rtsOptimizerState || ph.mapping.rtsWeights) ? replicas : 1;
+    // value + summed gradient + per-use accumulators + LAMB scratch, in fp32 on the host.
+    h.parameters = replicas * (params * 4 * 3 + copies * 4);
+    h.optimizerState = replicas * params * (ph.optimizer.moments * 4.0 + (master ? 4.0 : 0.0)) / rts;
+    double act = 0;
+    for (const auto& st : ph.stages) {
+      double stage = 0;
+      for (int li : st.layers) {
+        const auto& l = ph.layers[static_cast<std::size_t>(li)];
+        stage += l.activationElements + l.inputElements + l.workspaceElements;
+      }
+      act += stage * std::max(1, st.stashDepth);
+    }
+    h.activations = replicas * act * 4;
+    std::error_code ec;
+    const std::string corpus = isMlp(ph) ? "" : (ph.dataset.kind == "text" && !ph.dataset.path.empty()
+                                                      ? (fs::path(options.datasetDirectory) / ph.dataset.path).string()
+                                                      : options.builtinCorpus);
+    double bytes = 0;
+    if (!corpus.empty()) {
+      if (fs::is_directory(corpus, ec)) {
+        for (const auto& e : fs::directory_iterator(corpus, ec))
+          if (e.is_regular_file(ec)) bytes += static_cast<double>(e.file_size(ec));
+      } else if (fs::is_regular_file(corpus, ec)) {
+        bytes = static_cast<double>(fs::file_size(corpus, ec));
+      }
+    }
+    h.data = bytes * 12;   // text, words and token ids while the vocabulary is built
+    // The previous phase's final weights stay in memory for `from`.
+    h.total = h.parameters + h.optimizerState + h.activations + h.data + params * 4;
+    if (h.total > best.total) best = h;
+  }
+  return best;
+}
+
+double hostMemoryAvailable() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  double kb = 0;
+  std::string unit;
+  while (in >> key >> kb >> unit)
+    if (key == "MemAvailable:") return kb * 1024;
+  return 0;
+}
+
+Expected<bool> checkHostMemory(const ir::RunPlan& plan, double available, const Options& options) {
+  const HostMemory need = hostMemoryNeeded(plan, options);
+  if (available <= 0 || need.total <= available) return true;
+  auto bytes = [](double b) {
+    char buf[32];
+    if (b >= 1e12) std::snprintf(buf, sizeof buf, "%.1f TB", b / 1e12);
+    else if (b >= 1e9) std::snprintf(buf, sizeof buf, "%.1f GB", b / 1e9);
+    else std::snprintf(buf, sizeof buf, "%.0f MB", b / 1e6);
+    return std::string(buf);
+  };
+  std::ostringstream m;
+  m << "emulating run `" << plan.name << "` needs about " << bytes(need.total) << " of host memory (weights and state "
+    << bytes(need.parameters + need.optimizerState) << ", activations " << bytes(need.activations) << "); this host has "
+    << bytes(available) << " available";
+  return Error{code::kHostMemory, m.str(),
+               "the emulator runs models small enough for one host; `ipu estimate` predicts this run's time and memory on the pod",
+               plan.source};
+}
+
+}  // namespace ipu::emu

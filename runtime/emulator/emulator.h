@@ -1,0 +1,86 @@
+// `ipu run`'s engine: executes the phases of a run on virtual IPUs (trainer.h)
+// and reports through the shared run events (runtime/train/events.h). It
+// never prints and never throws: problems are Errors (error.h) pointing into
+// the script, and the caller renders them.
+//
+//   Options o;
+//   o.observer = &progressBar;          // phaseStart / step / phaseEnd
+//   o.cancel = &ctrlC;                  // set from a signal handler
+//   o.checkpointDirectory = runDir + "/checkpoints";
+//   o.resume = resumeFlag;
+//   o.datasetDirectory = scriptDir;     // relative dataset paths resolve here
+//   if (auto need = checkHostMemory(run, hostMemoryAvailable()); !need) { report(need.error()); }
+//   auto outcome = emu::run(run, o);
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/emulator/error.h"
+#include "runtime/ir/execution_plan.h"
+#include "runtime/train/events.h"
+
+namespace ipu::emu {
+
+// The text corpus shipped with ipu (runtime/emulator/corpus), used by language
+// models whose training declares no dataset (`kind: synthetic`).
+std::string defaultCorpusPath();
+
+struct Options {
+  std::optional<long long> seed;        // overrides the run's `seed`
+  int hostThreads = 0;                  // threads running the virtual IPUs; 0: one per hardware thread
+  const std::atomic<bool>* cancel = nullptr;   // checked between pipeline cycles (micro batches)
+  train::Observer* observer = nullptr;
+  train::Policies policies;             // learningRate is required for `lr: lua f`
+  std::string checkpointDirectory;      // "": no checkpoints
+  long long checkpointEvery = 0;        // also every N steps (0: only at the end of each phase)
+  bool resume = false;                  // continue from the latest checkpoint in checkpointDirectory
+  std::string datasetDirectory;         // relative dataset paths resolve against it (the script's directory)
+  std::string builtinCorpus = defaultCorpusPath();
+  int evaluationSamples = 512;          // held-out samples evaluated at the end of each phase
+  long long stepLimit = 0;              // at most this many steps per phase (0: the plan's steps)
+};
+
+enum class Status { Completed, Cancelled, Stopped };
+
+struct PhaseOutcome {
+  std::string name;
+  long long steps = 0;                  // steps done (all of them unless cancelled or stopped)
+  double lastLoss = train::kNotMeasured;
+  std::map<std::string, double> evaluation;   // held-out metrics (trainer.h, evaluate)
+  std::string checkpoint;               // the last checkpoint written ("" if none)
+};
+
+struct RunOutcome {
+  Status status = Status::Completed;
+  std::string stopReason;
+  std::vector<PhaseOutcome> phases;
+};
+
+Expected<RunOutcome> run(const ir::RunPlan& plan, const Options& options);
+// One phase on its own (as a run of that phase; a `from` phase must then have
+// its final checkpoint in options.checkpointDirectory). A PhasePlan carries no
+// seed: set options.seed to the run's.
+Expected<RunOutcome> run(const ir::PhasePlan& phase, const Options& options);
+
+// What emulating a run needs on the host, largest phase (bytes).
+struct HostMemory {
+  double total = 0;
+  double parameters = 0;      // weights, gradients and accumulators of every replica
+  double optimizerState = 0;  // moments and master weights
+  double activations = 0;     // micro batches in flight
+  double data = 0;            // the corpus
+};
+HostMemory hostMemoryNeeded(const ir::RunPlan& plan, const Options& options = {});
+// MemAvailable of this host (bytes), 0 when unknown.
+double hostMemoryAvailable();
+// IPU5003 when `available` (bytes) is less than the run needs.
+Expected<bool> checkHostMemory(const ir::RunPlan& plan, double available, const Options& options = {});
+
+// Checkpoints of a run: <directory>/<phase>/step-NNNNNNNN.ipt and final.ipt.
+std::string checkpointPath(const std::string& directory, const std::string& phase, long long step, bool final);
+
+}  // namespace ipu::emu

@@ -1,0 +1,30 @@
+// IEEE 754 binary16 ("fp16", "half") as the IPU stores it, emulated bit-exactly
+// on the host: conversions between float and binary16 with round-to-nearest-
+// even (subnormals, infinities and NaN included), and stochastic rounding,
+// where a value rounds up with probability equal to its distance from the
+// lower neighbour in units of the gap between the two neighbours, so that the
+// rounding is unbiased in expectation. The emulator keeps fp16 tensors as
+// float values that are exactly representable in binary16: arithmetic on them
+// is fp32 arithmetic, and every store rounds.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ipu::emu::fp16 {
+
+inline constexpr float kMax = 65504.0f;
+
+std::uint16_t fromFloat(float x);                         // round to nearest, ties to even
+float toFloat(std::uint16_t h);                           // exact
+// Stochastic rounding of x, with `random` a uniform 32-bit draw.
+std::uint16_t fromFloatStochastic(float x, std::uint32_t random);
+
+inline float roundNearest(float x) { return toFloat(fromFloat(x)); }
+inline float roundStochastic(float x, std::uint32_t random) { return toFloat(fromFloatStochastic(x, random)); }
+
+// Round `n` floats in place; stochastic rounding draws element i from (key, i).
+void roundNearest(float* data, std::size_t n);
+void roundStochastic(float* data, std::size_t n, std::uint64_t key);
+
+}  // namespace ipu::emu::fp16

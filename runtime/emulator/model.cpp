@@ -1,0 +1,154 @@
+#include "runtime/emulator/model.h"
+
+#include <map>
+
+#include "runtime/emulator/counter_rng.h"
+
+namespace ipu::emu {
+
+namespace {
+
+Error modelError(const ir::SourceRef& where, const std::string& message, const std::string& help) {
+  return Error{code::kUnsupportedModel, message, help, where};
+}
+
+double attr(const ir::Layer& l, const char* key) {
+  for (const auto& a : l.attributes)
+    if (a.name == key && a.text.empty()) return a.number;
+  return -1;
+}
+
+}  // namespace
+
+int Model::findParam(const std::string& name) const {
+  for (std::size_t i = 0; i < params_.size(); ++i)
+    if (params_[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+
+double Model::parameterCount() const {
+  double n = 0;
+  for (const auto& p : params_) n += static_cast<double>(p.spec.rows * p.spec.cols);
+  return n;
+}
+
+Expected<std::shared_ptr<const Model>> Model::build(const ir::PhasePlan& phase) {
+  auto model = std::make_shared<Model>();
+  Model& m = *model;
+  m.shards_ = std::max(1, phase.mapping.shard);
+  if (phase.layers.empty()) return modelError(phase.source, "phase `" + phase.name + "` has no layers", "");
+  std::map<std::string, int> byName;
+  for (std::size_t i = 0; i < phase.layers.size(); ++i) {
+    const ir::Layer& l = phase.layers[i];
+    auto kernel = makeKernel(l, m.shards_, phase.seqLen);
+    if (!kernel) return kernel.error();
+    ModelLayer ml;
+    ml.plan = &l;
+    ml.kernel = std::move(kernel.value());
+    ml.head = ml.kernel->isHead();
+    ml.stage = l.stage;
+    ml.ipu = l.ipu;
+    ml.specs = ml.kernel->params();
+    for (const auto& spec : ml.specs) {
+      if (!spec.tiedTo.empty()) {
+        const int id = m.findParam(spec.tiedTo);
+        if (id < 0)
+          return Error{code::kUnsupportedLayer,
+                       "layer `" + l.name + "` is tied to `" + spec.tiedTo + "`, which no earlier embedding layer declares",
+                       "tie the head to the model's embedding layer", l.source};
+        const auto& owner = m.params_[static_cast<std::size_t>(id)].spec;
+        if (owner.rows != spec.rows || owner.cols != spec.cols)
+          return Error{code::kUnsupportedLayer,
+                       "layer `" + l.name + "` shares `" + spec.tiedTo + "` but its vocab/hidden differ from the embedding's",
+                       "give the head the embedding's vocab and hidden", l.source};
+        ml.params.push_back(id);
+        continue;
+      }
+      ModelParam p;
+      p.name = l.name + "." + spec.name;
+      p.spec = spec;
+      p.owner = static_cast<int>(i);
+      ml.params.push_back(static_cast<int>(m.params_.size()));
+      m.params_.push_back(std::move(p));
+    }
+    byName[l.name] = static_cast<int>(i);
+    m.layers_.push_back(std::move(ml));
+  }
+
+  // The family decides the data: BERT (MLM, NSP), GPT (next token) or an MLP on features.
+  const ir::Layer& first = phase.layers.front();
+  bool hasMlm = false, hasLm = false, hasSoftmax = false;
+  for (const auto& l : phase.layers) {
+    hasMlm |= l.op == "mlm_head";
+    hasLm |= l.op == "lm_head";
+    m.hasNsp_ |= l.op == "pooled_classifier";
+    hasSoftmax |= l.op == "softmax_loss";
+    if (&l != &first && (l.op == "embedding"))
+      return modelError(l.source, "layer `" + l.name + "` is an embedding after the first layer",
+                        "the emulator feeds tokens to the first layer only");
+  }
+  if (!m.layers_.back().head)
+    return modelError(phase.layers.back().source, "the model's last layer `" + phase.layers.back().name + "` produces no loss",
+                      "end the model with a loss layer (mlm_head, pooled_classifier, lm_head or softmax_loss)");
+  int hidden = -1;
+  if (first.op == "embedding") {
+    m.vocab_ = static_cast<int>(attr(first, "vocab"));
+    hidden = static_cast<int>(attr(first, "hidden"));
+    if (hasMlm && hasLm)
+      return modelError(first.source, "the model has both an MLM and an LM head", "the emulator trains one of BERT or GPT");
+    if (!hasMlm && !hasLm && !m.hasNsp_)
+      return modelError(first.source, "the model has an embedding but no language-model or NSP head",
+                        "add an mlm_head or lm_head");
+    m.family_ = hasLm ? Family::Gpt : Family::Bert;
+    if (hasSoftmax) return modelError(first.source, "softmax_loss after an embedding has no data to classify", "");
+  } else if (first.op == "dense") {
+    m.family_ = Family::Mlp;
+    m.features_ = static_cast<int>(attr(first, "inputs"));
+    if (!hasSoftmax) return modelError(first.source, "an MLP needs a softmax_loss layer", "end the model with softmax_loss(classes: ...)");
+  } else {
+    return modelError(first.source, "the first layer `" + first.name + "` is a `" + first.op + "`",
+                      "the emulator's first layer reads the data: an embedding (tokens) or a dense layer (features)");
+  }
+  // Widths along the trunk must match.
+  int width = m.family_ == Family::Mlp ? m.features_ : hidden;
+  for (std::size_t i = 0; i < phase.layers.size(); ++i) {
+    const ir::Layer& l = phase.layers[i];
+    int in = -1, out = -1;
+    if (l.op == "attention" || l.op == "ffn" || l.op == "mlm_head" || l.op == "lm_head" || l.op == "pooled_classifier") {
+      in = out = static_cast<int>(attr(l, "hidden"));
+    } else if (l.op == "dense") {
+      in = static_cast<int>(attr(l, "inputs"));
+      out = static_cast<int>(attr(l, "outputs"));
+    } else if (l.op == "softmax_loss") {
+      in = out = static_cast<int>(attr(l, "classes"));
+      m.classes_ = in;
+    } else {
+      continue;  // the embedding sets the width
+    }
+    if (in != width)
+      return modelError(l.source, "layer `" + l.name + "` expects width " + std::to_string(in) + " but receives " + std::to_string(width),
+                        "make consecutive layers' sizes agree");
+    if (!m.layers_[i].head) width = out;
+    if ((l.op == "mlm_head" || l.op == "lm_head") && static_cast<int>(attr(l, "vocab")) != m.vocab_)
+      return modelError(l.source, "layer `" + l.name + "` has a vocab different from the embedding's", "");
+  }
+  return std::shared_ptr<const Model>(model);
+}
+
+std::vector<Mat> Model::initialValues(std::uint64_t seed) const {
+  std::vector<Mat> out;
+  out.reserve(params_.size());
+  for (const auto& p : params_) {
+    Mat v(p.spec.rows, p.spec.cols);
+    if (p.spec.initStd > 0) {
+      Stream s(subKey(seed, hashName(p.name)));
+      for (Eigen::Index i = 0; i < v.size(); ++i) v.data()[i] = static_cast<float>(s.normal() * p.spec.initStd);
+    } else {
+      v.setConstant(p.spec.initValue);
+    }
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+}  // namespace ipu::emu

@@ -1,0 +1,61 @@
+// Tensors and the arithmetic of one precision setting. Tensors are row-major
+// float matrices; fp16 tensors hold only values exactly representable in
+// binary16 (fp16.h), so an fp16 "store" is a rounding of every element.
+//
+// What each precision field means here (docs/emulator.md, "Precision"):
+// - compute fp16: every tensor a kernel outputs or keeps (activations, their
+//   gradients, weight gradients) is rounded to fp16; statistics inside a
+//   kernel (LayerNorm moments, softmax sums, the loss) are computed in fp32,
+//   as the IPU's fp16 codelets do;
+// - partials fp16: a matmul accumulates products in fp32 only within blocks
+//   of 16 along the reduction dimension (an AMP unit's depth), rounds each
+//   block's sum to fp16 and accumulates the blocks in fp16; partials fp32
+//   accumulate in fp32 and round once;
+// - stochastic rounding: every rounding to fp16 is stochastic, drawn from a
+//   counter-based stream keyed by where the rounding happens (step, replica,
+//   micro batch, layer, pass, tensor), so results never depend on threads.
+#pragma once
+
+#include <cstdint>
+
+#include <Eigen/Core>
+
+namespace ipu::emu {
+
+using Mat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+class Numerics {
+ public:
+  Numerics() = default;
+  Numerics(bool fp16Compute, bool fp16Partials, bool stochastic, std::uint64_t key)
+      : fp16_(fp16Compute), fp16Partials_(fp16Compute && fp16Partials), stochastic_(stochastic), key_(key) {}
+
+  bool fp16() const { return fp16_; }
+  bool stochastic() const { return stochastic_; }
+
+  // Round a tensor to the compute type (a no-op in fp32).
+  void round(Mat& m);
+  void round(float* data, std::size_t n);
+  // C = op(A) * op(B), then rounded to the compute type.
+  Mat mm(const Mat& a, const Mat& b);      // A B
+  Mat mmTN(const Mat& a, const Mat& b);    // A^T B
+  Mat mmNT(const Mat& a, const Mat& b);    // A B^T
+
+  // A fresh key for a rounding that is not a tensor of this kernel (used by
+  // callers that round on their own, e.g. the optimizer).
+  std::uint64_t nextKey();
+
+ private:
+  Mat blocked(const Mat& a, bool ta, const Mat& b, bool tb);
+
+  bool fp16_ = false;
+  bool fp16Partials_ = false;
+  bool stochastic_ = false;
+  std::uint64_t key_ = 0;
+  std::uint64_t counter_ = 0;
+};
+
+// Round a buffer to fp16 (nearest-even, or stochastic with `key`).
+void roundToHalf(float* data, std::size_t n, bool stochastic, std::uint64_t key);
+
+}  // namespace ipu::emu

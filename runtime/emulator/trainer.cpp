@@ -1,0 +1,1043 @@
+#include "runtime/emulator/trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <new>
+#include <sstream>
+
+#include "runtime/emulator/collectives.h"
+#include "runtime/emulator/counter_rng.h"
+#include "runtime/emulator/fp16.h"
+#include "runtime/emulator/optimizer.h"
+#include "runtime/emulator/schedule.h"
+#include "runtime/emulator/thread_pool.h"
+#include "runtime/train/lr_schedule.h"
+
+namespace ipu::emu {
+
+namespace {
+
+// One layer's use of a parameter: its own gradient accumulator, so that the
+// gradient of a tied tensor is the sum of its uses in layer order on every
+// mapping (a shared accumulator would add them in schedule order).
+struct Use {
+  int layer = 0;
+  Mat acc;
+  bool written = false;
+};
+
+// A parameter (or one shard of it) as one shard group of one replica holds it.
+struct Slot {
+  int param = 0;
+  int shard = -1;               // -1: the whole tensor (unsharded, or replicated on the group)
+  Eigen::Index row0 = 0, col0 = 0, rows = 0, cols = 0;   // its block of the canonical tensor
+  Mat value;                    // the stored weights
+  Mat grad;                     // the step's summed gradient: the all-reduce buffer
+  std::vector<Use> uses;
+  Chunk owned;                  // the elements this replica updates (all, or its RTS chunk)
+  OptimizerState state;         // on chip; empty when it lives in Streaming Memory
+  int streamed = -1;            // index into the group's Streaming Memory
+  bool primary = false;         // the copy in the owner layer's group (tied copies are not)
+  std::vector<float> scratch;   // LAMB's update direction between the two passes
+  NormSums sums;
+};
+
+// Saved between a stage's forward and backward pass for one micro batch.
+struct StashEntry {
+  std::vector<Mat> trunk;       // trunk values entering the stage's layers
+  std::vector<int> trunkOf;     // per layer of the stage: index into trunk
+  std::vector<Saved> saved;     // per layer (without recomputation)
+  double elements() const {
+    double n = 0;
+    for (const auto& t : trunk) n += static_cast<double>(t.size());
+    for (const auto& s : saved) n += s.elements();
+    return n;
+  }
+};
+
+struct Message {
+  int replica = 0, stage = 0, micro = 0;
+  bool gradient = false;
+  Mat tensor;
+};
+
+using Key2 = std::pair<int, int>;
+
+// One pipeline IPU of one replica: `t` physical IPUs that hold its layers.
+struct Group {
+  int replica = 0, ipu = 0;
+  std::vector<Slot> slots;
+  std::map<Key2, int> slotAt;              // (param, shard) -> slot
+  std::vector<OptimizerState> streaming;   // Streaming Memory: offloaded optimizer state
+  std::map<Key2, Mat> activationsIn, gradientsIn;   // exchange buffers, by (stage, micro batch)
+  std::map<Key2, StashEntry> stash;
+  std::vector<Message> outbox;
+  double dynamicPeak = 0;                  // elements in stash and exchange buffers, this step
+  double streamedBytes = 0;
+
+  double dynamicElements() const {
+    double n = 0;
+    for (const auto& [k, e] : stash) n += e.elements();
+    for (const auto& [k, m] : activationsIn) n += static_cast<double>(m.size());
+    for (const auto& [k, m] : gradientsIn) n += static_cast<double>(m.size());
+    for (const auto& m : outbox) n += static_cast<double>(m.tensor.size());
+    return n;
+  }
+};
+
+std::string fmtBytes(double b) {
+  std::ostringstream s;
+  s.precision(1);
+  s << std::fixed << b / 1e6 << " MB";
+  return s.str();
+}
+
+}  // namespace
+
+struct PhaseTrainer::Impl {
+  ir::PhasePlan plan;
+  TrainerSettings settings;
+  std::shared_ptr<const Model> model;
+  std::unique_ptr<SampleSource> data;
+  std::unique_ptr<ThreadPool> pool;
+
+  int R = 1, P = 1, T = 1, S = 1, GA = 1, MB = 1;
+  bool fp16Compute = false, fp16Partials = false, fp16Weights = false, fp16Acc = false, fp16State = false;
+  bool stochastic = false, master = false, streamingState = false, rts = false;
+  ir::Recompute recompute = ir::Recompute::None;
+  std::vector<int> stageIpu;
+  std::vector<std::vector<int>> stageLayers;
+  std::vector<std::vector<StageWork>> cycles;
+  std::vector<Group> groups;   // replica-major: groups[r * P + g]
+  std::vector<double> staticBytes;   // per IPU of a replica (ipu * T + shard)
+  std::vector<double> peakBytes;
+  std::uint64_t phaseKey = 0;
+
+  // Training state.
+  long long step = 0;
+  long long updates = 0;       // applied optimizer updates (bias correction)
+  double lossScale = 1;
+  long long goodSteps = 0;
+  double lastScale = 1;        // the scale of the last step run
+  bool lastOverflow = false;   // whether it overflowed
+
+  // Per step.
+  std::vector<MicroBatch> batches;                     // [r * GA + m]
+  std::vector<std::vector<HeadResult>> results;        // [r * GA + m][layer]
+  std::vector<std::vector<char>> hasResult;       // char, not bool: written from several threads
+  std::uint64_t stepKey = 0;
+
+  Group& group(int r, int g) { return groups[static_cast<std::size_t>(r * P + g)]; }
+  const Group& group(int r, int g) const { return groups[static_cast<std::size_t>(r * P + g)]; }
+
+  Expected<bool> setup();
+  void buildSlots(Group& g);
+  void computeStaticBytes();
+  Numerics numerics(int replica, int micro, int layer, int pass) const;
+  ShardParams paramsFor(const Group& g, int layer) const;
+  void accumulate(Group& g, int layer, ShardGrads& grads, int gmb);
+  void forwardStage(Group& g, int stage, int micro);
+  void backwardStage(Group& g, int stage, int micro);
+  void runCycle(const std::vector<StageWork>& work);
+  void reduceGradients();
+  bool overflowed() const;
+  double gradientNorm() const;
+  void update(double lr, float gradScale);
+  OptimizerState& stateOf(Group& g, Slot& s) { return s.streamed >= 0 ? g.streaming[static_cast<std::size_t>(s.streamed)] : s.state; }
+  const OptimizerState& stateOf(const Group& g, const Slot& s) const {
+    return s.streamed >= 0 ? g.streaming[static_cast<std::size_t>(s.streamed)] : s.state;
+  }
+  double learningRate(Error* error) const;
+  Mat gather(int param, int what) const;   // 0 value, 1 grad, 2 m, 3 v, 4 master
+  void scatterState(int param, int what, const Mat& canonical);
+  Expected<StepResult> runStep();
+  std::vector<MicroBatch> batchesOf(long long n) const;
+};
+
+std::vector<MicroBatch> PhaseTrainer::Impl::batchesOf(long long n) const {
+  const long long global = static_cast<long long>(R) * GA * MB;
+  std::vector<MicroBatch> out;
+  out.reserve(static_cast<std::size_t>(R * GA));
+  for (int i = 0; i < R * GA; ++i) out.push_back(data->make(n * global + static_cast<long long>(i) * MB, MB));
+  std::vector<MicroBatch*> all;
+  for (auto& b : out) all.push_back(&b);
+  SampleSource::normalise(all);
+  return out;
+}
+
+// ------------------------------------------------------------------- set-up
+
+Expected<bool> PhaseTrainer::Impl::setup() {
+  const auto& m = plan.mapping;
+  R = std::max(1, m.replicas);
+  T = std::max(1, m.shard);
+  P = std::max(1, m.pipelineIpus);
+  GA = static_cast<int>(std::max(1LL, plan.batch.gradientAccumulation));
+  MB = static_cast<int>(std::max(1LL, plan.batch.microBatch));
+  S = static_cast<int>(plan.stages.size());
+  if (S == 0) return Error{code::kUnsupportedModel, "the plan of phase `" + plan.name + "` has no stages", "", plan.source};
+  stageIpu.resize(static_cast<std::size_t>(S));
+  stageLayers.resize(static_cast<std::size_t>(S));
+  for (const auto& st : plan.stages) {
+    if (st.index < 0 || st.index >= S || st.ipu < 0 || st.ipu >= P)
+      return Error{code::kInternal, "the plan's stage " + std::to_string(st.index) + " is inconsistent", "", plan.source};
+    stageIpu[static_cast<std::size_t>(st.index)] = st.ipu;
+    stageLayers[static_cast<std::size_t>(st.index)] = st.layers;
+  }
+  for (std::size_t s = 0; s < stageLayers.size(); ++s)
+    for (int l : stageLayers[s])
+      if (l < 0 || l >= static_cast<int>(model->layers().size()) || model->layers()[static_cast<std::size_t>(l)].ipu != stageIpu[s])
+        return Error{code::kInternal, "the plan's stage " + std::to_string(s) + " names a layer of another IPU", "", plan.source};
+  const auto& pr = plan.precision;
+  fp16Compute = pr.compute == ir::DType::FP16;
+  fp16Partials = pr.partials == ir::DType::FP16;
+  fp16Weights = pr.weights == ir::DType::FP16;
+  fp16Acc = pr.accumulators == ir::DType::FP16;
+  fp16State = pr.optimizerState == ir::DType::FP16;
+  stochastic = pr.stochasticRounding;
+  master = fp16Weights && pr.masterWeights;
+  streamingState = m.optimizerStateStreaming || m.phases > 1;
+  rts = R > 1 && (m.rtsOptimizerState || m.rtsWeights);
+  recompute = m.recompute;
+  lossScale = pr.lossScale.kind == "none" || pr.lossScale.kind == "lua" ? 1.0 : pr.lossScale.value;
+  phaseKey = subKey(subKey(static_cast<std::uint64_t>(settings.seed), hashName(settings.runName)), hashName(plan.name));
+  cycles = pipelineCycles(S, GA);
+  pool = std::make_unique<ThreadPool>(std::max(1, settings.hostThreads));
+
+  // Buffers of every replica, initialised from the seed (the same on every mapping).
+  groups.resize(static_cast<std::size_t>(R * P));
+  for (int r = 0; r < R; ++r)
+    for (int g = 0; g < P; ++g) {
+      Group& gr = group(r, g);
+      gr.replica = r;
+      gr.ipu = g;
+      buildSlots(gr);
+    }
+  const auto values = model->initialValues(static_cast<std::uint64_t>(settings.seed));
+  for (std::size_t p = 0; p < values.size(); ++p) {
+    scatterState(static_cast<int>(p), 0, values[p]);
+    if (master) scatterState(static_cast<int>(p), 4, values[p]);
+  }
+  computeStaticBytes();
+  peakBytes = staticBytes;
+  for (std::size_t i = 0; i < staticBytes.size(); ++i) {
+    const double cap = i < plan.ipus.size() ? plan.ipus[i].capacityBytes : 0;
+    if (cap > 0 && staticBytes[i] > cap)
+      return Error{code::kIpuMemory,
+                   "virtual IPU " + std::to_string(i) + " needs " + fmtBytes(staticBytes[i]) + " for code, weights, accumulators and optimizer state, more than the chip's " + fmtBytes(cap),
+                   "the plan's memory model underestimated this mapping; try the levers `ipu plan` suggests", plan.mapping.source};
+  }
+  return true;
+}
+
+void PhaseTrainer::Impl::buildSlots(Group& g) {
+  const auto& layers = model->layers();
+  const auto& params = model->params();
+  for (std::size_t li = 0; li < layers.size(); ++li) {
+    const ModelLayer& L = layers[li];
+    if (L.ipu != g.ipu) continue;
+    const bool sharded = L.kernel->sharded();
+    const auto& specs = L.specs;
+    for (std::size_t k = 0; k < specs.size(); ++k) {
+      const int pid = L.params[k];
+      const ParamSpec& full = params[static_cast<std::size_t>(pid)].spec;
+      const bool split = sharded && specs[k].axis != ShardAxis::None;
+      for (int s = 0; s < (split ? T : 1); ++s) {
+        const Key2 key{pid, split ? s : -1};
+        auto it = g.slotAt.find(key);
+        if (it == g.slotAt.end()) {
+          Slot slot;
+          slot.param = pid;
+          slot.shard = key.second;
+          slot.rows = full.rows;
+          slot.cols = full.cols;
+          if (split && specs[k].axis == ShardAxis::Cols) {
+            slot.cols = full.cols / T;
+            slot.col0 = slot.cols * s;
+          } else if (split) {
+            slot.rows = full.rows / T;
+            slot.row0 = slot.rows * s;
+          }
+          const std::size_t n = static_cast<std::size_t>(slot.rows * slot.cols);
+          slot.owned = rts ? chunkOf(n, R, g.replica) : Chunk{0, n};
+          slot.primary = layers[static_cast<std::size_t>(params[static_cast<std::size_t>(pid)].owner)].ipu == g.ipu;
+          const std::size_t owned = slot.owned.end - slot.owned.begin;
+          OptimizerState st;
+          const int moments = plan.optimizer.moments;
+          if (moments >= 1) st.m.assign(owned, 0.0f);
+          if (moments >= 2) st.v.assign(owned, 0.0f);
+          if (master) st.master.assign(owned, 0.0f);
+          if (streamingState) {
+            slot.streamed = static_cast<int>(g.streaming.size());
+            g.streaming.push_back(std::move(st));
+          } else {
+            slot.state = std::move(st);
+          }
+          g.slotAt[key] = static_cast<int>(g.slots.size());
+          g.slots.push_back(std::move(slot));
+          it = g.slotAt.find(key);
+        }
+        Use u;
+        u.layer = static_cast<int>(li);
+        g.slots[static_cast<std::size_t>(it->second)].uses.push_back(std::move(u));
+      }
+    }
+  }
+}
+
+void PhaseTrainer::Impl::computeStaticBytes() {
+  const double wb = fp16Weights ? 2 : 4, ab = fp16Acc ? 2 : 4, sb = fp16State ? 2 : 4;
+  staticBytes.assign(static_cast<std::size_t>(P * T), 0.0);
+  for (int g = 0; g < P; ++g) {
+    const Group& gr = group(0, g);
+    double staging = 0;
+    for (const auto& s : gr.slots) {
+      const double n = static_cast<double>(s.rows * s.cols);
+      double bytes = n * wb + n * ab * static_cast<double>(s.uses.size());
+      const OptimizerState& st = stateOf(gr, s);
+      if (s.streamed < 0) bytes += st.bytes(sb);
+      else staging = std::max(staging, st.bytes(sb));
+      for (int t = 0; t < T; ++t)
+        if (s.shard < 0 || s.shard == t) staticBytes[static_cast<std::size_t>(g * T + t)] += bytes;
+    }
+    for (int t = 0; t < T; ++t) staticBytes[static_cast<std::size_t>(g * T + t)] += staging + plan.pod.machine.chip.codeBaseBytes;
+  }
+  for (const auto& L : model->layers())
+    for (int t = 0; t < T; ++t) staticBytes[static_cast<std::size_t>(L.ipu * T + t)] += L.plan->codeBytes;
+}
+
+// ------------------------------------------------------------------ helpers
+
+Numerics PhaseTrainer::Impl::numerics(int replica, int micro, int layer, int pass) const {
+  const std::uint64_t gmb = static_cast<std::uint64_t>(replica * GA + micro);
+  return Numerics(fp16Compute, fp16Partials, stochastic,
+                  subKey(subKey(subKey(stepKey, gmb), static_cast<std::uint64_t>(layer)), static_cast<std::uint64_t>(pass)));
+}
+
+ShardParams PhaseTrainer::Impl::paramsFor(const Group& g, int layer) const {
+  const ModelLayer& L = model->layers()[static_cast<std::size_t>(layer)];
+  const bool sharded = L.kernel->sharded();
+  const auto& specs = L.specs;
+  const int kt = sharded ? T : 1;
+  ShardParams p(static_cast<std::size_t>(kt));
+  for (int s = 0; s < kt; ++s)
+    for (std::size_t k = 0; k < specs.size(); ++k) {
+      const bool split = sharded && specs[k].axis != ShardAxis::None;
+      const int slot = g.slotAt.at({L.params[k], split ? s : -1});
+      p[static_cast<std::size_t>(s)].push_back(&g.slots[static_cast<std::size_t>(slot)].value);
+    }
+  return p;
+}
+
+void PhaseTrainer::Impl::accumulate(Group& g, int layer, ShardGrads& grads, int gmb) {
+  const ModelLayer& L = model->layers()[static_cast<std::size_t>(layer)];
+  const bool sharded = L.kernel->sharded();
+  const auto& specs = L.specs;
+  for (std::size_t k = 0; k < specs.size(); ++k) {
+    const bool split = sharded && specs[k].axis != ShardAxis::None;
+    for (int s = 0; s < (split ? T : 1); ++s) {
+      Mat& gradient = grads[static_cast<std::size_t>(split ? s : 0)][k];
+      Slot& slot = g.slots[static_cast<std::size_t>(g.slotAt.at({L.params[k], split ? s : -1}))];
+      for (auto& u : slot.uses) {
+        if (u.layer != layer) continue;
+        if (!u.written) {
+          u.acc = std::move(gradient);
+          u.written = true;
+        } else {
+          u.acc += gradient;
+          if (fp16Acc)
+            roundToHalf(u.acc.data(), static_cast<std::size_t>(u.acc.size()), stochastic,
+                        subKey(subKey(stepKey, 0xACC0ULL + static_cast<std::uint64_t>(gmb)), static_cast<std::uint64_t>(layer * 64 + static_cast<int>(k) * 8 + s)));
+        }
+      }
+    }
+  }
+}
+
+// ------------------------------------------------------------ the pipeline
+
+void PhaseTrainer::Impl::forwardStage(Group& g, int stage, int micro) {
+  const auto& layers = stageLayers[static_cast<std::size_t>(stage)];
+  const int slot = g.replica * GA + micro;
+  const MicroBatch& mb = batches[static_cast<std::size_t>(slot)];
+  StashEntry e;
+  Mat in;
+  if (stage > 0) {
+    auto it = g.activationsIn.find({stage, micro});
+    in = std::move(it->second);
+    g.activationsIn.erase(it);
+  }
+  e.trunk.push_back(std::move(in));
+  e.trunkOf.resize(layers.size());
+  e.saved.resize(layers.size());
+  bool lastUsed = false;
+  for (std::size_t k = 0; k < layers.size(); ++k) {
+    const int li = layers[k];
+    const ModelLayer& L = model->layers()[static_cast<std::size_t>(li)];
+    e.trunkOf[k] = static_cast<int>(e.trunk.size()) - 1;
+    lastUsed = true;
+    Saved sv;
+    Mat out;
+    Numerics nx = numerics(g.replica, micro, li, 0);
+    HeadResult* head = L.head ? &results[static_cast<std::size_t>(slot)][static_cast<std::size_t>(li)] : nullptr;
+    L.kernel->forward(e.trunk.back(), mb, paramsFor(g, li), nx, sv, out, head);
+    if (L.head) {
+      hasResult[static_cast<std::size_t>(slot)][static_cast<std::size_t>(li)] = 1;
+    } else {
+      e.trunk.push_back(std::move(out));
+      lastUsed = false;
+    }
+    if (recompute == ir::Recompute::None) e.saved[k] = std::move(sv);
+  }
+  if (stage < S - 1) g.outbox.push_back({g.replica, stage + 1, micro, false, e.trunk.back()});
+  // Keep only what the backward pass needs: checkpoints under recomputation.
+  if (!lastUsed && e.trunk.size() > 1) e.trunk.pop_back();
+  if (recompute == ir::Recompute::Stage) e.trunk.resize(1);
+  g.stash[{stage, micro}] = std::move(e);
+  if (stage == S - 1) backwardStage(g, stage, micro);
+}
+
+void PhaseTrainer::Impl::backwardStage(Group& g, int stage, int micro) {
+  const auto& layers = stageLayers[static_cast<std::size_t>(stage)];
+  const int slot = g.replica * GA + micro;
+  const MicroBatch& mb = batches[static_cast<std::size_t>(slot)];
+  auto sit = g.stash.find({stage, micro});
+  StashEntry e = std::move(sit->second);
+  g.stash.erase(sit);
+  Mat d;
+  if (stage < S - 1) {
+    auto it = g.gradientsIn.find({stage, micro});
+    d = std::move(it->second);
+    g.gradientsIn.erase(it);
+  }
+  if (recompute == ir::Recompute::Stage) {
+    // Recompute the whole stage from its input checkpoint.
+    for (std::size_t k = 0; k < layers.size(); ++k) {
+      const int li = layers[k];
+      const ModelLayer& L = model->layers()[static_cast<std::size_t>(li)];
+      Numerics nx = numerics(g.replica, micro, li, 0);
+      Mat out;
+      L.kernel->forward(e.trunk[static_cast<std::size_t>(e.trunkOf[k])], mb, paramsFor(g, li), nx, e.saved[k], out, nullptr);
+      if (!L.head && k + 1 < layers.size()) e.trunk.push_back(std::move(out));
+    }
+  }
+  for (std::size_t k = layers.size(); k-- > 0;) {
+    const int li = layers[k];
+    const ModelLayer& L = model->layers()[static_cast<std::size_t>(li)];
+    const Mat& x = e.trunk[static_cast<std::size_t>(e.trunkOf[k])];
+    Saved sv;
+    if (recompute == ir::Recompute::EveryLayer) {
+      Numerics nx = numerics(g.replica, micro, li, 0);
+      Mat out;
+      L.kernel->forward(x, mb, paramsFor(g, li), nx, sv, out, nullptr);
+    } else {
+      sv = std::move(e.saved[k]);
+    }
+    Numerics nb = numerics(g.replica, micro, li, 1);
+    const int kt = L.kernel->sharded() ? T : 1;
+    ShardGrads grads(static_cast<std::size_t>(kt));
+    Mat dx;
+    L.kernel->backward(x, d, mb, paramsFor(g, li), nb, sv, static_cast<float>(lossScale), dx, grads);
+    if (L.head && d.size() != 0) {
+      d += dx;
+      nb.round(d);
+    } else {
+      d = std::move(dx);
+    }
+    accumulate(g, li, grads, slot);
+  }
+  if (stage > 0) g.outbox.push_back({g.replica, stage - 1, micro, true, std::move(d)});
+}
+
+void PhaseTrainer::Impl::runCycle(const std::vector<StageWork>& work) {
+  pool->run(groups.size(), [&](std::size_t i) {
+    Group& g = groups[i];
+    for (const auto& w : work) {
+      if (stageIpu[static_cast<std::size_t>(w.stage)] != g.ipu) continue;
+      if (w.forward) forwardStage(g, w.stage, w.micro);
+      else backwardStage(g, w.stage, w.micro);
+    }
+    g.dynamicPeak = std::max(g.dynamicPeak, g.dynamicElements());
+  });
+  // Exchange: deliver what each IPU sent to the IPU of the receiving stage.
+  for (auto& g : groups) {
+    for (auto& m : g.outbox) {
+      Group& to = group(m.replica, stageIpu[static_cast<std::size_t>(m.stage)]);
+      (m.gradient ? to.gradientsIn : to.activationsIn)[{m.stage, m.micro}] = std::move(m.tensor);
+    }
+    g.outbox.clear();
+  }
+}
+
+// --------------------------------------------------------- the weight update
+
+void PhaseTrainer::Impl::reduceGradients() {
+  // Inside each replica: every copy of a parameter gets the sum of all its
+  // uses' accumulators, in layer order (tied weights across IPUs exchange
+  // their accumulators).
+  pool->run(static_cast<std::size_t>(R), [&](std::size_t r) {
+    std::map<Key2, std::vector<std::pair<int, Mat*>>> uses;
+    for (int g = 0; g < P; ++g)
+      for (auto& s : group(static_cast<int>(r), g).slots)
+        for (auto& u : s.uses)
+          if (u.written) uses[{s.param, s.shard}].push_back({u.layer, &u.acc});
+    for (int g = 0; g < P; ++g) {
+      Group& gr = group(static_cast<int>(r), g);
+      for (auto& s : gr.slots) {
+        auto list = uses[{s.param, s.shard}];
+        std::sort(list.begin(), list.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+        if (list.empty()) {
+          s.grad = Mat::Zero(s.rows, s.cols);
+          continue;
+        }
+        s.grad = *list[0].second;
+        for (std::size_t i = 1; i < list.size(); ++i) {
+          s.grad += *list[i].second;
+          if (fp16Acc) roundToHalf(s.grad.data(), static_cast<std::size_t>(s.grad.size()), false, 0);
+        }
+      }
+    }
+  });
+  for (auto& gr : groups)
+    for (auto& s : gr.slots)
+      for (auto& u : s.uses) u.written = false;
+  if (R == 1) return;
+  // Across replicas: a ring all-reduce (or, with RTS, a reduce-scatter: each
+  // replica keeps the reduced chunk it updates) per tensor.
+  std::vector<Key2> work;
+  for (int g = 0; g < P; ++g)
+    for (std::size_t j = 0; j < group(0, g).slots.size(); ++j) work.push_back({g, static_cast<int>(j)});
+  const bool round = fp16Acc;
+  pool->run(work.size(), [&](std::size_t w) {
+    const int g = work[w].first;
+    const std::size_t j = static_cast<std::size_t>(work[w].second);
+    std::vector<float*> bufs;
+    for (int r = 0; r < R; ++r) bufs.push_back(group(r, g).slots[j].grad.data());
+    const std::size_t n = static_cast<std::size_t>(group(0, g).slots[j].grad.size());
+    RoundFn fn = round ? [](float* d, std::size_t k, void*) { roundToHalf(d, k, false, 0); } : RoundFn(nullptr);
+    if (rts) ringReduceScatter(bufs, n, fn, nullptr);
+    else ringAllReduce(bufs, n, fn, nullptr);
+  });
+}
+
+bool PhaseTrainer::Impl::overflowed() const {
+  for (const auto& gr : groups)
+    for (const auto& s : gr.slots)
+      for (std::size_t i = s.owned.begin; i < s.owned.end; ++i)
+        if (!std::isfinite(s.grad.data()[i])) return true;
+  return false;
+}
+
+double PhaseTrainer::Impl::gradientNorm() const {
+  // Each canonical element once: primary copies, replica 0 (or every
+  // replica's own chunk with RTS), in canonical order.
+  double sum = 0;
+  for (int r = 0; r < (rts ? R : 1); ++r)
+    for (int g = 0; g < P; ++g)
+      for (const auto& s : group(r, g).slots) {
+        if (!s.primary) continue;
+        for (std::size_t i = s.owned.begin; i < s.owned.end; ++i) sum += static_cast<double>(s.grad.data()[i]) * s.grad.data()[i];
+      }
+  return std::sqrt(sum) / lossScale;
+}
+
+void PhaseTrainer::Impl::update(double lr, float gradScale) {
+  const ir::Optimizer& opt = plan.optimizer;
+  auto excluded = [&](int pid) {
+    const char* cls = name(model->params()[static_cast<std::size_t>(pid)].spec.cls);
+    return std::find(opt.exclude.begin(), opt.exclude.end(), cls) != opt.exclude.end();
+  };
+  auto settingsFor = [&](const Slot& s) {
+    UpdateSettings us;
+    us.optimizer = &opt;
+    us.lr = lr;
+    us.t = updates;
+    us.gradScale = gradScale;
+    us.excluded = excluded(s.param);
+    us.fp16Weights = fp16Weights;
+    us.fp16State = fp16State;
+    us.stochastic = stochastic;
+    // Keyed by the tensor, never by the replica or IPU holding it: every copy
+    // (replicas, tied copies) draws the same bits and stays identical.
+    us.key = subKey(subKey(subKey(phaseKey, 0x0B7ULL + static_cast<std::uint64_t>(step)), static_cast<std::uint64_t>(s.param)),
+                    static_cast<std::uint64_t>(s.shard + 1));
+    return us;
+  };
+  auto span = [&](Slot& s, OptimizerState& st) {
+    UpdateSpan sp;
+    sp.value = s.value.data() + s.owned.begin;
+    sp.grad = s.grad.data() + s.owned.begin;
+    sp.n = s.owned.end - s.owned.begin;
+    sp.offset = s.owned.begin;
+    sp.state = &st;
+    sp.u = &s.scratch;
+    return sp;
+  };
+  // Streaming Memory: state moves to a staging buffer for the update and back.
+  auto withState = [&](Group& gr, Slot& s, const std::function<void(OptimizerState&)>& f) {
+    if (s.streamed < 0) {
+      f(s.state);
+      return;
+    }
+    OptimizerState staging = gr.streaming[static_cast<std::size_t>(s.streamed)];
+    gr.streamedBytes += staging.bytes(fp16State ? 2 : 4);
+    f(staging);
+    gr.streaming[static_cast<std::size_t>(s.streamed)] = std::move(staging);
+    gr.streamedBytes += gr.streaming[static_cast<std::size_t>(s.streamed)].bytes(fp16State ? 2 : 4);
+  };
+  const bool twoPass = needsTrustRatio(opt);
+  if (twoPass) {
+    pool->run(groups.size(), [&](std::size_t i) {
+      Group& gr = groups[i];
+      for (std::size_t j = 0; j < gr.slots.size(); ++j) {
+        Slot& s = gr.slots[j];
+        withState(gr, s, [&](OptimizerState& st) { s.sums = prepare(settingsFor(s), span(s, st)); });
+      }
+    });
+  }
+  pool->run(groups.size(), [&](std::size_t i) {
+    Group& gr = groups[i];
+    for (std::size_t j = 0; j < gr.slots.size(); ++j) {
+      Slot& s = gr.slots[j];
+      const UpdateSettings us = settingsFor(s);
+      double ratio = 1;
+      if (twoPass) {
+        // The whole tensor's sums: its shards on this group, and with RTS every replica's chunk.
+        NormSums total;
+        for (int r = 0; r < (rts ? R : 1); ++r) {
+          const Group& src = rts ? group(r, gr.ipu) : gr;
+          for (const auto& o : src.slots)
+            if (o.param == s.param) total += o.sums;
+        }
+        ratio = trustRatio(us, total);
+      }
+      withState(gr, s, [&](OptimizerState& st) { apply(us, ratio, span(s, st)); });
+    }
+  });
+  if (rts) {
+    // Every replica updated its chunk; all-gather the new weights.
+    std::vector<Key2> work;
+    for (int g = 0; g < P; ++g)
+      for (std::size_t j = 0; j < group(0, g).slots.size(); ++j) work.push_back({g, static_cast<int>(j)});
+    pool->run(work.size(), [&](std::size_t w) {
+      const int g = work[w].first;
+      const std::size_t j = static_cast<std::size_t>(work[w].second);
+      std::vector<float*> bufs;
+      for (int r = 0; r < R; ++r) bufs.push_back(group(r, g).slots[j].value.data());
+      ringAllGather(bufs, static_cast<std::size_t>(group(0, g).slots[j].value.size()));
+    });
+  }
+}
+
+double PhaseTrainer::Impl::learningRate(Error* error) const {
+  if (!plan.lr.luaFunction.empty()) {
+    if (settings.policies == nullptr || !settings.policies->learningRate) {
+      *error = Error{code::kMissingPolicy, "phase `" + plan.name + "` takes its learning rate from the Lua function `" + plan.lr.luaFunction + "`",
+                     "the caller must supply Policies::learningRate (the CLI wires the script's hooks)", plan.source};
+      return 0;
+    }
+    return settings.policies->learningRate(step, plan.name);
+  }
+  return train::learningRate(plan.lr, step, plan.steps);
+}
+
+Expected<StepResult> PhaseTrainer::Impl::runStep() {
+  const auto t0 = std::chrono::steady_clock::now();
+  StepResult out;
+  Error err;
+  out.lr = learningRate(&err);
+  if (!err.code.empty()) return err;
+  if (std::isnan(out.lr)) {
+    out.completed = false;
+    out.stopReason = "the learning-rate function failed";
+    return out;
+  }
+  if (settings.policies != nullptr && settings.policies->lossScale) {
+    // A custom policy decides the scale of the coming step from how the previous one went.
+    train::LossScaleState st;
+    st.scale = step > 0 ? lastScale : 0;
+    st.overflow = lastOverflow;
+    st.goodSteps = goodSteps;
+    st.phase = plan.name;
+    st.step = step + 1;
+    const double next = settings.policies->lossScale(st);
+    if (std::isnan(next) || !(next > 0)) {
+      out.completed = false;
+      out.stopReason = "the loss-scaling function failed";
+      return out;
+    }
+    lossScale = next;
+  }
+  stepKey = subKey(phaseKey, static_cast<std::uint64_t>(step));
+  // The host builds the step's global batch; micro batch m of replica r holds
+  // samples (r * GA + m) * MB ... + MB - 1 of the step.
+  batches = batchesOf(step);
+  results.assign(batches.size(), std::vector<HeadResult>(model->layers().size()));
+  hasResult.assign(batches.size(), std::vector<char>(model->layers().size(), 0));
+  for (auto& g : groups) g.dynamicPeak = 0;
+
+  for (const auto& work : cycles) {
+    if (settings.cancel != nullptr && settings.cancel->load()) {
+      // Abandon the step: nothing it did is kept.
+      for (auto& g : groups) {
+        g.stash.clear();
+        g.activationsIn.clear();
+        g.gradientsIn.clear();
+        g.outbox.clear();
+        for (auto& s : g.slots)
+          for (auto& u : s.uses) u.written = false;
+      }
+      out.completed = false;
+      return out;
+    }
+    runCycle(work);
+  }
+  reduceGradients();
+  out.lossScale = lossScale;
+  lastScale = lossScale;
+  const bool overflow = overflowed();
+  out.skipped = overflow;
+  if (!overflow) {
+    ++updates;
+    float scale = static_cast<float>(1.0 / lossScale);
+    if (plan.optimizer.clipNorm > 0) {
+      const double norm = gradientNorm();
+      const double clip = plan.optimizer.clipNorm / (norm + 1e-6);
+      if (clip < 1) scale = static_cast<float>(scale * clip);
+    }
+    update(out.lr, scale);
+  }
+  // Loss scaling: back off on overflow, grow after `interval` clean steps.
+  const auto& ls = plan.precision.lossScale;
+  lastOverflow = overflow;
+  if (settings.policies != nullptr && settings.policies->lossScale) {
+    goodSteps = overflow ? 0 : goodSteps + 1;   // the policy sets the next scale before the next step
+  } else if (ls.kind == "dynamic") {
+    if (overflow) {
+      lossScale = std::max(1.0, lossScale / ls.factor);
+      goodSteps = 0;
+    } else if (++goodSteps >= static_cast<long long>(ls.interval)) {
+      lossScale *= ls.factor;
+      goodSteps = 0;
+    }
+  } else {
+    goodSteps = overflow ? 0 : goodSteps + 1;
+  }
+
+  // Loss and metrics, summed in a fixed order.
+  double loss = 0;
+  std::map<std::string, double> sums;
+  for (std::size_t i = 0; i < results.size(); ++i)
+    for (std::size_t l = 0; l < results[i].size(); ++l) {
+      if (!hasResult[i][l]) continue;
+      loss += results[i][l].loss;
+      for (const auto& [k, v] : results[i][l].sums) sums[k] += v;
+    }
+  out.loss = loss;
+  for (const char* m : {"mlm", "nsp", "lm"})
+    if (sums.count(std::string(m) + "_count") && sums[std::string(m) + "_count"] > 0)
+      out.metrics[std::string(m) + "_accuracy"] = sums[std::string(m) + "_correct"] / sums[std::string(m) + "_count"];
+  if (sums.count("class_count") && sums["class_count"] > 0) out.metrics["accuracy"] = sums["class_correct"] / sums["class_count"];
+
+  // Memory: the peak of each virtual IPU this step.
+  const double cb = fp16Compute ? 2 : 4;
+  out.ipuMemoryBytes.assign(staticBytes.size(), 0);
+  for (int g = 0; g < P; ++g) {
+    double dyn = 0;
+    for (int r = 0; r < R; ++r) dyn = std::max(dyn, group(r, g).dynamicPeak);
+    for (int t = 0; t < T; ++t) {
+      const std::size_t i = static_cast<std::size_t>(g * T + t);
+      out.ipuMemoryBytes[i] = staticBytes[i] + dyn * cb / T;
+      peakBytes[i] = std::max(peakBytes[i], out.ipuMemoryBytes[i]);
+      const double cap = i < plan.ipus.size() ? plan.ipus[i].capacityBytes : 0;
+      if (cap > 0 && out.ipuMemoryBytes[i] > cap)
+        return Error{code::kIpuMemory,
+                     "virtual IPU " + std::to_string(i) + " needed " + fmtBytes(out.ipuMemoryBytes[i]) + " in step " + std::to_string(step + 1) +
+                         " of phase `" + plan.name + "`, more than the chip's " + fmtBytes(cap),
+                     "the activations in flight exceed what the plan assumed; try `recompute: every_layer` or a smaller micro batch",
+                     plan.mapping.source};
+    }
+  }
+  ++step;
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return out;
+}
+
+// ----------------------------------------------------------- canonical state
+
+Mat PhaseTrainer::Impl::gather(int param, int what) const {
+  const auto& spec = model->params()[static_cast<std::size_t>(param)].spec;
+  Mat full = Mat::Zero(spec.rows, spec.cols);
+  // Shards from the owner's group; chunks from every replica when sharded by RTS.
+  const int ownerIpu = model->layers()[static_cast<std::size_t>(model->params()[static_cast<std::size_t>(param)].owner)].ipu;
+  const bool chunked = what >= 2 || (what == 1 && rts);
+  for (int r = 0; r < (chunked && rts ? R : 1); ++r) {
+    const Group& gr = group(r, ownerIpu);
+    for (const auto& s : gr.slots) {
+      if (s.param != param) continue;
+      Mat block(s.rows, s.cols);
+      if (what == 0) {
+        block = s.value;
+      } else if (what == 1) {
+        block = s.grad;
+      } else {
+        block = full.block(s.row0, s.col0, s.rows, s.cols);
+        const OptimizerState& st = stateOf(gr, s);
+        const std::vector<float>& v = what == 2 ? st.m : what == 3 ? st.v : st.master;
+        for (std::size_t i = 0; i < v.size(); ++i) block.data()[s.owned.begin + i] = v[i];
+      }
+      if (what == 1 && rts) {
+        Mat cur = full.block(s.row0, s.col0, s.rows, s.cols);
+        for (std::size_t i = s.owned.begin; i < s.owned.end; ++i) cur.data()[i] = block.data()[i];
+        block = cur;
+      }
+      full.block(s.row0, s.col0, s.rows, s.cols) = block;
+    }
+  }
+  return full;
+}
+
+void PhaseTrainer::Impl::scatterState(int param, int what, const Mat& canonical) {
+  for (auto& gr : groups)
+    for (auto& s : gr.slots) {
+      if (s.param != param) continue;
+      const Mat block = canonical.block(s.row0, s.col0, s.rows, s.cols);
+      if (what == 0) {
+        s.value = block;
+        if (fp16Weights) fp16::roundNearest(s.value.data(), static_cast<std::size_t>(s.value.size()));
+        continue;
+      }
+      OptimizerState& st = stateOf(gr, s);
+      std::vector<float>& v = what == 2 ? st.m : what == 3 ? st.v : st.master;
+      if (v.empty()) continue;
+      v.assign(block.data() + s.owned.begin, block.data() + s.owned.end);
+    }
+}
+
+// ------------------------------------------------------------- the facade
+
+PhaseTrainer::PhaseTrainer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+PhaseTrainer::~PhaseTrainer() = default;
+
+Expected<std::unique_ptr<PhaseTrainer>> PhaseTrainer::create(const ir::PhasePlan& phase, const TrainerSettings& settings,
+                                                             std::shared_ptr<const TextCorpus> corpus) {
+  try {
+    return createUnchecked(phase, settings, std::move(corpus));
+  } catch (const std::bad_alloc&) {
+    return Error{code::kHostMemory, "the host ran out of memory setting up phase `" + phase.name + "`",
+                 "`ipu estimate` predicts time and memory on the pod without running the model", phase.source};
+  }
+}
+
+Expected<std::unique_ptr<PhaseTrainer>> PhaseTrainer::createUnchecked(const ir::PhasePlan& phase, const TrainerSettings& settings,
+                                                                      std::shared_ptr<const TextCorpus> corpus) {
+  auto impl = std::make_unique<Impl>();
+  impl->plan = phase;
+  impl->settings = settings;
+  auto model = Model::build(impl->plan);
+  if (!model) return model.error();
+  impl->model = model.value();
+  if (impl->model->family() != Family::Mlp && corpus == nullptr)
+    return Error{code::kDataset, "phase `" + phase.name + "` trains a language model but has no text", "", phase.source};
+  SampleSettings ss;
+  ss.key = subKey(subKey(static_cast<std::uint64_t>(settings.seed), hashName(settings.runName)), hashName("data:" + phase.name));
+  ss.taskKey = subKey(static_cast<std::uint64_t>(settings.seed), 0x7A5CULL);
+  ss.seqLen = static_cast<int>(phase.seqLen);
+  ss.maskedTokens = static_cast<int>(phase.maskedTokens > 0 ? phase.maskedTokens : std::max(1LL, phase.seqLen * 15 / 100));
+  ss.maskProbability = phase.dataset.maskProbability;
+  ss.packing = phase.dataset.packing;
+  ss.sequencesPerPack = phase.dataset.sequencesPerPack;
+  if (impl->model->family() != Family::Mlp && ss.seqLen < 8)
+    return Error{code::kUnsupportedModel, "phase `" + phase.name + "` has seq_len " + std::to_string(ss.seqLen), "the emulator needs sequences of at least 8 tokens", phase.source};
+  if (impl->model->family() == Family::Gpt && corpus->trainStream.size() < static_cast<std::size_t>(ss.seqLen) * 4)
+    return Error{code::kDataset, "the corpus is too short for sequences of " + std::to_string(ss.seqLen) + " tokens", "use more text or a shorter seq_len", phase.source};
+  if (phase.precision.lossScale.kind == "lua" && (settings.policies == nullptr || !settings.policies->lossScale))
+    return Error{code::kMissingPolicy, "phase `" + phase.name + "` takes its loss scale from the Lua function `" + phase.precision.lossScale.luaFunction + "`",
+                 "the caller must supply Policies::lossScale (the CLI wires the script's hooks)", phase.source};
+  impl->data = std::make_unique<SampleSource>(impl->model, std::move(corpus), ss);
+  auto ok = impl->setup();
+  if (!ok) return ok.error();
+  return std::unique_ptr<PhaseTrainer>(new PhaseTrainer(std::move(impl)));
+}
+
+const ir::PhasePlan& PhaseTrainer::phase() const { return impl_->plan; }
+const Model& PhaseTrainer::model() const { return *impl_->model; }
+long long PhaseTrainer::stepsDone() const { return impl_->step; }
+Expected<StepResult> PhaseTrainer::step() {
+  try {
+    return impl_->runStep();
+  } catch (const std::bad_alloc&) {
+    return Error{code::kHostMemory, "the host ran out of memory in step " + std::to_string(impl_->step + 1) + " of phase `" + impl_->plan.name + "`",
+                 "`ipu estimate` predicts time and memory on the pod without running the model", impl_->plan.source};
+  }
+}
+std::vector<double> PhaseTrainer::ipuMemoryBytes() const { return impl_->peakBytes; }
+std::vector<MicroBatch> PhaseTrainer::batches(long long step) const { return impl_->batchesOf(step); }
+
+bool PhaseTrainer::copiesAgree() const {
+  // Every replica, and every IPU holding a copy of a tied tensor, must hold the same weights.
+  const Impl& im = *impl_;
+  std::map<Key2, const Mat*> first;
+  for (const auto& gr : im.groups)
+    for (const auto& s : gr.slots) {
+      auto [it, fresh] = first.emplace(Key2{s.param, s.shard}, &s.value);
+      if (!fresh && !(*it->second == s.value)) return false;
+    }
+  return true;
+}
+
+double PhaseTrainer::streamingBytes() const {
+  double b = 0;
+  for (const auto& gr : impl_->groups)
+    if (gr.replica == 0)
+      for (const auto& st : gr.streaming) b += st.bytes(impl_->fp16State ? 2 : 4);
+  return b;
+}
+
+std::map<std::string, double> PhaseTrainer::evaluate(int samples) const {
+  const Impl& im = *impl_;
+  std::map<std::string, double> sums;
+  double loss = 0;
+  int batches = 0;
+  const int majority = im.data->majorityLabel();
+  const auto& layers = im.model->layers();
+  for (int first = 0; first < samples; first += im.MB) {
+    const int n = std::min(im.MB, samples - first);
+    MicroBatch mb = im.data->make(first, n, true);
+    Mat x;
+    for (std::size_t li = 0; li < layers.size(); ++li) {
+      const ModelLayer& L = layers[li];
+      const Group& g = im.group(0, L.ipu);
+      Numerics nx(im.fp16Compute, im.fp16Partials, false, subKey(0xE7A1ULL, li));
+      Saved sv;
+      Mat out;
+      HeadResult hr;
+      L.kernel->forward(x, mb, im.paramsFor(g, static_cast<int>(li)), nx, sv, out, L.head ? &hr : nullptr);
+      if (L.head) {
+        loss += hr.loss;
+        for (const auto& [k, v] : hr.sums) sums[k] += v;
+      } else {
+        x = std::move(out);
+      }
+    }
+    for (int l : mb.maskedLabel) sums["mlm_majority"] += l == majority ? 1 : 0;
+    for (int l : mb.nextToken) sums["lm_majority"] += l == majority ? 1 : 0;
+    for (int l : mb.classLabel) sums["class_majority"] += l == majority ? 1 : 0;
+    ++batches;
+  }
+  std::map<std::string, double> out;
+  auto ratio = [&](const std::string& a, const std::string& b) { return sums[b] > 0 ? sums[a] / sums[b] : 0.0; };
+  if (sums["mlm_count"] > 0) {
+    out["mlm_accuracy"] = ratio("mlm_correct", "mlm_count");
+    out["mlm_baseline"] = ratio("mlm_majority", "mlm_count");
+  }
+  if (sums["nsp_count"] > 0) out["nsp_accuracy"] = ratio("nsp_correct", "nsp_count");
+  if (sums["lm_count"] > 0) {
+    out["lm_accuracy"] = ratio("lm_correct", "lm_count");
+    out["lm_baseline"] = ratio("lm_majority", "lm_count");
+  }
+  if (sums["class_count"] > 0) {
+    out["accuracy"] = ratio("class_correct", "class_count");
+    out["baseline"] = ratio("class_majority", "class_count");
+  }
+  if (batches > 0) out["loss"] = loss / batches;
+  return out;
+}
+
+NamedTensors PhaseTrainer::weights() const {
+  NamedTensors out;
+  for (std::size_t p = 0; p < impl_->model->params().size(); ++p)
+    out.emplace_back(impl_->model->params()[p].name, impl_->gather(static_cast<int>(p), 0));
+  return out;
+}
+
+NamedTensors PhaseTrainer::gradients() const {
+  NamedTensors out;
+  for (std::size_t p = 0; p < impl_->model->params().size(); ++p) {
+    Mat g = impl_->gather(static_cast<int>(p), 1);
+    g /= static_cast<float>(impl_->lastScale);
+    out.emplace_back(impl_->model->params()[p].name, std::move(g));
+  }
+  return out;
+}
+
+Expected<bool> PhaseTrainer::setWeights(const NamedTensors& weights) {
+  const auto& params = impl_->model->params();
+  for (std::size_t p = 0; p < params.size(); ++p) {
+    const Mat* found = nullptr;
+    for (const auto& [name, m] : weights)
+      if (name == params[p].name) found = &m;
+    if (found == nullptr)
+      return Error{code::kCheckpoint, "the weights have no tensor `" + params[p].name + "`", "they were saved from a different model", impl_->plan.source};
+    if (found->rows() != params[p].spec.rows || found->cols() != params[p].spec.cols)
+      return Error{code::kCheckpoint,
+                   "tensor `" + params[p].name + "` is " + std::to_string(found->rows()) + "x" + std::to_string(found->cols()) + ", the model's is " +
+                       std::to_string(params[p].spec.rows) + "x" + std::to_string(params[p].spec.cols),
+                   "the weights were saved from a model of another size", impl_->plan.source};
+  }
+  for (std::size_t p = 0; p < params.size(); ++p)
+    for (const auto& [name, m] : weights)
+      if (name == params[p].name) {
+        impl_->scatterState(static_cast<int>(p), 0, m);
+        if (impl_->master) impl_->scatterState(static_cast<int>(p), 4, m);
+      }
+  return true;
+}
+
+TensorFile PhaseTrainer::checkpoint() const {
+  const Impl& im = *impl_;
+  TensorFile f;
+  f.set("format", "ipu-checkpoint/1");
+  f.set("phase", im.plan.name);
+  f.set("step", std::to_string(im.step));
+  f.set("updates", std::to_string(im.updates));
+  std::ostringstream ls;
+  ls.precision(17);
+  ls << im.lossScale;
+  f.set("loss_scale", ls.str());
+  f.set("good_steps", std::to_string(im.goodSteps));
+  f.set("last_overflow", im.lastOverflow ? "1" : "0");
+  std::ostringstream last;
+  last.precision(17);
+  last << im.lastScale;
+  f.set("last_scale", last.str());
+  f.set("seed", std::to_string(im.settings.seed));
+  for (std::size_t p = 0; p < im.model->params().size(); ++p) {
+    const std::string& n = im.model->params()[p].name;
+    f.tensors.emplace_back(n, im.gather(static_cast<int>(p), 0));
+    if (im.plan.optimizer.moments >= 1) f.tensors.emplace_back("m/" + n, im.gather(static_cast<int>(p), 2));
+    if (im.plan.optimizer.moments >= 2) f.tensors.emplace_back("v/" + n, im.gather(static_cast<int>(p), 3));
+    if (im.master) f.tensors.emplace_back("master/" + n, im.gather(static_cast<int>(p), 4));
+  }
+  return f;
+}
+
+Expected<bool> PhaseTrainer::restore(const TensorFile& file) {
+  Impl& im = *impl_;
+  NamedTensors w;
+  for (const auto& t : file.tensors)
+    if (t.first.find('/') == std::string::npos) w.push_back(t);
+  auto ok = setWeights(w);
+  if (!ok) return ok.error();
+  for (std::size_t p = 0; p < im.model->params().size(); ++p) {
+    const std::string& n = im.model->params()[p].name;
+    const int kinds[] = {2, 3, 4};
+    const char* prefix[] = {"m/", "v/", "master/"};
+    for (int k = 0; k < 3; ++k)
+      if (const Mat* m = file.find(prefix[k] + n)) im.scatterState(static_cast<int>(p), kinds[k], *m);
+  }
+  try {
+    im.step = std::stoll(file.get("step", "0"));
+    im.updates = std::stoll(file.get("updates", "0"));
+    im.lossScale = std::stod(file.get("loss_scale", "1"));
+    im.goodSteps = std::stoll(file.get("good_steps", "0"));
+    im.lastOverflow = file.get("last_overflow", "0") == "1";
+    im.lastScale = std::stod(file.get("last_scale", "1"));
+  } catch (...) {
+    return Error{code::kCheckpoint, "the checkpoint's step or loss-scale fields are not numbers", "the file may be damaged", im.plan.source};
+  }
+  return true;
+}
+
+}  // namespace ipu::emu

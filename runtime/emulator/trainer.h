@@ -1,0 +1,97 @@
+// One training phase executed on virtual IPUs: `r` replicas, each a pipeline
+// of `p` shard groups of `t` IPUs, holding the buffers a real IPU would hold
+// (weights, gradient accumulators, optimizer state on chip or in Streaming
+// Memory, the stash of micro batches in flight, exchange buffers). A step is
+// the pipeline's cycles as BSP supersteps, then the gradient reduction across
+// replicas (ring all-reduce, or reduce-scatter with replicated tensor
+// sharding), loss scaling and the optimizer.
+//
+// The trainer also exposes the model's state in canonical form (one tensor
+// per parameter, whatever the mapping), which is what checkpoints, weight
+// export and the mapping-invariance tests compare.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "runtime/emulator/data.h"
+#include "runtime/emulator/error.h"
+#include "runtime/emulator/model.h"
+#include "runtime/emulator/tensor_file.h"
+#include "runtime/ir/execution_plan.h"
+#include "runtime/train/events.h"
+
+namespace ipu::emu {
+
+struct TrainerSettings {
+  long long seed = 0;
+  int hostThreads = 1;
+  const std::atomic<bool>* cancel = nullptr;   // checked between pipeline cycles
+  const train::Policies* policies = nullptr;
+  std::string runName;                         // with the phase, names the data and rounding streams
+};
+
+struct StepResult {
+  bool completed = true;       // false: cancelled, or a caller's policy failed; nothing changed
+  std::string stopReason;      // why it did not complete ("" when cancelled)
+  double loss = 0;
+  double lr = 0;
+  double lossScale = 1;        // the scale this step used
+  bool skipped = false;        // overflow: no update
+  double seconds = 0;
+  std::map<std::string, double> metrics;   // mlm_accuracy, nsp_accuracy, lm_accuracy, accuracy
+  std::vector<double> ipuMemoryBytes;      // per IPU of one replica: peak of this step
+};
+
+using NamedTensors = std::vector<std::pair<std::string, Mat>>;
+
+class PhaseTrainer {
+ public:
+  // `corpus` is the text for BERT and GPT models (null for an MLP).
+  static Expected<std::unique_ptr<PhaseTrainer>> create(const ir::PhasePlan& phase, const TrainerSettings& settings,
+                                                        std::shared_ptr<const TextCorpus> corpus);
+  ~PhaseTrainer();
+  PhaseTrainer(const PhaseTrainer&) = delete;
+  PhaseTrainer& operator=(const PhaseTrainer&) = delete;
+
+  const ir::PhasePlan& phase() const;
+  const Model& model() const;
+  long long stepsDone() const;
+  // Run the next optimizer step. Errors: a virtual IPU out of memory (IPU5007),
+  // a missing `lua` learning-rate function (IPU5008). A policy returning NaN
+  // (train::Policies) stops before the step: completed is false, with a reason.
+  Expected<StepResult> step();
+  // Held-out metrics over `samples` samples (forward only, replica 0):
+  // mlm_accuracy and mlm_baseline (the majority token), nsp_accuracy,
+  // lm_accuracy and lm_baseline, or accuracy and baseline for an MLP.
+  std::map<std::string, double> evaluate(int samples) const;
+
+  // The host data of a step: micro batch m of replica r is element r * GA + m.
+  std::vector<MicroBatch> batches(long long step) const;
+
+  // Canonical state.
+  NamedTensors weights() const;
+  NamedTensors gradients() const;      // the last step's reduced gradients, unscaled
+  Expected<bool> setWeights(const NamedTensors& weights);   // all parameters, by name
+  TensorFile checkpoint() const;       // weights, optimizer state, loss scale, step
+  Expected<bool> restore(const TensorFile& file);
+  // Whether every replica and every copy of a tied tensor holds the same weights.
+  bool copiesAgree() const;
+  // Bytes on each virtual IPU of one replica (peak so far), and what lives in Streaming Memory.
+  std::vector<double> ipuMemoryBytes() const;
+  double streamingBytes() const;
+
+  struct Impl;
+
+ private:
+  explicit PhaseTrainer(std::unique_ptr<Impl> impl);
+  static Expected<std::unique_ptr<PhaseTrainer>> createUnchecked(const ir::PhasePlan& phase, const TrainerSettings& settings,
+                                                                 std::shared_ptr<const TextCorpus> corpus);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ipu::emu
