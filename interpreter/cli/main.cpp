@@ -412,7 +412,7 @@ int main(int argc, char** argv) {
         runner::TrainSettings t = trainSettings(o, planned.session->rootText(), std::filesystem::current_path().string());
         t.cancel = &cancel;
         runner::TrainResult r = runner::train(*planned.session, run, t, std::cerr, ::isatty(2) != 0);
-        if (planned.session->diagnostics().hasErrors()) printDiagnostics(*planned.session, false, o.color);
+        std::cerr << repl::Workspace::diagnostics(planned, base::Painter(base::shouldColor(o.color, 2)));
         planned.session->diagnostics().clear();
         printTrainResult(r, run.name, o.color);
         ok = ok && r.status != runner::TrainResult::Status::Failed;

@@ -171,6 +171,11 @@ LineEditor::~LineEditor() {
 
 LineEditor::Status LineEditor::read(const std::string& prompt, std::string& line) {
   state_->prompt = prompt;
+  // el_gets prints the prompt first and only then puts the terminal in raw
+  // mode: a Ctrl-D typed in between would meet the cooked terminal, which
+  // turns it into an end-of-line marker that is lost in the switch. Raw mode
+  // first, so every key typed after the prompt appears reaches the editor.
+  el_set(state_->el, EL_PREP_TERM, 1);
   int count = 0;
   const char* text = el_gets(state_->el, &count);
   if (text == nullptr) {

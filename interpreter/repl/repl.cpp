@@ -152,6 +152,10 @@ class Loop {
 
   Reply save(const std::string& path) {
     if (path.empty()) return {false, "", "usage: :save FILE\n"};
+    std::error_code dirError;
+    if (fs::is_directory(path, dirError))
+      return {false, "", "ipu repl: `" + path + "` is a directory; name a file, e.g. `:save " +
+                             (fs::path(path) / "session.ipu").string() + "`\n"};
     std::string text = workspace_.text();
     std::string tmp = path + ".ipu-tmp";
     {

@@ -124,7 +124,22 @@ Workspace::Checked Workspace::compose(const std::vector<Entry>& entries, const s
 // Diagnostics about the typed input are shown against it alone; those about
 // earlier definitions against the workspace, named `<session>`.
 std::string Workspace::render(const Checked& c, const base::Painter& painter) const {
-  const base::SourceMap& original = c.session->sources();
+  return renderDiagnostics(*c.session, c.root, c.inputStart, c.input, painter);
+}
+
+std::string Workspace::diagnostics(const Planned& p, const base::Painter& painter) {
+  if (p.session == nullptr) return {};
+  return renderDiagnostics(*p.session, p.root, p.inputStart, "", painter);
+}
+
+std::string Workspace::renderDiagnostics(session::Session& session, base::FileId root, std::size_t inputStart,
+                                         const std::string& inputText, const base::Painter& painter) {
+  struct {
+    base::FileId root;
+    std::size_t inputStart;
+    const std::string& input;
+  } c{root, inputStart, inputText};
+  const base::SourceMap& original = session.sources();
   base::SourceMap shown;
   for (base::FileId id = 0; id < original.size(); ++id) {
     const base::SourceFile& f = original.file(id);
@@ -145,7 +160,7 @@ std::string Workspace::render(const Checked& c, const base::Painter& painter) co
     return s;
   };
   std::ostringstream os;
-  for (base::Diagnostic d : c.session->diagnostics().all()) {
+  for (base::Diagnostic d : session.diagnostics().all()) {
     d.span = map(d.span);
     for (auto& n : d.notes) n.span = map(n.span);
     base::renderHuman(os, d, shown, painter);
@@ -462,6 +477,8 @@ Workspace::Planned Workspace::planFor(const std::string& nameIn, const base::Pai
     p.plan = c.session->plan(c.root, true);
   }
   p.reply.errors = render(c, painter);
+  p.root = c.root;
+  p.inputStart = c.inputStart;
   p.reply.ok = p.plan != nullptr && !c.session->diagnostics().hasErrors();
   p.session = std::move(c.session);
   return p;

@@ -50,8 +50,13 @@ class Workspace {
     const cost::Estimate* estimate = nullptr;  // when asked for
     std::string description;  // "training `t`" or "training `t` with mapping `m8`"
     Reply reply;
+    base::FileId root = base::kNoFile;  // the workspace's text in `session`
+    std::size_t inputStart = 0;
   };
   Planned planFor(const std::string& name, const base::Painter& painter, bool estimate = false);
+  // The diagnostics left in a planned session (by a run), rendered against
+  // `<session>` as every other diagnostic of the REPL.
+  static std::string diagnostics(const Planned& planned, const base::Painter& painter);
 
   std::string text() const;                       // the workspace as a script
   const std::vector<std::string>& names() const { return names_; }  // visible names, for completion
@@ -71,6 +76,8 @@ class Workspace {
   };
   Checked compose(const std::vector<Entry>& entries, const std::string& extra, const std::string& input) const;
   std::string render(const Checked& c, const base::Painter& painter) const;
+  static std::string renderDiagnostics(session::Session& session, base::FileId root, std::size_t inputStart,
+                                       const std::string& input, const base::Painter& painter);
   const check::Value* lookup(Checked& c, const std::string& name) const;
   Reply definitions(const std::string& input, const std::vector<Entry>& items, const base::Painter& painter);
   Reply expression(const std::string& input, const base::Painter& painter, bool typeOnly);
