@@ -327,6 +327,15 @@ Reply Workspace::expression(const std::string& input, const base::Painter& paint
 
 Reply Workspace::typeOf(const std::string& expr, const base::Painter& painter) {
   if (trim(expr).empty()) return {false, "", "usage: :type EXPRESSION\n"};
+  // A declaration is not an expression: say so rather than show a parse error.
+  if (auto parsed = parseText("<input>", expr); parsed->program && !parsed->program->items.empty()) {
+    const syntax::Item& first = *parsed->program->items.front();
+    std::string name;
+    if (const auto* d = first.dyn<syntax::Declaration>()) name = d->name;
+    else if (const auto* l = first.dyn<syntax::LetItem>()) name = l->name;
+    return {false, "", "`:type` takes an expression, not a declaration" +
+                           (name.empty() ? std::string() : "; declare it, then `:type " + name + "`") + "\n"};
+  }
   return expression(expr, painter, true);
 }
 

@@ -67,6 +67,10 @@ TEST(ReplWorkspace, TypesOfExpressions) {
   EXPECT_EQ(ws.w.typeOf("[1, 2, 3]", kPlain).out, "list of number, 3 items\n");
   EXPECT_EQ(ws.w.typeOf("[1 MB, \"a\"]", kPlain).out, "list of bytes or string, 2 items\n");
   EXPECT_FALSE(ws.w.typeOf("", kPlain).ok);
+  auto decl = ws.w.typeOf("let x = 1", kPlain);
+  EXPECT_FALSE(decl.ok);
+  EXPECT_NE(decl.errors.find("takes an expression, not a declaration; declare it, then `:type x`"), std::string::npos)
+      << decl.errors;
 }
 
 TEST(ReplWorkspace, AModelShowsItsSizeAsTheParamsPropertyCountsIt) {
