@@ -22,8 +22,6 @@ std::string timestamp() {
   return buf;
 }
 
-ir::Json number(double v) { return std::isfinite(v) ? ir::Json(v) : ir::Json(); }
-
 }  // namespace
 
 std::optional<RunDirectory> RunDirectory::create(const std::string& root, const std::string& training, std::string& error) {
@@ -147,14 +145,14 @@ train::StopRequest RunDirectory::step(train::Source, const train::StepInfo& s, s
   j["phase"] = s.phase;
   j["step"] = s.step;
   j["global_step"] = s.globalStep;
-  j["loss"] = number(s.loss);
+  j["loss"] = ir::Json(s.loss);
   j["lr"] = s.lr;
   j["loss_scale"] = s.lossScale;
   j["skipped"] = s.skipped;
-  j["samples_per_s"] = number(s.samplesPerSecond);
-  j["step_time_s"] = number(s.stepTimeSeconds);
-  for (const auto& [k, v] : s.metrics) j[k] = number(v);
-  for (const auto& [k, v] : logged) j[k] = number(v);
+  j["samples_per_s"] = ir::Json(s.samplesPerSecond);
+  j["step_time_s"] = ir::Json(s.stepTimeSeconds);
+  for (const auto& [k, v] : s.metrics) j[k] = ir::Json(v);
+  for (const auto& [k, v] : logged) j[k] = ir::Json(v);
   metrics_ << j.dump(-1) << "\n";
   metrics_.flush();
   ++steps_;
@@ -169,7 +167,7 @@ train::StopRequest RunDirectory::phaseEnd(train::Source, const train::PhaseInfo&
   e["steps_run"] = info.stepsRun;
   e["checkpoint"] = info.checkpoint.empty() ? ir::Json() : ir::Json(info.checkpoint);
   ir::Json m = ir::Json::object();
-  for (const auto& [k, v] : info.metrics) m[k] = number(v);
+  for (const auto& [k, v] : info.metrics) m[k] = ir::Json(v);
   e["evaluation"] = std::move(m);
   event(std::move(e));
   return {};

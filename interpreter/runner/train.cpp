@@ -56,8 +56,6 @@ void report(session::Session& s, const emu::Error& e) {
   s.diagnostics().error(e.code, s.spanOf(e.where), e.message, e.help);
 }
 
-ir::Json number(double v) { return std::isfinite(v) ? ir::Json(v) : ir::Json(); }
-
 }  // namespace
 
 TrainResult train(session::Session& session, const ir::RunPlan& run, const TrainSettings& settings,
@@ -171,9 +169,9 @@ TrainResult train(session::Session& session, const ir::RunPlan& run, const Train
       ir::Json pj = ir::Json::object();
       pj["name"] = p.name;
       pj["steps"] = p.steps;
-      pj["last_loss"] = number(p.lastLoss);
+      pj["last_loss"] = ir::Json(p.lastLoss);
       ir::Json ev = ir::Json::object();
-      for (const auto& [k, v] : p.evaluation) ev[k] = number(v);
+      for (const auto& [k, v] : p.evaluation) ev[k] = ir::Json(v);
       pj["evaluation"] = std::move(ev);
       pj["checkpoint"] = p.checkpoint.empty() ? ir::Json() : ir::Json(p.checkpoint);
       phases.push(std::move(pj));
