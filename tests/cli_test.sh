@@ -140,6 +140,10 @@ grep -q "error\[IPU5005\]" "$TMP/err" || { echo "FAIL: resume without a run is n
 sed 's/steps: 1000/steps: 999/' "$ROOT/examples/tiny_bert.ipu" > "$TMP/tiny_changed.ipu"
 expect 1 "resume after the script changed" -- "$IPU" run "$TMP/tiny_changed.ipu" --resume="$run_dir"
 grep -q "error\[IPU5005\].*changed" "$TMP/err" || { echo "FAIL: resuming a changed plan is not refused"; cat "$TMP/err"; fail=1; }
+expect 1 "resume from a directory that is not a run" -- "$IPU" run "$ROOT/examples/tiny_bert.ipu" --resume="$TMP/noruns"
+grep -q "error\[IPU5005\].*is not a run directory" "$TMP/err" || { echo "FAIL: resuming a non-run directory is not IPU5005"; cat "$TMP/err"; fail=1; }
+expect 2 "a misspelt command" -- "$IPU" chek "$ROOT/examples/tiny_bert.ipu"
+grep -q "did you mean \`check\`" "$TMP/err" || { echo "FAIL: a misspelt command gets no suggestion"; cat "$TMP/err"; fail=1; }
 touch "$TMP/not_a_dir"
 expect 1 "run into an unwritable place" -- "$IPU" run "$ROOT/examples/tiny_bert.ipu" --steps 1 --runs-dir "$TMP/not_a_dir"
 grep -q "error\[IPU5009\]" "$TMP/err" || { echo "FAIL: an unwritable runs dir is not IPU5009"; cat "$TMP/err"; fail=1; }

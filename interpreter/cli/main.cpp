@@ -93,7 +93,8 @@ struct Options {
 };
 
 int usage(const std::string& message) {
-  std::cerr << "ipu: " << message << "\n\n" << kUsageText;
+  // The message and where to look, not the whole help: the mistake stays on screen.
+  std::cerr << "ipu: " << message << "\nusage: ipu <command> [options] FILE  (`ipu --help` lists commands and options)\n";
   return kUsage;
 }
 
@@ -323,7 +324,10 @@ int cmdFmt(const Options& o) {
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  if (args.empty()) return usage("no command given");
+  if (args.empty()) {
+    std::cerr << kUsageText;
+    return kUsage;
+  }
   Options o;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -423,5 +427,6 @@ int main(int argc, char** argv) {
     return repl::runRepl(ro);
   }
   if (o.command == "run") return cmdRun(o);
-  return usage("unknown command `" + o.command + "`");
+  std::string hint = base::didYouMean(o.command, {"check", "plan", "fmt", "estimate", "calibrate", "run", "repl"});
+  return usage("unknown command `" + o.command + "`" + (hint.empty() ? "" : "; " + hint));
 }

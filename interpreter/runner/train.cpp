@@ -90,7 +90,13 @@ TrainResult train(session::Session& session, const ir::RunPlan& run, const Train
       return result;
     }
     dir = RunDirectory::reopen(path, error);
-    if (dir) {
+    if (!dir) {
+      session.diagnostics().error(emu::code::kCheckpoint, session.spanOf(run.source), error,
+                                  "give --resume=DIR a directory `ipu run` made (runs/" + run.name +
+                                      "/<date-time>), or --resume alone for the latest one");
+      return result;
+    }
+    {
       std::ifstream in(path + "/plan.json");
       std::stringstream before;
       before << in.rdbuf();
