@@ -38,6 +38,11 @@ void expandLayers(PhaseContext& ctx) {
   p.epochs = ph.epochs;
   p.parameters = ph.model->parameters;
   p.layers.clear();
+  // A layer's `code` in the standard library is for a full 1,472-tile chip
+  // (GC200, Bow). Code and vertex state live on every tile a layer uses, so a
+  // chip with fewer tiles holds proportionally less.
+  constexpr double kCodeReferenceTiles = 1472;
+  const double codeScale = p.pod.machine.chip.tiles > 0 ? p.pod.machine.chip.tiles / kCodeReferenceTiles : 1.0;
   for (const auto& f : ph.layers) {
     ir::Layer l;
     l.name = f.path;
@@ -54,7 +59,7 @@ void expandLayers(PhaseContext& ctx) {
     l.inputElements = f.input;
     l.outputElements = f.output;
     l.workspaceElements = f.workspace;
-    l.codeBytes = f.codeBytes;
+    l.codeBytes = f.codeBytes * codeScale;
     l.ops = f.ops;
     l.attributes = f.attributes;
     p.layers.push_back(std::move(l));

@@ -160,3 +160,27 @@ TEST(Pipeline, TiedLayersApartWarn) {
   for (const auto& c : o.codes()) warned |= c == plan::code::kTiedApart;
   EXPECT_TRUE(warned) << o.rendered();
 }
+
+// Code lives on every tile a layer uses: the standard library's estimates are
+// for a full 1,472-tile chip, and a chip with half the tiles holds half.
+TEST(MemoryModel, LayerCodeScalesWithTheChipsTiles) {
+  auto onChip = [](int tiles) {
+    return "import \"std/pods\"\nimport \"std/models/bert\"\n"
+           "chip c = GC200 with { tiles: " + std::to_string(tiles) + " }\n"
+           "machine mm = M2000 with { chip: c }\npod p { machine: mm\n machines: 1 }\n"
+           "model tiny = bert(layers: 2, hidden: 64, heads: 2, ffn: 256, vocab: 1000, positions: 128)\n"
+           "mapping m for tiny on p { pipeline: balanced(2)\n replicas: 2 }\n"
+           "training t {\n  mapping: m\n  optimizer: sgd()\n  phase one { seq_len: 32; masked_tokens: 5; micro_batch: 4; gradient_accumulation: 1; steps: 1; lr: 0.1 }\n}\n";
+  };
+  test::Outcome full = test::runText(onChip(1472)), half = test::runText(onChip(736));
+  ASSERT_NE(full.plan, nullptr) << full.rendered();
+  ASSERT_NE(half.plan, nullptr) << half.rendered();
+  const auto& a = full.plan->runs.at(0).phases.at(0);
+  const auto& b = half.plan->runs.at(0).phases.at(0);
+  const double base = 48e6;  // GC200's code_base, which a chip declares for itself
+  for (std::size_t i = 0; i < a.ipus.size(); ++i) {
+    EXPECT_GT(a.ipus[i].memory.code - base, 0);
+    EXPECT_NEAR(b.ipus[i].memory.code - base, (a.ipus[i].memory.code - base) / 2, 1.0);
+  }
+  for (std::size_t i = 0; i < a.layers.size(); ++i) EXPECT_DOUBLE_EQ(b.layers[i].codeBytes, a.layers[i].codeBytes / 2);
+}
