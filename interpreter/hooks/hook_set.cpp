@@ -27,7 +27,7 @@ const char* codeFor(LuaFailure::Kind kind) {
 std::string helpFor(LuaFailure::Kind kind, const SandboxLimits& limits) {
   switch (kind) {
     case LuaFailure::Kind::Syntax: return "the hook is Lua 5.4";
-    case LuaFailure::Kind::Runtime: return "fix the Lua code; the notes show the calls that led here";
+    case LuaFailure::Kind::Runtime: return "fix the Lua code at this line";
     case LuaFailure::Kind::Instructions:
       return "a hook call may run " + std::to_string(limits.instructionsPerCall) +
              " Lua instructions: look for a loop that never ends";
@@ -212,6 +212,8 @@ void HookSet::report(LoadedHook& hook, const LuaFailure& failure, const std::str
     if (who.empty()) who = i == lastInHook && !function.empty() ? "`" + function + "`" : "an anonymous function";
     d.addNote(base::Note{lineSpan(hook, frame.line), "called from " + who});
   }
+  if (failure.kind == LuaFailure::Kind::Runtime && !d.notes.empty())
+    d.help = "fix the Lua code; the notes show the calls that led here";
 }
 
 }  // namespace ipu::hooks
