@@ -180,12 +180,7 @@ LineEditor::Status LineEditor::read(const std::string& prompt, std::string& line
   const char* text = el_gets(state_->el, &count);
   if (text == nullptr) {
     if (count < 0) {
-      // Interrupted (Ctrl-C): drop what was typed, or the next Ctrl-D would
-      // edit that invisible line instead of ending the input.
-      if (const LineInfo* li = el_line(state_->el); li != nullptr && li->lastchar > li->buffer) {
-        el_cursor(state_->el, static_cast<int>(li->lastchar - li->cursor));
-        el_deletestr(state_->el, static_cast<int>(li->lastchar - li->buffer));
-      }
+      // Interrupted (Ctrl-C); the next el_gets starts from an empty line.
       el_reset(state_->el);
       return Status::Interrupted;
     }
