@@ -1,59 +1,27 @@
 #include "interpreter/base/source.h"
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <sys/stat.h>
-
 #include <algorithm>
+
+#include "runtime/files/regular_file.h"
 
 namespace ipu::base {
 
 FileText readSourceFile(const std::string& path, std::size_t maxBytes) {
+  // One reader for every file the tool is given (runtime/files): regular
+  // files only, opened without blocking, at most `maxBytes`.
+  files::ReadResult r = files::readRegularFile(path, maxBytes);
   FileText out;
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
-    out.status = errno == ENOENT || errno == ENOTDIR ? FileText::Status::Missing : FileText::Status::Unreadable;
-    out.problem = std::strerror(errno);
-    return out;
-  }
-  if (!S_ISREG(st.st_mode)) {
-    out.status = FileText::Status::NotAFile;
-    out.problem = S_ISDIR(st.st_mode)                          ? "a directory"
-                  : S_ISFIFO(st.st_mode)                       ? "a pipe"
-                  : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
-                                                               : "not a regular file";
-    return out;
-  }
-  out.bytes = static_cast<std::uint64_t>(st.st_size);
-  if (out.bytes > maxBytes) {
-    out.status = FileText::Status::TooLarge;
-    return out;
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    out.status = FileText::Status::Unreadable;
-    out.problem = std::strerror(errno);
-    return out;
-  }
-  // Read at most one byte more than allowed: the file may have grown.
-  out.text.resize(maxBytes + 1);
-  in.read(out.text.data(), static_cast<std::streamsize>(maxBytes + 1));
-  if (in.bad()) {
-    out.status = FileText::Status::Unreadable;
-    out.problem = "read error";
-    out.text.clear();
-    return out;
-  }
-  out.text.resize(static_cast<std::size_t>(in.gcount()));
-  if (out.text.size() > maxBytes) {
-    out.status = FileText::Status::TooLarge;
-    out.bytes = out.text.size();
-    out.text.clear();
-  }
+  using S = files::ReadResult::Status;
+  out.status = r.status == S::Ok          ? FileText::Status::Ok
+               : r.status == S::Missing   ? FileText::Status::Missing
+               : r.status == S::NotAFile  ? FileText::Status::NotAFile
+               : r.status == S::TooLarge  ? FileText::Status::TooLarge
+                                          : FileText::Status::Unreadable;
+  out.text = std::move(r.text);
+  out.problem = std::move(r.problem);
+  out.bytes = r.bytes;
   return out;
 }
-
 
 Span Span::cover(const Span& a, const Span& b) {
   if (!a.valid()) return b;

@@ -164,6 +164,7 @@ std::unique_ptr<CheckedProgram> Checker::checkFile(base::FileId rootFile) {
         std::string why = file.status == base::FileText::Status::TooLarge
                               ? "it is " + std::to_string(file.bytes) + " bytes; the limit is 8 MiB"
                               : file.problem;
+        if (file.status == base::FileText::Status::NotAFile) why = "it is " + file.problem + ", not a file";
         ev.error(code::kModuleNotFound, h.sourceSpan, "cannot read Lua file `" + h.path + "`: " + why,
                  "paths are relative to the script (" + (base.empty() ? std::string(".") : base.string()) + ")");
         continue;

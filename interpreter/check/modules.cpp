@@ -93,8 +93,15 @@ Module* ModuleLoader::resolve(const syntax::ImportItem& imp, const Module& from)
     fs::path base = fs::path(sources_.file(from.file).path()).parent_path();
     fs::path candidate = fs::path(path).is_absolute() ? fs::path(path) : base / path;
     std::error_code ec;
-    if (!fs::is_regular_file(candidate, ec) && candidate.extension() != ".ipu") candidate += ".ipu";
-    if (!fs::is_regular_file(candidate, ec)) {
+    // `x` is `x` if it is a file, else `x.ipu` if that exists, else `x` if it
+    // exists at all (a directory, a FIFO, `/dev/null`: refused below by the
+    // reader, saying what it is, rather than "cannot find").
+    if (!fs::is_regular_file(candidate, ec) && candidate.extension() != ".ipu") {
+      fs::path withExtension = candidate;
+      withExtension += ".ipu";
+      if (fs::exists(withExtension, ec) || !fs::exists(candidate, ec)) candidate = withExtension;
+    }
+    if (!fs::exists(candidate, ec)) {
       std::string help = "paths are relative to the importing script (" +
                          (base.empty() ? std::string(".") : base.string()) + "); standard modules start with `std/`";
       std::vector<std::string> siblings;
@@ -110,6 +117,11 @@ Module* ModuleLoader::resolve(const syntax::ImportItem& imp, const Module& from)
     if (!byKey_.count(key)) {
       base::FileText read = base::readSourceFile(candidate.string());
       if (read.status != base::FileText::Status::Ok) {
+        if (read.status == base::FileText::Status::NotAFile) {
+          diags_.error(code::kModuleNotFound, imp.pathSpan,
+                       "module `" + path + "` is " + read.problem + ", not a file", "import a `.ipu` file");
+          return nullptr;
+        }
         std::string why = read.status == base::FileText::Status::TooLarge
                               ? "it is " + std::to_string(read.bytes) + " bytes; the limit is 8 MiB"
                               : read.problem;

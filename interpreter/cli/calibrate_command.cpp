@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "interpreter/base/render.h"
+#include "interpreter/cli/calibration_table.h"
 #include "interpreter/cli/output_file.h"
 #include "interpreter/session/session.h"
 #include "interpreter/syntax/parser.h"
@@ -20,25 +21,6 @@ namespace ipu::cli {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::vector<std::string> splitCsv(const std::string& line) {
-  std::vector<std::string> out;
-  std::string cur;
-  bool quoted = false;
-  for (char c : line) {
-    if (c == '"') quoted = !quoted;
-    else if (c == ',' && !quoted) {
-      out.push_back(cur);
-      cur.clear();
-    } else if (c != '\r') cur += c;
-  }
-  out.push_back(cur);
-  for (auto& s : out) {
-    while (!s.empty() && s.front() == ' ') s.erase(0, 1);
-    while (!s.empty() && s.back() == ' ') s.pop_back();
-  }
-  return out;
-}
 
 std::string letName(const std::string& chip) {
   std::string s;
@@ -55,79 +37,73 @@ std::string fixed(double v, int digits) {
 }  // namespace
 
 int calibrateCommand(const std::string& table, const std::string& output, base::ColorMode color) {
-  std::ifstream in(table);
-  if (!in) {
-    std::cerr << "ipu calibrate: cannot read `" << table << "`\n";
-    return 1;
-  }
+  // The table is read and its figures checked first (calibration_table.h):
+  // every problem is reported at its line, and nothing is fitted to a table
+  // with one.
+  CalibrationTable parsed = readCalibrationTable(table);
+  auto problem = [&](int line, const std::string& message) {
+    std::cerr << table;
+    if (line > 0) std::cerr << ":" << line;
+    std::cerr << ": error: " << message << "\n";
+  };
+  for (const auto& p : parsed.problems) problem(p.line, p.message);
+  if (!parsed.problems.empty()) return 1;
   const fs::path base = fs::path(table).parent_path();
   std::string line;
-  std::getline(in, line);
-  std::vector<std::string> header = splitCsv(line);
-  const std::vector<std::string> want = {"label", "script", "run", "phase", "samples_per_s"};
-  if (header != want) {
-    std::cerr << "ipu calibrate: `" << table << "` must start with the header `label,script,run,phase,samples_per_s`\n";
-    return 1;
-  }
   std::vector<cost::Measurement> rows;
   std::vector<std::unique_ptr<session::Session>> sessions;
   base::Painter painter(base::shouldColor(color, 2));
-  int lineNo = 1;
   bool failed = false;
-  while (std::getline(in, line)) {
-    ++lineNo;
-    if (line.empty() || line[0] == '#') continue;
-    auto f = splitCsv(line);
-    if (f.size() != 5) {
-      std::cerr << table << ":" << lineNo << ": expected 5 fields, found " << f.size() << "\n";
-      failed = true;
-      continue;
-    }
-    char* end = nullptr;
-    double measured = std::strtod(f[4].c_str(), &end);
-    if (end == f[4].c_str() || !(measured > 0)) {
-      std::cerr << table << ":" << lineNo << ": `" << f[4] << "` is not a positive throughput\n";
-      failed = true;
-      continue;
-    }
+  for (const TableRow& row : parsed.rows) {
     auto s = std::make_unique<session::Session>();
-    fs::path script = fs::path(f[1]).is_absolute() ? fs::path(f[1]) : base / f[1];
+    fs::path script = fs::path(row.script).is_absolute() ? fs::path(row.script) : base / row.script;
     auto file = s->readFile(script.string());
     const ir::ExecutionPlan* plan = file ? s->plan(*file, true) : nullptr;
     if (plan == nullptr || s->diagnostics().hasErrors()) {
       for (const auto& d : s->diagnostics().all()) base::renderHuman(std::cerr, d, s->sources(), painter);
-      std::cerr << table << ":" << lineNo << ": `" << f[1] << "` does not plan\n";
+      problem(row.line, "`" + row.script + "` does not plan");
       failed = true;
       continue;
     }
     const ir::PhasePlan* found = nullptr;
     for (const auto& r : plan->runs)
-      if (f[2].empty() || r.name == f[2])
+      if (row.run.empty() || r.name == row.run)
         for (const auto& ph : r.phases)
-          if ((f[3].empty() || ph.name == f[3]) && found == nullptr) found = &ph;
+          if ((row.phase.empty() || ph.name == row.phase) && found == nullptr) found = &ph;
     if (found == nullptr) {
-      std::cerr << table << ":" << lineNo << ": no run `" << f[2] << "` phase `" << f[3] << "` in `" << f[1] << "`\n";
+      problem(row.line, "no run `" + row.run + "` phase `" + row.phase + "` in `" + row.script + "`");
       failed = true;
       continue;
     }
-    rows.push_back(cost::Measurement{f[0], *found, measured});
+    if (std::string why = implausibleMeasurement(row.samplesPerSecond, *found); !why.empty()) {
+      problem(row.line, why);
+      failed = true;
+      continue;
+    }
+    rows.push_back(cost::Measurement{row.label, *found, row.samplesPerSecond});
     sessions.push_back(std::move(s));
   }
   if (failed) return 1;
-  if (rows.empty()) {
-    std::cerr << "ipu calibrate: `" << table << "` has no measurements\n";
+  if (rows.size() < parametersToFit(rows)) {
+    problem(0, std::to_string(rows.size()) + " measurement" + (rows.size() == 1 ? "" : "s") + " cannot determine " +
+                   std::to_string(parametersToFit(rows)) +
+                   " parameters (2 shared, 2 per chip): add rows, ideally of different models and pod sizes");
     return 1;
   }
   std::cerr << "fitting " << rows.size() << " measurements...\n";
   const std::string source = "fitted by `ipu calibrate` on " + fs::path(table).filename().string();
   cost::FitResult fit = cost::fitCalibration(rows, source);
+  if (std::string why = degenerateFit(fit); !why.empty()) {
+    problem(0, "the fit is degenerate (" + why + "); nothing was written");
+    return 1;
+  }
 
   std::ostringstream report;
   report << "row                                      chip        measured   predicted   error\n";
   for (const auto& r : fit.residuals) {
     char buf[160];
-    std::snprintf(buf, sizeof buf, "%-40s %-8s %11.0f %11.0f %+6.1f%%\n", r.label.c_str(), r.chip.c_str(), r.measured,
-                  r.predicted, 100 * r.error());
+    std::snprintf(buf, sizeof buf, "%-40s %-8s %11s %11s %+6.1f%%\n", r.label.c_str(), r.chip.c_str(),
+                  throughputText(r.measured).c_str(), throughputText(r.predicted).c_str(), 100 * r.error());
     report << buf;
   }
   report << "mean absolute error " << fixed(100 * fit.meanAbsoluteError, 1) << "%, worst "

@@ -291,6 +291,13 @@ int cmdFmt(const Options& o) {
       continue;
     }
     std::string formatted = syntax::print(*program, &s.sources());
+    if (formatted.size() > base::kMaxSourceBytes) {  // it could not be read back (IPU0010)
+      std::cerr << "ipu fmt: formatted, `" << path << "` would be " << formatted.size()
+                << " bytes, over the 8 MiB a script may have; it is left untouched (split it into modules and "
+                   "`import` them)\n";
+      status = kUserError;
+      continue;
+    }
     base::FileId again = s.addSource(path, formatted);
     base::Diagnostics scratch;
     auto reparsed = syntax::parse(s.sources(), again, scratch);

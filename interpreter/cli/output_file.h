@@ -1,7 +1,7 @@
-// Files the CLI writes (formatted scripts, calibrations, timelines) are
-// replaced whole or not at all: the text goes to a temporary file beside the
-// target, which is renamed over it only once completely written. An
-// interrupted or failed write never leaves a truncated file behind.
+// Files the CLI writes (formatted scripts, calibrations, timelines) go
+// through files::writeFileSafely (runtime/files/safe_write.h): replaced whole
+// or not at all, keeping the file's mode, owner and links, refusing
+// read-only files.
 #pragma once
 
 #include <string>

@@ -6,7 +6,7 @@ const std::vector<base::CodeInfo>& hookCodes() {
   static const std::vector<base::CodeInfo> codes = {
       {code::kLuaSyntax, "a Lua hook that does not compile"},
       {code::kLuaRuntime, "a Lua error while a hook runs"},
-      {code::kLuaInstructions, "a hook used its instruction budget (an endless loop?)"},
+      {code::kLuaInstructions, "a hook used its instruction or time budget (an endless loop?)"},
       {code::kLuaMemory, "a hook used its memory budget"},
       {code::kLuaForbidden, "a hook used something the sandbox does not allow"},
       {code::kMetricUnavailable, "a hook asked for a metric this kind of run does not have"},

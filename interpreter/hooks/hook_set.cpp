@@ -16,6 +16,7 @@ const char* codeFor(LuaFailure::Kind kind) {
     case LuaFailure::Kind::Syntax: return code::kLuaSyntax;
     case LuaFailure::Kind::Runtime: return code::kLuaRuntime;
     case LuaFailure::Kind::Instructions: return code::kLuaInstructions;
+    case LuaFailure::Kind::Time: return code::kLuaInstructions;
     case LuaFailure::Kind::Memory: return code::kLuaMemory;
     case LuaFailure::Kind::Forbidden: return code::kLuaForbidden;
     case LuaFailure::Kind::Unavailable: return code::kMetricUnavailable;
@@ -31,6 +32,9 @@ std::string helpFor(LuaFailure::Kind kind, const SandboxLimits& limits) {
     case LuaFailure::Kind::Instructions:
       return "a hook call may run " + std::to_string(limits.instructionsPerCall) +
              " Lua instructions: look for a loop that never ends";
+    case LuaFailure::Kind::Time:
+      return "a hook call may run for " + std::to_string(limits.millisecondsPerCall) +
+             " ms, library functions included: look for a loop that never ends or work on huge strings and tables";
     case LuaFailure::Kind::Memory:
       return "a hook may use " + std::to_string(limits.memoryBytes >> 20) +
              " MB: look for a table or string that keeps growing";

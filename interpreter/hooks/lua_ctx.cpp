@@ -33,7 +33,8 @@ CtxCall* activeCall(lua_State* L, int serialUpvalue) {
 }
 
 int ctxIndex(lua_State* L) {
-  // upvalues: data, reasons, optional
+  // upvalues: data, reasons, optional, serial
+  activeCall(L, 4);  // a ctx kept past its call reads nothing (docs/hooks.md: IPU4005)
   lua_pushvalue(L, 2);
   lua_rawget(L, lua_upvalueindex(1));
   if (!lua_isnil(L, -1)) return 1;
@@ -77,6 +78,7 @@ int ctxIndex(lua_State* L) {
 int ctxNewIndex(lua_State* L) { return LuaSandbox::fail(L, Kind::Forbidden, "ctx is read-only"); }
 
 int ctxPairs(lua_State* L) {
+  activeCall(L, 2);
   lua_getglobal(L, "next");
   lua_pushvalue(L, lua_upvalueindex(1));
   lua_pushnil(L);
@@ -107,10 +109,17 @@ int ctxLog(lua_State* L) {
 int ctxStop(lua_State* L) {
   CtxCall* call = activeCall(L, 1);
   if (call->stop == nullptr) return LuaSandbox::fail(L, Kind::Forbidden, "ctx:stop is not available here");
+  // The reason is shown to people: text (or a number), never a table's address.
+  if (!lua_isnoneornil(L, 2) && lua_type(L, 2) != LUA_TSTRING && lua_type(L, 2) != LUA_TNUMBER) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "ctx:stop(reason) needs a string as its reason, not a %s", luaL_typename(L, 2));
+    return LuaSandbox::fail(L, Kind::BadValue, buf);
+  }
   std::size_t len = 0;
-  const char* reason = lua_isnoneornil(L, 2) ? "stopped by a hook" : luaL_tolstring(L, 2, &len);
+  const char* reason = lua_isnoneornil(L, 2) ? "stopped by a hook" : lua_tolstring(L, 2, &len);
+  if (lua_isnoneornil(L, 2)) len = std::strlen(reason);
   call->stop->stop = true;
-  call->stop->reason.assign(reason, std::min<std::size_t>(std::strlen(reason), 200));
+  call->stop->reason.assign(reason, std::min<std::size_t>(len, 200));
   return 0;
 }
 
@@ -215,12 +224,14 @@ void CtxBuilder::finish(long long serial, const std::vector<const char*>& method
   lua_pushvalue(L_, data_);
   lua_pushvalue(L_, reasons_);
   lua_pushvalue(L_, optional_);
-  lua_pushcclosure(L_, ctxIndex, 3);
+  lua_pushinteger(L_, static_cast<lua_Integer>(serial));
+  lua_pushcclosure(L_, ctxIndex, 4);
   lua_setfield(L_, -2, "__index");
   lua_pushcfunction(L_, ctxNewIndex);
   lua_setfield(L_, -2, "__newindex");
   lua_pushvalue(L_, data_);
-  lua_pushcclosure(L_, ctxPairs, 1);
+  lua_pushinteger(L_, static_cast<lua_Integer>(serial));
+  lua_pushcclosure(L_, ctxPairs, 2);
   lua_setfield(L_, -2, "__pairs");
   lua_pushboolean(L_, 0);
   lua_setfield(L_, -2, "__metatable");

@@ -1,6 +1,7 @@
 #include "interpreter/hooks/sandbox.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -24,7 +25,17 @@ namespace {
 constexpr int kCountStep = 1000;  // instructions between budget checks
 // Worst-case steps a string pattern may take (C code is not interrupted by
 // the instruction budget, so a backtracking pattern is refused up front).
-constexpr double kPatternBudget = 1e9;
+// Steps are counted conservatively (see patternCost), so the figure is well
+// under a second of matching.
+constexpr double kPatternBudget = 2e8;
+// Elements `table.sort` sorts with its default comparison (which makes no
+// call the budget could see): a few seconds at most for long strings.
+constexpr long long kSortLimit = 1 << 20;
+// Allocations at least this large check the clock (string.rep, table.concat
+// and gsub building big results in a loop inside one C call).
+constexpr std::size_t kLargeAllocation = 64u << 10;
+
+using Clock = std::chrono::steady_clock;
 
 const char* const kForbidden[] = {"io", "os", "package", "require", "debug", "coroutine", "dofile", "loadfile",
                                   "collectgarbage", "rawset", "loadstring", "module", "setfenv", "getfenv", "jit",
@@ -44,6 +55,9 @@ struct LuaSandbox::State {
   std::vector<LuaFrame> frames;  // filled by the message handler
   int errorLine = 0;
   int lastLine = 0;        // the hook's line last seen by the instruction counter (for memory errors)
+  Clock::time_point deadline = Clock::time_point::max();  // of the protected call in progress
+  bool timedOut = false;   // the deadline passed: every further allocation and hook check fails
+  unsigned allocations = 0;  // every 1,024th allocation checks the clock too (the compiler's, `load` of huge text)
 };
 
 namespace {
@@ -61,6 +75,14 @@ void* budgetAlloc(void* ud, void* ptr, std::size_t osize, std::size_t nsize) {
   // Outside protected calls an allocation failure would abort the process,
   // so the few allocations the host makes there are not limited.
   if (nsize > osize && !s->hostSide && s->used + (nsize - osize) > s->limits.memoryBytes) return nullptr;
+  // A C function building a large value in a loop is bounded by the clock:
+  // once the deadline passes every growth fails, which Lua raises as an
+  // error the protected call classifies as time (fatal() below).
+  if (nsize > osize && !s->hostSide &&
+      (s->timedOut || ((nsize >= kLargeAllocation || (++s->allocations & 1023u) == 0) && Clock::now() > s->deadline))) {
+    s->timedOut = true;
+    return nullptr;
+  }
   void* out = std::realloc(ptr, nsize);
   if (out != nullptr) s->used = s->used + nsize - osize;
   return out;
@@ -73,11 +95,15 @@ int panic(lua_State* L) {
 }
 
 bool fatal(LuaSandbox::State* s, int status) {
-  if (status == LUA_ERRMEM) {
+  if (s->timedOut) {
+    s->pending = true;
+    s->pendingKind = LuaFailure::Kind::Time;
+  } else if (status == LUA_ERRMEM) {
     s->pending = true;
     s->pendingKind = LuaFailure::Kind::Memory;
   }
-  return s->pending && (s->pendingKind == LuaFailure::Kind::Instructions || s->pendingKind == LuaFailure::Kind::Memory);
+  return s->pending && (s->pendingKind == LuaFailure::Kind::Instructions || s->pendingKind == LuaFailure::Kind::Time ||
+                        s->pendingKind == LuaFailure::Kind::Memory);
 }
 
 // The host reads or writes the state outside a protected call.
@@ -90,9 +116,36 @@ struct HostSide {
 // Counts instructions, and remembers the hook's line that last ran or called
 // a function, to locate failures that stop the VM without a traceback (an
 // allocation refused inside a library function).
+int messageHandler(lua_State* L);
+
+[[noreturn]] void raiseTimeout(lua_State* L, LuaSandbox::State* s) {
+  s->timedOut = true;
+  s->pending = true;
+  s->pendingKind = LuaFailure::Kind::Time;
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "ran for more than its budget of %lld ms (an endless loop, or work on huge values?)",
+                s->limits.millisecondsPerCall);
+  luaL_error(L, "%s", buf);
+  std::abort();  // luaL_error does not return
+}
+
 void countHook(lua_State* L, lua_Debug* ar) {
   LuaSandbox::State* s = stateOf(L);
-  if (ar->event == LUA_HOOKCALL) {
+  // Every call and return into or out of a library function passes here, so
+  // a loop of expensive library calls is bounded by the clock even when it
+  // runs few VM instructions.
+  if (s->timedOut || Clock::now() > s->deadline) {
+    // Once raised, the error must be able to reach the host: the message
+    // handler that collects the traceback is let through.
+    if (s->timedOut && ar->event != LUA_HOOKCOUNT && lua_getinfo(L, "f", ar) != 0) {
+      const bool handler = lua_tocfunction(L, -1) == messageHandler;
+      lua_pop(L, 1);
+      if (handler) return;
+    }
+    raiseTimeout(L, s);
+  }
+  if (ar->event == LUA_HOOKRET) return;
+  if (ar->event == LUA_HOOKCALL || ar->event == LUA_HOOKTAILCALL) {
     lua_Debug caller;
     if (lua_getstack(L, 1, &caller) != 0 && lua_getinfo(L, "Sl", &caller) != 0 && caller.source != nullptr &&
         s->chunkName == caller.source && caller.currentline > 0)
@@ -296,14 +349,25 @@ int sandboxLoad(lua_State* L) {
   return 2;
 }
 
-// The worst case of Lua's backtracking matcher grows with the subject length
-// to the power of the pattern's repetitions; refuse what could run for long.
+// The worst case of Lua's matcher, in steps: every start position (one when
+// anchored), times the pattern's length (a long character class is scanned
+// for every subject character), times the subject length for every
+// repetition (`*`, `+`, `-` backtrack) and every `%b` (which scans to the
+// end of the subject), times 2 for every `?`. Conservative on purpose: the
+// matcher is C code that neither the instruction counter nor the clock can
+// interrupt, so what could run long is refused up front.
 double patternCost(const char* p, std::size_t plen, std::size_t n, bool anchoredOrPlain) {
-  double cost = anchoredOrPlain ? 1.0 : static_cast<double>(n) + 1;
+  const double subject = static_cast<double>(n) + 1;
+  double cost = (anchoredOrPlain ? 1.0 : subject) * (static_cast<double>(plen) + 1);
   bool inSet = false;
   for (std::size_t i = 0; i < plen; ++i) {
     char c = p[i];
     if (c == '%') {
+      if (!inSet && i + 1 < plen && p[i + 1] == 'b') {
+        cost *= subject;
+        i += 3;  // %bxy
+        continue;
+      }
       ++i;
       continue;
     }
@@ -317,10 +381,32 @@ double patternCost(const char* p, std::size_t plen, std::size_t n, bool anchored
       if (i + 1 < plen && p[i + 1] == ']') ++i;
       continue;
     }
-    if ((c == '*' || c == '+' || c == '-') && i > 0) cost *= static_cast<double>(n) + 1;
+    if ((c == '*' || c == '+' || c == '-') && i > 0) cost *= subject;
     else if (c == '?') cost *= 2;
+    if (cost > 1e300) break;
   }
   return cost;
+}
+
+// table.sort with the default comparison runs entirely in C; with a
+// comparison function every comparison is a call the clock sees.
+int guardedSort(lua_State* L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  if (lua_isnoneornil(L, 2)) {
+    const lua_Integer n = static_cast<lua_Integer>(lua_rawlen(L, 1));
+    if (n > kSortLimit) {
+      char buf[200];
+      std::snprintf(buf, sizeof buf,
+                    "table.sort of %lld elements could take too long; the sandbox sorts at most %lld without a "
+                    "comparison function",
+                    static_cast<long long>(n), kSortLimit);
+      return LuaSandbox::fail(L, LuaFailure::Kind::Time, buf);
+    }
+  }
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, lua_gettop(L) - 1, 0);
+  return 0;
 }
 
 int guardedPattern(lua_State* L) {
@@ -335,7 +421,7 @@ int guardedPattern(lua_State* L) {
     if (cost > kPatternBudget) {
       LuaSandbox::State* st = stateOf(L);
       st->pending = true;
-      st->pendingKind = LuaFailure::Kind::Instructions;
+      st->pendingKind = LuaFailure::Kind::Time;
       return luaL_error(L,
                         "the string pattern could take too long on a %d-byte string (its repetitions backtrack); "
                         "match a shorter string or a simpler pattern",
@@ -378,6 +464,11 @@ LuaSandbox::LuaSandbox(std::string hookName, SandboxLimits limits, std::function
     lua_pushcclosure(L_, guardedPattern, 2);
     lua_setfield(L_, -2, patterns[i]);
   }
+  lua_pop(L_, 1);
+  lua_getglobal(L_, LUA_TABLIBNAME);
+  lua_getfield(L_, -1, "sort");
+  lua_pushcclosure(L_, guardedSort, 1);
+  lua_setfield(L_, -2, "sort");
   lua_pop(L_, 1);
   // Hide the string metatable (it holds the real string table).
   lua_pushliteral(L_, "");
@@ -446,7 +537,7 @@ LuaSandbox::LuaSandbox(std::string hookName, SandboxLimits limits, std::function
   lua_setmetatable(L_, g);
   lua_settop(L_, 0);
 
-  lua_sethook(L_, countHook, LUA_MASKCOUNT | LUA_MASKCALL, kCountStep);
+  lua_sethook(L_, countHook, LUA_MASKCOUNT | LUA_MASKCALL | LUA_MASKRET, kCountStep);
 }
 
 LuaSandbox::~LuaSandbox() {
@@ -487,12 +578,21 @@ bool LuaSandbox::protectedCall(int args, int results, LuaFailure& failure) {
   s->frames.clear();
   s->errorLine = 0;
   s->lastLine = 0;
+  s->timedOut = false;
+  s->deadline = Clock::now() + std::chrono::milliseconds(s->limits.millisecondsPerCall);
   int status = lua_pcall(L_, args, results, fn);
+  s->deadline = Clock::time_point::max();
+  const bool timedOut = s->timedOut;
+  s->timedOut = false;
   lua_remove(L_, fn);
   if (status == LUA_OK) return true;
   failure = LuaFailure{};
   HostSide host(s);
-  if (status == LUA_ERRMEM || (s->pending && s->pendingKind == LuaFailure::Kind::Memory)) {
+  if (timedOut) {
+    failure.kind = LuaFailure::Kind::Time;
+    failure.message = "ran for more than its budget of " + std::to_string(s->limits.millisecondsPerCall) +
+                      " ms (an endless loop, or work on huge values?)";
+  } else if (status == LUA_ERRMEM || (s->pending && s->pendingKind == LuaFailure::Kind::Memory)) {
     failure.kind = LuaFailure::Kind::Memory;
     failure.message = "used its memory budget of " + std::to_string(s->limits.memoryBytes >> 20) + " MB";
   } else {

@@ -2,7 +2,14 @@
 // people: only the base, string, table, math and utf8 libraries (no io, os,
 // package, require, debug, coroutine, dofile, loadfile, collectgarbage,
 // string.dump, rawset, no bytecode), library globals read-only, finalizers
-// refused, an instruction budget per call and a memory budget per state.
+// refused, an instruction budget and a wall-clock budget per call, and a
+// memory budget per state. The wall clock is what bounds the library's C
+// functions (which the instruction counter never sees): it is checked on
+// every function call and return, every 1,000 instructions and on large
+// allocations, and the C functions whose single call could run long on
+// bounded memory (backtracking patterns, `%b`, long character classes,
+// `table.sort` of millions of elements) are refused up front from the size
+// of their inputs.
 // Every failure comes back as a LuaFailure value with the Lua line and a
 // traceback; nothing is thrown and nothing is printed.
 #pragma once
@@ -19,6 +26,7 @@ namespace ipu::hooks {
 struct SandboxLimits {
   long long instructionsPerCall = 20'000'000;  // Lua VM instructions per top-level run or hook call
   std::size_t memoryBytes = 64u << 20;         // everything the state allocates
+  long long millisecondsPerCall = 2'000;       // wall clock per top-level run or hook call
 };
 
 struct LuaFrame {
@@ -28,7 +36,7 @@ struct LuaFrame {
 };
 
 struct LuaFailure {
-  enum class Kind { Syntax, Runtime, Instructions, Memory, Forbidden, Unavailable, BadValue } kind = Kind::Runtime;
+  enum class Kind { Syntax, Runtime, Instructions, Time, Memory, Forbidden, Unavailable, BadValue } kind = Kind::Runtime;
   int line = 0;             // 1-based within the hook's code; 0 when unknown
   std::string message;      // without Lua's "chunk:line:" prefix
   std::vector<LuaFrame> traceback;  // innermost first

@@ -1,11 +1,20 @@
 #include "interpreter/runner/run_directory.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <ctime>
+#include <fcntl.h>
 #include <filesystem>
 #include <sstream>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "runtime/files/regular_file.h"
+#include "runtime/files/safe_write.h"
 
 namespace ipu::runner {
 
@@ -22,7 +31,105 @@ std::string timestamp() {
   return buf;
 }
 
+// A log whose last line has no newline was cut off while being written: the
+// torn line is dropped (it cannot be parsed, and the next record would be
+// glued to it). Returns what was done, "" if nothing.
+std::string repairLog(const std::string& path, const std::string& name) {
+  files::ReadResult r = files::readRegularFile(path, std::uint64_t{1} << 36);
+  if (!r.ok() || r.text.empty() || r.text.back() == '\n') return "";
+  const std::size_t keep = r.text.rfind('\n') == std::string::npos ? 0 : r.text.rfind('\n') + 1;
+  if (::truncate(path.c_str(), static_cast<off_t>(keep)) != 0) return "";
+  return name + ": its last line was cut off (" + std::to_string(r.text.size() - keep) +
+         " bytes, from a run that was interrupted while writing it); it was dropped";
+}
+
 }  // namespace
+
+RunDirectory::AppendLog& RunDirectory::AppendLog::operator=(AppendLog&& o) noexcept {
+  if (this != &o) {
+    close();
+    fd_ = o.fd_;
+    o.fd_ = -1;
+  }
+  return *this;
+}
+
+bool RunDirectory::AppendLog::open(const std::string& path) {
+  close();
+  // O_NONBLOCK: a FIFO put in place of the log must not hang the run.
+  fd_ = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0644);
+  if (fd_ < 0) return false;
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close();
+    return false;
+  }
+  ::fcntl(fd_, F_SETFL, O_APPEND);
+  return true;
+}
+
+bool RunDirectory::AppendLog::writeLine(const std::string& line) {
+  if (fd_ < 0) return false;
+  const std::string whole = line + "\n";  // one write: a line is never interleaved
+  std::size_t done = 0;
+  while (done < whole.size()) {
+    const ssize_t n = ::write(fd_, whole.data() + done, whole.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+void RunDirectory::AppendLog::close() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+RunDirectory::LockFile::~LockFile() {
+  if (fd >= 0) ::close(fd);  // releases the flock
+}
+
+RunDirectory::LockFile& RunDirectory::LockFile::operator=(LockFile&& o) noexcept {
+  if (this != &o) {
+    if (fd >= 0) ::close(fd);
+    fd = o.fd;
+    o.fd = -1;
+  }
+  return *this;
+}
+
+bool RunDirectory::lock(std::string& error, bool* busy) {
+  const std::string path = path_ + "/.lock";
+  lock_.fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC, 0644);
+  struct stat st {};
+  if (lock_.fd < 0 || ::fstat(lock_.fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    error = "cannot lock `" + path_ + "` (its `.lock` is not a file I can write)";
+    return false;
+  }
+  if (::flock(lock_.fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    if (err == EWOULDBLOCK) {
+      char pid[32] = {0};
+      const ssize_t n = ::pread(lock_.fd, pid, sizeof pid - 1, 0);
+      std::string who = n > 0 ? std::string(pid, static_cast<std::size_t>(n)) : std::string();
+      while (!who.empty() && (who.back() == '\n' || who.back() == ' ')) who.pop_back();
+      error = "`" + path_ + "` is in use by another `ipu run`" +
+              (who.empty() || who.find_first_not_of("0123456789") != std::string::npos ? std::string()
+                                                                                        : " (process " + who + ")") +
+              "; wait for it to finish, or stop it first";
+      if (busy != nullptr) *busy = true;
+    } else {
+      error = "cannot lock `" + path_ + "`: " + std::strerror(err);
+    }
+    return false;
+  }
+  const std::string pid = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(lock_.fd, 0) == 0) (void)!::pwrite(lock_.fd, pid.data(), pid.size(), 0);
+  return true;
+}
 
 std::optional<RunDirectory> RunDirectory::create(const std::string& root, const std::string& training, std::string& error) {
   std::error_code ec;
@@ -37,6 +144,7 @@ std::optional<RunDirectory> RunDirectory::create(const std::string& root, const 
     fs::path dir = base / (n == 0 ? stamp : stamp + "-" + std::to_string(n));
     if (fs::create_directory(dir, ec)) {
       RunDirectory d(dir.string(), false);
+      if (!d.lock(error, nullptr)) return std::nullopt;
       fs::create_directories(d.checkpoints(), ec);
       d.openLogs();
       if (d.ioFailed_) {
@@ -54,12 +162,19 @@ std::optional<RunDirectory> RunDirectory::create(const std::string& root, const 
   return std::nullopt;
 }
 
-std::optional<RunDirectory> RunDirectory::reopen(const std::string& path, std::string& error) {
-  if (!fs::is_directory(path) || !fs::exists(fs::path(path) / "plan.json")) {
+std::optional<RunDirectory> RunDirectory::reopen(const std::string& path, std::string& error, bool* busy) {
+  std::error_code ec;
+  if (!fs::is_directory(path, ec) || !fs::exists(fs::path(path) / "plan.json", ec)) {
     error = "`" + path + "` is not a run directory (it has no plan.json)";
     return std::nullopt;
   }
   RunDirectory d(path, true);
+  if (!d.lock(error, busy)) return std::nullopt;
+  // Under the lock: nobody else is appending while the logs are repaired.
+  for (const char* log : {"metrics.jsonl", "events.jsonl"}) {
+    std::string done = repairLog(path + "/" + log, log);
+    if (!done.empty()) d.repairs_.push_back(std::move(done));
+  }
   d.openLogs();
   if (d.ioFailed_) {
     error = "cannot write in `" + path + "`";
@@ -78,27 +193,13 @@ std::string RunDirectory::latest(const std::string& root, const std::string& tra
 }
 
 void RunDirectory::openLogs() {
-  metrics_.open(path_ + "/metrics.jsonl", std::ios::app);
-  events_.open(path_ + "/events.jsonl", std::ios::app);
-  ioFailed_ = !metrics_ || !events_;
+  const bool metrics = metrics_.open(path_ + "/metrics.jsonl");
+  const bool events = events_.open(path_ + "/events.jsonl");
+  ioFailed_ = !metrics || !events;
 }
 
 bool RunDirectory::writeFile(const std::string& name, const std::string& text, std::string& error) {
-  const std::string target = path_ + "/" + name, tmp = target + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.close();
-    if (!out) {
-      error = "cannot write `" + tmp + "`";
-      ioFailed_ = true;
-      return false;
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    error = "cannot replace `" + target + "`: " + ec.message();
+  if (!files::writeFileSafely(path_ + "/" + name, text, error)) {
     ioFailed_ = true;
     return false;
   }
@@ -106,9 +207,7 @@ bool RunDirectory::writeFile(const std::string& name, const std::string& text, s
 }
 
 void RunDirectory::event(ir::Json e) {
-  events_ << e.dump(-1) << "\n";
-  events_.flush();
-  if (!events_) ioFailed_ = true;
+  if (!events_.writeLine(e.dump(-1))) ioFailed_ = true;
 }
 
 train::PhaseDecision RunDirectory::phaseStart(train::Source, const train::PhaseInfo& info) {
@@ -127,7 +226,8 @@ train::StopRequest RunDirectory::step(train::Source, const train::StepInfo& s, s
     // interrupted run and are about to be run again: drop them.
     trimmed_ = true;
     metrics_.close();
-    std::ifstream in(path_ + "/metrics.jsonl");
+    files::ReadResult before = files::readRegularFile(path_ + "/metrics.jsonl", std::uint64_t{1} << 36);
+    std::istringstream in(before.text);
     std::ostringstream kept;
     std::string line;
     const std::string key = "\"global_step\":";
@@ -136,10 +236,9 @@ train::StopRequest RunDirectory::step(train::Source, const train::StepInfo& s, s
       long long g = at == std::string::npos ? 0 : std::atoll(line.c_str() + at + key.size());
       if (g < s.globalStep) kept << line << "\n";
     }
-    in.close();
     std::string error;
-    writeFile("metrics.jsonl", kept.str(), error);
-    metrics_.open(path_ + "/metrics.jsonl", std::ios::app);
+    if (before.ok()) writeFile("metrics.jsonl", kept.str(), error);
+    if (!metrics_.open(path_ + "/metrics.jsonl")) ioFailed_ = true;
   }
   ir::Json j = ir::Json::object();
   j["phase"] = s.phase;
@@ -153,10 +252,8 @@ train::StopRequest RunDirectory::step(train::Source, const train::StepInfo& s, s
   j["step_time_s"] = ir::Json(s.stepTimeSeconds);
   for (const auto& [k, v] : s.metrics) j[k] = ir::Json(v);
   for (const auto& [k, v] : logged) j[k] = ir::Json(v);
-  metrics_ << j.dump(-1) << "\n";
-  metrics_.flush();
+  if (!metrics_.writeLine(j.dump(-1))) ioFailed_ = true;
   ++steps_;
-  if (!metrics_) ioFailed_ = true;
   return {};
 }
 

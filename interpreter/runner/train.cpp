@@ -2,14 +2,16 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include "interpreter/hooks/run_hooks.h"
 #include "interpreter/runner/progress.h"
 #include "interpreter/runner/run_directory.h"
 #include "runtime/emulator/emulator.h"
+#include "runtime/files/regular_file.h"
 
 namespace ipu::runner {
 
@@ -52,6 +54,19 @@ class FanOut : public train::Observer {
   std::vector<train::Observer*> all_;
 };
 
+// What a checkpoint belongs to: a digest (FNV-1a, 64 bits) of the plan's
+// JSON, which the run directory also keeps whole in plan.json.
+std::string planIdentity(const std::string& planText) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : planText) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
 void report(session::Session& s, const emu::Error& e) {
   s.diagnostics().error(e.code, s.spanOf(e.where), e.message, e.help);
 }
@@ -89,18 +104,25 @@ TrainResult train(session::Session& session, const ir::RunPlan& run, const Train
                                   "start it without --resume");
       return result;
     }
-    dir = RunDirectory::reopen(path, error);
+    bool busy = false;
+    dir = RunDirectory::reopen(path, error, &busy);
     if (!dir) {
       session.diagnostics().error(emu::code::kCheckpoint, session.spanOf(run.source), error,
-                                  "give --resume=DIR a directory `ipu run` made (runs/" + run.name +
-                                      "/<date-time>), or --resume alone for the latest one");
+                                  busy ? "one run directory takes one writer at a time"
+                                       : "give --resume=DIR a directory `ipu run` made (runs/" + run.name +
+                                             "/<date-time>), or --resume alone for the latest one");
       return result;
     }
+    for (const auto& repaired : dir->repairs()) progress << "note: " << repaired << "\n";
     {
-      std::ifstream in(path + "/plan.json");
-      std::stringstream before;
-      before << in.rdbuf();
-      if (before.str() != planText) {
+      files::ReadResult before = files::readRegularFile(path + "/plan.json", std::uint64_t{1} << 30);
+      if (!before.ok()) {
+        session.diagnostics().error(emu::code::kCheckpoint, session.spanOf(run.source),
+                                    "the run's plan record cannot be read: " + before.describe(path + "/plan.json"),
+                                    "start a new run without --resume");
+        return result;
+      }
+      if (before.text != planText) {
         session.diagnostics().error(emu::code::kCheckpoint, session.spanOf(run.source),
                                     "the plan of training `" + run.name + "` changed since `" + path +
                                         "` started, so its checkpoints do not belong to it",
@@ -125,6 +147,7 @@ TrainResult train(session::Session& session, const ir::RunPlan& run, const Train
   }
   options.checkpointDirectory = dir->checkpoints();
   options.resume = settings.resume;
+  options.planIdentity = planIdentity(planText);
 
   // Listeners: the training's hooks, the record, the display.
   hooks::RunHooks runHooks(*session.hooks(), run, train::Source::Emulator);

@@ -137,6 +137,7 @@ FitResult fitCalibration(std::vector<Measurement> rows, const std::string& sourc
       best = x;
     }
   }
+  if (best.empty()) return out;  // no start gave a finite loss: no parameters (the caller reports it)
   apply(best);
   double sumAbs = 0;
   for (const auto& r : rows) {

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "runtime/emulator/counter_rng.h"
+#include "runtime/files/regular_file.h"
 
 namespace ipu::emu {
 
@@ -89,8 +90,11 @@ Expected<std::shared_ptr<const TextCorpus>> loadCorpus(const std::string& path, 
   // Documents of words, in file order; paragraphs (blank lines) end sentences too.
   std::vector<std::vector<std::vector<std::string>>> docs;
   for (const auto& f : files) {
-    std::ifstream in(f, std::ios::binary);
-    if (!in) return Error{code::kDataset, "cannot read `" + f.string() + "`", "check the file's permissions", {}};
+    // Through the one safe reader: a FIFO or device named `x.txt` in the
+    // dataset directory is refused, never waited on.
+    files::ReadResult read = files::readRegularFile(f.string(), std::uint64_t{1} << 34);
+    if (!read.ok()) return Error{code::kDataset, read.describe(f.string()), "give a .txt file or a directory of .txt files", {}};
+    std::istringstream in(std::move(read.text));
     std::vector<std::vector<std::string>> sentences;
     std::string line, paragraph;
     auto flush = [&]() {

@@ -1,7 +1,9 @@
 #include "runtime/emulator/emulator.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -33,6 +35,7 @@ const std::vector<CodeTitle>& emulatorCodes() {
       {code::kIpuMemory, "a virtual IPU ran out of memory"},
       {code::kMissingPolicy, "a Lua policy the caller did not supply"},
       {code::kIo, "a file could not be written"},
+      {code::kDiverged, "the training diverged: a step's loss is not a finite number"},
       {code::kInternal, "an internal error of the emulator"},
   };
   return codes;
@@ -86,7 +89,9 @@ ResumePoint latestCheckpoint(const ir::RunPlan& plan, const std::string& dir) {
     const fs::path d = fs::path(dir) / name;
     std::error_code ec;
     if (!fs::is_directory(d, ec)) continue;
-    if (fs::is_regular_file(d / "final.ipt", ec)) {
+    // Whatever is named final.ipt is the final checkpoint (a directory or a
+    // FIFO there is then refused by the reader, never skipped over).
+    if (fs::exists(fs::symlink_status(d / "final.ipt", ec))) {
       best = {i, (d / "final.ipt").string(), true, 0};
       continue;
     }
@@ -110,6 +115,40 @@ Error withWhere(Error e, const ir::SourceRef& where) {
   return e;
 }
 
+// A checkpoint is trained on only if it is what it claims to be: its
+// checksum matches (no flipped byte), it belongs to this run, phase and plan,
+// its step is one the phase can reach (and the one its name says), and its
+// tensors are finite. `expectedStep`: the step its file name says, 0 for
+// `final.ipt` (any step of the phase), -1 when it only provides weights
+// (`from`, ctx:start_from: any phase of the run).
+Expected<bool> verifyCheckpoint(const TensorFile& f, const std::string& path, const ir::RunPlan& plan,
+                                const std::string& phase, long long phaseSteps, long long expectedStep,
+                                const Options& options, const ir::SourceRef& where) {
+  auto refuse = [&](const std::string& why) -> Expected<bool> {
+    return Error{code::kCheckpoint, "checkpoint `" + path + "` " + why,
+                 "delete it to continue from the checkpoint before it, or start a new run without --resume", where};
+  };
+  if (!f.checksummed) return refuse("has no checksum (damaged, or not written by this version of ipu)");
+  if (f.get("format") != "ipu-checkpoint/1") return refuse("is not a training checkpoint");
+  if (f.get("run") != plan.name) return refuse("belongs to training `" + f.get("run") + "`, not `" + plan.name + "`");
+  if (!options.planIdentity.empty() && f.get("plan") != options.planIdentity)
+    return refuse("was written for another plan of training `" + plan.name + "`");
+  if (expectedStep >= 0) {
+    if (f.get("phase") != phase) return refuse("belongs to phase `" + f.get("phase") + "`, not `" + phase + "`");
+    const std::string stepText = f.get("step");
+    char* end = nullptr;
+    const long long step = std::strtoll(stepText.c_str(), &end, 10);
+    if (stepText.empty() || *end != '\0' || step < 1 || step > phaseSteps)
+      return refuse("claims step `" + stepText + "`, not a step of phase `" + phase + "` (1 to " +
+                    std::to_string(phaseSteps) + ")");
+    if (expectedStep > 0 && step != expectedStep)
+      return refuse("claims step " + stepText + " but its name says step " + std::to_string(expectedStep));
+  }
+  for (const auto& [name, m] : f.tensors)
+    if (!m.allFinite()) return refuse("holds values that are not finite numbers in `" + name + "`");
+  return true;
+}
+
 }  // namespace
 
 Expected<RunOutcome> run(const ir::RunPlan& plan, const Options& options) {
@@ -124,7 +163,13 @@ Expected<RunOutcome> run(const ir::RunPlan& plan, const Options& options) {
                      "`ipu plan` lists the changes that make it fit", ph.mapping.source};
 
     ResumePoint resume;
-    if (options.resume && !options.checkpointDirectory.empty()) resume = latestCheckpoint(plan, options.checkpointDirectory);
+    if (options.resume && !options.checkpointDirectory.empty()) {
+      resume = latestCheckpoint(plan, options.checkpointDirectory);
+      // Restarting from step 1 would silently redo (and overwrite) the run.
+      if (resume.phase < 0)
+        return Error{code::kCheckpoint, "there is no checkpoint to resume from in `" + options.checkpointDirectory + "`",
+                     "start a new run without --resume", plan.source};
+    }
 
     std::map<std::pair<std::string, int>, std::shared_ptr<const TextCorpus>> corpora;
     std::map<std::string, NamedTensors> finals;   // each finished phase's weights, for `from`
@@ -195,6 +240,8 @@ Expected<RunOutcome> run(const ir::RunPlan& plan, const Options& options) {
       auto loadWeights = [&](const std::string& path) -> Expected<bool> {
         auto file = readTensorFile(path);
         if (!file) return withWhere(file.error(), ph.source);
+        auto verified = verifyCheckpoint(*file, path, plan, ph.from, 0, -1, options, ph.source);
+        if (!verified) return verified.error();
         NamedTensors w;
         for (const auto& t : file->tensors)
           if (t.first.find('/') == std::string::npos) w.push_back(t);
@@ -207,6 +254,9 @@ Expected<RunOutcome> run(const ir::RunPlan& plan, const Options& options) {
       } else if (resuming) {
         auto file = readTensorFile(resume.path);
         if (!file) return withWhere(file.error(), ph.source);
+        auto verified = verifyCheckpoint(*file, resume.path, plan, ph.name, ph.steps, resume.final ? 0 : resume.step,
+                                         options, ph.source);
+        if (!verified) return verified.error();
         auto ok = trainer.restore(*file);
         if (!ok) return ok.error();
       } else if (!ph.from.empty()) {
@@ -228,6 +278,7 @@ Expected<RunOutcome> run(const ir::RunPlan& plan, const Options& options) {
         if (options.checkpointDirectory.empty()) return true;
         TensorFile f = trainer.checkpoint();
         f.set("run", plan.name);
+        if (!options.planIdentity.empty()) f.set("plan", options.planIdentity);
         const std::string path = checkpointPath(options.checkpointDirectory, ph.name, trainer.stepsDone(), final);
         auto ok = writeTensorFile(path, f);
         if (!ok) return withWhere(ok.error(), ph.source);
@@ -254,6 +305,17 @@ Expected<RunOutcome> run(const ir::RunPlan& plan, const Options& options) {
         auto r = trainer.step();
         if (!r) return r.error();
         if (!r->completed) return r->stopReason.empty() ? finishEarly(Status::Cancelled, "cancelled") : finishEarly(Status::Stopped, r->stopReason);
+        // A non-finite loss on a step that was not skipped (fp16 overflow
+        // skips are expected) means the weights are no longer numbers:
+        // training on would only record NaN, so the run ends as failed.
+        if (!std::isfinite(r->loss) && !r->skipped) {
+          return Error{code::kDiverged,
+                       "the loss of step " + std::to_string(trainer.stepsDone()) + " of phase `" + ph.name +
+                           "` is not a finite number: the training diverged",
+                       "lower the learning rate, add warmup, or use loss scaling; --resume restarts from the last "
+                       "checkpoint",
+                       ph.source};
+        }
         ++globalStep;
         po.lastLoss = r->loss;
         train::StepInfo si;

@@ -42,6 +42,9 @@ struct Options {
   std::string builtinCorpus = defaultCorpusPath();
   int evaluationSamples = 512;          // held-out samples evaluated at the end of each phase
   long long stepLimit = 0;              // at most this many steps per phase (0: the plan's steps)
+  // What the checkpoints belong to (a digest of the plan; "" for none):
+  // written into every checkpoint and required of the ones resumed from.
+  std::string planIdentity;
 };
 
 enum class Status { Completed, Cancelled, Stopped };

@@ -23,6 +23,7 @@ inline constexpr const char* kUnsupportedModel = "IPU5006";     // the layer sta
 inline constexpr const char* kIpuMemory = "IPU5007";            // a virtual IPU's buffers exceed its memory
 inline constexpr const char* kMissingPolicy = "IPU5008";        // `lr: lua f` without the caller's function
 inline constexpr const char* kIo = "IPU5009";                   // writing a file failed
+inline constexpr const char* kDiverged = "IPU5010";             // a step's loss is not a finite number
 inline constexpr const char* kInternal = "IPU5099";             // a bug: an invariant broke
 }  // namespace code
 

@@ -6,11 +6,15 @@
 //   meta phase short
 //   tensor embedding.word 1000 64 0        name rows cols offset (in floats)
 //   ...
+//   checksum fnv1a64:0123456789abcdef      over every other header line and the data
 //   end
 //   <data>
 //
 // Files are written to a temporary name and renamed into place, so a reader
-// (or a run interrupted while saving) never sees half a file.
+// (or a run interrupted while saving) never sees half a file; the checksum
+// catches what happens to them afterwards (a flipped bit, a truncated copy):
+// a file whose checksum does not match is refused, never trained on. Files
+// are read through files::readRegularFile (a FIFO or device never blocks).
 #pragma once
 
 #include <string>
@@ -25,6 +29,7 @@ namespace ipu::emu {
 struct TensorFile {
   std::vector<std::pair<std::string, std::string>> meta;
   std::vector<std::pair<std::string, Mat>> tensors;
+  bool checksummed = false;  // read: the file had a checksum, and it matched
 
   void set(const std::string& key, const std::string& value);
   std::string get(const std::string& key, const std::string& fallback = "") const;

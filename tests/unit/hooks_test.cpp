@@ -3,6 +3,7 @@
 // Lua schedules, Lua placement).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 
 #include "interpreter/hooks/hook_set.h"
@@ -173,11 +174,46 @@ TEST(Sandbox, MemoryBudgetStopsBombsEvenThroughPcall) {
 
 TEST(Sandbox, BacktrackingPatternsAreRefusedUpFront) {
   hooks::LuaFailure f = loadFails("local s = string.rep('a', 100000)\nlocal i = s:find('.-.-.-b')");
-  EXPECT_EQ(f.kind, Kind::Instructions);
+  EXPECT_EQ(f.kind, Kind::Time);
   EXPECT_NE(f.message.find("pattern"), std::string::npos);
   Loaded fine("local s = string.rep('a', 1000) .. 'b'\nassert(s:find('a.-b') == 1)\nassert(('x=1'):match('(%w)=(%d)') == 'x')\n"
               "assert(string.rep('a', 100000):find('b', 1, true) == nil)");
   EXPECT_TRUE(fine.ok) << fine.failure.message;
+}
+
+// The wall clock bounds what the instruction counter cannot see: library
+// functions. Each case would run for minutes to hours without it.
+TEST(Sandbox, TheClockBoundsLibraryCallsEvenThroughPcall) {
+  hooks::SandboxLimits limits;
+  limits.instructionsPerCall = 1LL << 60;  // only the clock and the input bounds may stop these
+  limits.millisecondsPerCall = 300;
+  const char* hostile[] = {
+      "for i = 1, 1e9 do local s = string.rep('x', 4e6) end",
+      "local s = string.rep('x', 1e6)\nfor i = 1, 1e9 do local t = s:upper() end",
+      "for i = 1, 1e9 do pcall(string.rep, 'x', 4e6) end",
+      "pcall(function() while true do local s = string.rep('y', 1e6) end end)\nwhile true do end",
+      "xpcall(function() while true do end end, function(e) while true do end end)",
+      "local t = {} for i = 1, 1e9 do t[#t % 1000 + 1] = tostring(i) end",
+      "local i = ('('):rep(400000):find('%b()')",
+      "local s = ('x'):rep(200000)\nlocal i = s:find('[' .. ('a'):rep(100000) .. ']')",
+      "local s = ('a'):rep(20000)\nfor w in s:gmatch('a-a-b') do end",
+      "local t = {} for i = 1, 2000000 do t[i] = 2000000 - i end\ntable.sort(t)",
+  };
+  for (const char* code : hostile) {
+    auto start = std::chrono::steady_clock::now();
+    hooks::LuaFailure f = loadFails(code, limits);
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_TRUE(f.kind == Kind::Time || f.kind == Kind::Memory) << code << ": " << f.message;
+    EXPECT_LT(seconds, 5.0) << code;
+    EXPECT_GE(f.line, 1) << code;
+  }
+  // A later call has its own budget; ordinary work is unaffected.
+  Loaded fine("function f() local t = {} for i = 1, 1000 do t[i] = -i end table.sort(t) return t[1] end", limits);
+  ASSERT_TRUE(fine.ok) << fine.failure.message;
+  hooks::LuaFailure f;
+  bool ok = false;
+  EXPECT_EQ(callNumber(fine.box, "f", f, ok), -1000);
+  EXPECT_TRUE(ok) << f.message;
 }
 
 TEST(Sandbox, FailuresCarryTheLineAndTheTraceback) {
@@ -325,6 +361,18 @@ TEST(RunHooks, AStaleCtxAndABadLogAreRefused) {
   estimate(s2, script("hook h = lua \"function on_step(ctx) ctx:log('x', 0/0) end\"\n", "h"));
   ASSERT_TRUE(s2.diagnostics().hasErrors());
   EXPECT_EQ(s2.diagnostics().all().front().code, "IPU4008") << diagnostics(s2);
+}
+
+TEST(RunHooks, AStaleCtxCannotEvenBeReadAndStopWantsText) {
+  session::Session s;
+  estimate(s, script("hook h = lua \"function on_step(ctx) if kept then local n = kept.step end kept = ctx end\"\n", "h"));
+  ASSERT_TRUE(s.diagnostics().hasErrors());
+  EXPECT_EQ(s.diagnostics().all().front().code, "IPU4005") << diagnostics(s);
+  session::Session s2;
+  estimate(s2, script("hook h = lua \"function on_step(ctx) ctx:stop({}) end\"\n", "h"));
+  ASSERT_TRUE(s2.diagnostics().hasErrors());
+  EXPECT_EQ(s2.diagnostics().all().front().code, "IPU4008") << diagnostics(s2);
+  EXPECT_EQ(diagnostics(s2).find("table: 0x"), std::string::npos) << diagnostics(s2);
 }
 
 TEST(RunHooks, AFailingHookStopsTheRunAndIsReportedOnce) {
