@@ -18,7 +18,41 @@ std::string location(const Span& span, const SourceMap& sources) {
   const SourceFile* f = sources.find(span.file);
   if (f == nullptr) return "<unknown>";
   LineCol lc = f->lineCol(span.begin);
-  return f->path() + ":" + std::to_string(lc.line) + ":" + std::to_string(lc.column);
+  return printable(f->path()) + ":" + std::to_string(lc.line) + ":" + std::to_string(lc.column);
+}
+
+std::string printable(std::string_view raw) {
+  std::string out;
+  out.reserve(raw.size());
+  auto escape = [&](unsigned char c) {
+    static const char* hex = "0123456789abcdef";
+    out += "\\x";
+    out += hex[c >> 4];
+    out += hex[c & 15];
+  };
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(raw[i]);
+    if (c == '\t') {
+      out += ' ';
+    } else if (c < 0x20 || c == 0x7f) {
+      escape(c);
+    } else if (c < 0x80) {
+      out += static_cast<char>(c);
+    } else {
+      const std::size_t len = (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+      bool valid = len > 0 && i + len <= raw.size();
+      for (std::size_t k = 1; valid && k < len; ++k) valid = (static_cast<unsigned char>(raw[i + k]) & 0xC0) == 0x80;
+      // C1 controls (U+0080..U+009F, encoded C2 80..C2 9F) act on terminals too.
+      if (valid && len == 2 && c == 0xC2 && static_cast<unsigned char>(raw[i + 1]) < 0xA0) valid = false;
+      if (!valid) {
+        escape(c);
+        continue;
+      }
+      out.append(raw.substr(i, len));
+      i += len - 1;
+    }
+  }
+  return out;
 }
 
 namespace {
@@ -93,7 +127,7 @@ void renderHuman(std::ostream& os, const Diagnostic& d, const SourceMap& sources
                                                 : Style::Note;
   const bool located = sources.find(d.span.file) != nullptr;
   if (located) os << p.paint(Style::Bold, location(d.span, sources) + ":") << ' ';
-  os << p.paint(sev, std::string(severityName(d.severity)) + "[" + d.code + "]") << p.paint(Style::Bold, ": " + d.message)
+  os << p.paint(sev, std::string(severityName(d.severity)) + "[" + d.code + "]") << p.paint(Style::Bold, ": " + printable(d.message))
      << '\n';
   std::size_t width = 1;
   if (located) {
@@ -101,16 +135,16 @@ void renderHuman(std::ostream& os, const Diagnostic& d, const SourceMap& sources
     snippet(os, d.span, sources, p, sev);
   }
   std::string pad(width, ' ');
-  if (!d.help.empty()) os << pad << ' ' << p.paint(Style::Accent, "=") << ' ' << p.paint(Style::Help, "help") << ": " << d.help << '\n';
+  if (!d.help.empty()) os << pad << ' ' << p.paint(Style::Accent, "=") << ' ' << p.paint(Style::Help, "help") << ": " << printable(d.help) << '\n';
   for (const auto& n : d.notes) {
     if (sources.find(n.span.file) != nullptr) {
-      os << p.paint(Style::Note, "note") << ": " << n.message << '\n';
+      os << p.paint(Style::Note, "note") << ": " << printable(n.message) << '\n';
       std::string loc = location(n.span, sources);
       std::size_t w = std::to_string(sources.file(n.span.file).lineCol(n.span.begin).line).size();
       os << std::string(w, ' ') << p.paint(Style::Accent, "-->") << ' ' << loc << '\n';
       snippet(os, n.span, sources, p, Style::Note);
     } else {
-      os << pad << ' ' << p.paint(Style::Accent, "=") << ' ' << p.paint(Style::Note, "note") << ": " << n.message << '\n';
+      os << pad << ' ' << p.paint(Style::Accent, "=") << ' ' << p.paint(Style::Note, "note") << ": " << printable(n.message) << '\n';
     }
   }
 }

@@ -16,6 +16,7 @@
 
 #include <ostream>
 #include <string>
+#include <string_view>
 
 #include "interpreter/base/diagnostic.h"
 #include "interpreter/base/source.h"
@@ -34,6 +35,13 @@ ir::Json toJson(const Diagnostics& diags, const SourceMap& sources);
 
 // `file:line:col` for a span (or "<unknown>").
 std::string location(const Span& span, const SourceMap& sources);
+
+// Text from outside (a script's bytes quoted in a message, a file name, what
+// a hook prints) made safe for a terminal: control characters (C0, DEL, C1)
+// and bytes that are not UTF-8 are shown as `\xNN` escapes, so no escape
+// sequence from a script reaches the terminal. renderHuman applies it to
+// every message, help line, note and path.
+std::string printable(std::string_view text);
 
 const char* severityName(Severity s);
 

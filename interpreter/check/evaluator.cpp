@@ -2,6 +2,7 @@
 #include "interpreter/check/evaluator.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 
 #include "interpreter/check/codes.h"
@@ -236,6 +237,13 @@ Value Evaluator::evalNumber(const NumberExpr& e) {
   v.integer = e.integer;
   if (e.unit.empty()) return v;
   auto unit = lookupUnit(e.unit);
+  if (!unit && (e.unit[0] == '_' || std::isdigit(static_cast<unsigned char>(e.unit[0])))) {
+    // `1__000`, `1_`, `1e5_0`: the lexer took the digits it could and left
+    // the rest as a "unit"; the mistake is in the number.
+    error(code::kUnknownUnit, e.unitSpan, "this number is malformed: `_` may only separate two digits",
+          "write digits with single underscores between them, like `65_536` or `1_000_000`");
+    return Value::unknown(e.span);
+  }
   if (!unit) {
     std::string help = base::didYouMean(e.unit, unitNames());
     if (help.empty()) help = "units include MB, GiB, GB/s, GHz, TFLOPS, steps, epochs and %";
@@ -451,6 +459,19 @@ Value Evaluator::evalBinary(const BinaryExpr& e, const ScopePtr& scope) {
   }
   if (!l.isNumber() || !r.isNumber()) {
     const Value& bad = l.isNumber() ? r : l;
+    // `a < b < c` reads as a range test but compares the boolean `a < b`
+    // with c: say so, and how to write it.
+    auto isOrdering = [](BinaryOp o) {
+      return o == BinaryOp::Lt || o == BinaryOp::Le || o == BinaryOp::Gt || o == BinaryOp::Ge;
+    };
+    const auto* inner = e.lhs->dyn<BinaryExpr>();
+    if (isOrdering(e.op) && !l.isNumber() && inner != nullptr && isOrdering(inner->op)) {
+      error(code::kTypeMismatch, e.opSpan,
+            std::string("comparisons do not chain: this `") + op + "` compares the result of `" + spelling(inner->op) +
+                "` (a boolean) with a number",
+            std::string("write `a ") + spelling(inner->op) + " b and b " + op + " c`");
+      return Value::unknown(e.span);
+    }
     error(code::kTypeMismatch, (l.isNumber() ? e.rhs : e.lhs)->span,
           std::string("`") + op + "` needs numbers, found " + bad.describe());
     return Value::unknown(e.span);

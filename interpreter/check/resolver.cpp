@@ -630,6 +630,11 @@ bool Resolver::schedule(const Value& v, const PhaseSpec& ph, ir::LrSchedule& out
   }
   // poly(p) decays as (1 - progress)^p; the others take no argument
   // (exponential decays geometrically from the peak to `end`).
+  if (s.decay == "poly" && s.decayArgs.empty()) {
+    ev_.error(code::kBadSchedule, s.decaySpan, "`poly` needs its power: `then poly(2) to 0`",
+              "poly(p) decays as (1 - progress)^p; poly(1) is linear");
+    return false;
+  }
   for (const auto& [name, a] : s.decayArgs) {
     if (s.decay != "poly") {
       ev_.error(code::kBadSchedule, s.decaySpan, "decay `" + s.decay + "` takes no arguments",

@@ -1,5 +1,6 @@
 #include "interpreter/check/units.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -106,6 +107,28 @@ std::string formatNumber(double v) {
   return buf;
 }
 
+std::string formatPercent(double fraction) {
+  const double pct = 100 * fraction;
+  if (!std::isfinite(pct)) return std::isnan(pct) ? "?%" : (pct > 0 ? "inf%" : "-inf%");
+  char buf[32];
+  if (std::fabs(pct) < 1e6) std::snprintf(buf, sizeof buf, "%.0f%%", pct);
+  else std::snprintf(buf, sizeof buf, "%.1e%%", pct);
+  return buf;
+}
+
+std::string formatCell(double value, int decimals, std::size_t width) {
+  char buf[64];
+  if (!std::isfinite(value)) return std::isnan(value) ? "nan" : (value > 0 ? "inf" : "-inf");
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, value);
+  if (std::string(buf).size() <= width) return buf;
+  for (int digits = static_cast<int>(width) - 6; digits >= 0; --digits) {
+    std::snprintf(buf, sizeof buf, "%.*e", std::max(0, digits), value);
+    if (std::string(buf).size() <= width) return buf;
+  }
+  std::snprintf(buf, sizeof buf, "%.0e", value);
+  return buf;
+}
+
 static std::string scaled(double v, const char* const* units, double step, int n, int decimals) {
   int i = 0;
   double a = std::fabs(v);
@@ -116,13 +139,14 @@ static std::string scaled(double v, const char* const* units, double step, int n
   }
   char buf[48];
   if (i == 0) std::snprintf(buf, sizeof buf, "%s %s", formatNumber(v).c_str(), units[0]);
+  else if (a >= step) std::snprintf(buf, sizeof buf, "%.2e %s", v, units[i]);  // beyond the largest unit
   else std::snprintf(buf, sizeof buf, "%.*f %s", decimals, v, units[i]);
   return buf;
 }
 
 std::string formatBytes(double bytes) {
-  static const char* const u[] = {"B", "KB", "MB", "GB", "TB", "PB"};
-  return scaled(bytes, u, 1000.0, 6, 1);
+  static const char* const u[] = {"B", "KB", "MB", "GB", "TB", "PB", "EB"};
+  return scaled(bytes, u, 1000.0, 7, 1);
 }
 
 std::string formatQuantity(double v, const Dim& d) {

@@ -65,5 +65,12 @@ const std::vector<std::string>& unitNames();
 std::string formatQuantity(double value, const Dim& dim);
 std::string formatBytes(double bytes);
 std::string formatNumber(double value);  // 65536, 0.006, 1.5e-05
+// A share for people: "57%", "149%", "8.4e+14%" (never an overflowed
+// integer, never hundreds of digits, whatever the fraction).
+std::string formatPercent(double fraction);
+// A number in a table column of `width` characters: fixed with `decimals`
+// when it fits, else in scientific notation ("8.0e+13"), so columns never
+// run into each other.
+std::string formatCell(double value, int decimals, std::size_t width);
 
 }  // namespace ipu::check

@@ -120,7 +120,7 @@ void printDiagnostics(session::Session& s, bool json, base::ColorMode mode) {
 // What hooks print goes to stderr, tagged with the hook's name, so that
 // stdout stays the report (or the JSON document).
 void showHookOutput(session::Session& s) {
-  s.setHookOutput([](const std::string& hook, const std::string& line) { std::cerr << "[" << hook << "] " << line << "\n"; });
+  s.setHookOutput([](const std::string& hook, const std::string& line) { std::cerr << "[" << hook << "] " << base::printable(line) << "\n"; });
 }
 
 int cmdCheck(const Options& o) {

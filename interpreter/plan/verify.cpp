@@ -14,6 +14,7 @@ namespace ipu::plan {
 namespace {
 
 using check::formatBytes;
+using check::formatPercent;
 
 double peak(const ir::PhasePlan& p) {
   double worst = 0;
@@ -34,8 +35,10 @@ std::vector<Lever> tryLevers(const PhaseContext& ctx) {
   const ir::Mapping& base = ctx.settings;
   const hw::Pod& pod = ctx.plan.pod;
   const bool hasState = ctx.plan.optimizer.moments > 0 || ctx.plan.precision.masterWeights;
-  auto attempt = [&](const std::string& text, ir::Mapping settings, const check::MappingSpec* mapping = nullptr) {
-    ir::PhasePlan p = planPhase(ctx.phase, mapping ? *mapping : ctx.mapping, settings, ctx.sources, nullptr, ctx.placement);
+  auto attempt = [&](const std::string& text, ir::Mapping settings, const check::MappingSpec* mapping = nullptr,
+                     const check::PhaseSpec* phase = nullptr) {
+    ir::PhasePlan p = planPhase(phase ? *phase : ctx.phase, mapping ? *mapping : ctx.mapping, settings, ctx.sources,
+                                nullptr, ctx.placement);
     if (p.fits) out.push_back(Lever{text, peak(p)});
     return p.fits;
   };
@@ -55,6 +58,24 @@ std::vector<Lever> tryLevers(const PhaseContext& ctx) {
     attempt("recompute: every_layer", s);
   }
   int p = std::max(1, base.pipelineIpus);
+  // The same IPUs, split evenly: a hand-written pipeline often overloads one IPU.
+  if (p > 1 && ctx.mapping.pipelineKind != check::MappingSpec::PipelineKind::Balanced &&
+      static_cast<std::size_t>(p) <= ctx.plan.layers.size()) {
+    check::MappingSpec variant = ctx.mapping;
+    variant.pipelineKind = check::MappingSpec::PipelineKind::Balanced;
+    ir::Mapping s = base;
+    s.availableMemoryProportion.resize(std::min<std::size_t>(1, s.availableMemoryProportion.size()));
+    attempt("pipeline: balanced(" + std::to_string(p) + ")", s, &variant);
+  }
+  // Gradient accumulators kept in fp32 beside fp16 compute: the precision's
+  // `accumulators: fp16` halves them.
+  if (ctx.phase.precision.accumulators == ir::DType::FP32 && ctx.phase.precision.compute == ir::DType::FP16) {
+    check::PhaseSpec variant = ctx.phase;
+    variant.precision.accumulators = ir::DType::FP16;
+    // The help quotes each lever in backticks: this one names the precision too.
+    const std::string& name = ctx.phase.precision.name;
+    attempt(name.empty() ? "accumulators: fp16" : "accumulators: fp16` in precision `" + name, base, nullptr, &variant);
+  }
   long long deeper = 2LL * p * base.shard * base.replicas;
   if (deeper <= pod.ipus() && static_cast<std::size_t>(2 * p) <= ctx.plan.layers.size()) {
     check::MappingSpec variant = ctx.mapping;
@@ -148,7 +169,7 @@ void verifyPlan(PhaseContext& ctx) {
       }
     std::ostringstream msg;
     msg << ipuName << " needs " << formatBytes(need) << " of In-Processor Memory, " << formatBytes(need - cap) << " ("
-        << static_cast<int>(std::round(100 * (need - cap) / cap)) << "%) more than the " << p.pod.machine.chip.name << "'s "
+        << formatPercent((need - cap) / cap) << ") more than the " << p.pod.machine.chip.name << "'s "
         << formatBytes(cap) << " (" << where << ")";
     std::vector<Lever> levers = tryLevers(ctx);
     std::string help;

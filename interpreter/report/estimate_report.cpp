@@ -1,5 +1,6 @@
 #include "interpreter/report/estimate_report.h"
 
+#include "interpreter/check/units.h"
 #include "interpreter/report/timeline_render.h"
 #include "runtime/cost/timeline.h"
 
@@ -28,6 +29,7 @@ std::string formatDuration(double s) {
 namespace {
 
 std::string commas(double v) {
+  if (!std::isfinite(v) || std::fabs(v) >= 1e15) return check::formatCell(v, 0, 9);  // llround would overflow
   long long n = std::llround(v);
   std::string s = std::to_string(n), out;
   int c = 0;
@@ -39,6 +41,7 @@ std::string commas(double v) {
 }
 
 std::string pct(double f) {
+  if (!std::isfinite(f) || std::fabs(f) >= 1e4) return check::formatPercent(f);
   char buf[16];
   std::snprintf(buf, sizeof buf, "%.1f%%", 100 * f);
   return buf;
@@ -53,9 +56,10 @@ std::string pad(const std::string& s, std::size_t w, bool right = false) {
 std::string memoryCell(double bytes, double capacity) {
   char buf[48];
   if (capacity > 0)
-    std::snprintf(buf, sizeof buf, "%.0f MB %3.0f%%", bytes / 1e6, 100 * bytes / capacity);
+    std::snprintf(buf, sizeof buf, "%s MB %3s", check::formatCell(bytes / 1e6, 0, 9).c_str(),
+                  check::formatPercent(bytes / capacity).c_str());
   else
-    std::snprintf(buf, sizeof buf, "%.0f MB", bytes / 1e6);
+    std::snprintf(buf, sizeof buf, "%s MB", check::formatCell(bytes / 1e6, 0, 9).c_str());
   return buf;
 }
 

@@ -15,11 +15,8 @@ using base::Style;
 
 namespace {
 
-std::string mb(double bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", bytes / 1e6);
-  return buf;
-}
+// Megabytes for a table column (at most 7 characters, whatever the size).
+std::string mb(double bytes) { return check::formatCell(bytes / 1e6, 1, 7); }
 
 std::string commas(long long n) {
   std::string s = std::to_string(n), out;
@@ -214,7 +211,7 @@ void printPhase(std::ostream& os, const ir::PhasePlan& ph, const base::Painter& 
        << pad(mb(mem.optimizerState), 9, true) << pad(mb(mem.gradientAccumulators), 9, true)
        << pad(mb(mem.activations), 9, true) << pad(mb(mem.code), 8, true) << pad(mb(mem.exchange), 8, true)
        << pad(mb(mem.temporaries), 8, true) << pad(mb(mem.total()), 10, true) << "  " << bar(frac, p) << ' '
-       << p.paint(frac > 1 ? Style::Error : Style::Bold, pad(std::to_string(static_cast<int>(std::round(frac * 100))) + "%", 4, true))
+       << p.paint(frac > 1 ? Style::Error : Style::Bold, pad(check::formatPercent(frac), 4, true))
        << "\n";
     for (std::size_t i = 1; i < lines.size(); ++i) os << "  " << pad("", 7) << lines[i] << "\n";
   }
@@ -233,7 +230,7 @@ void printPhase(std::ostream& os, const ir::PhasePlan& ph, const base::Painter& 
     double frac = worst->memory.total() / worst->capacityBytes;
     std::ostringstream v;
     v << "peak " << check::formatBytes(worst->memory.total()) << " on IPU " << worst->index << " ("
-      << static_cast<int>(std::round(frac * 100)) << "% of " << check::formatBytes(worst->capacityBytes) << ")";
+      << check::formatPercent(frac) << " of " << check::formatBytes(worst->capacityBytes) << ")";
     if (ph.fits) os << "  " << p.paint(Style::Good, "fits") << ": " << v.str() << "\n";
     else os << "  " << p.paint(Style::Error, "does not fit") << ": " << v.str() << " (see the error above)\n";
   }

@@ -176,6 +176,12 @@ TrainResult train(session::Session& session, const ir::RunPlan& run, const Train
     result.runDirectory.clear();
     return result;
   }
+  if (!outcome && dir->resumed() && !dir->stepsRecorded()) {
+    // A resume refused before its first step (no checkpoint, a damaged one):
+    // the record stays as the earlier run left it.
+    report(session, outcome.error());
+    return result;
+  }
   if (!outcome) {
     report(session, outcome.error());
     summary["status"] = "failed";

@@ -12,6 +12,7 @@
 #include "interpreter/hooks/lua_placement.h"
 #include "interpreter/hooks/run_hooks.h"
 #include "interpreter/plan/planner.h"
+#include "interpreter/session/declarations.h"
 #include "interpreter/syntax/codes.h"
 
 namespace ipu::session {
@@ -72,6 +73,8 @@ const ir::ExecutionPlan* Session::plan(base::FileId file, bool requireRuns) {
     return nullptr;
   }
   plan_ = std::make_unique<ir::ExecutionPlan>(plan::planProgram(*program, sources_, diags_, placement_.get()));
+  // What `ipu run` would refuse about the declarations is an error now (declarations.h).
+  declarationProblems_ = reportDeclarationProblems(*plan_, diags_, [this](const ir::SourceRef& r) { return spanOf(r); });
   return plan_.get();
 }
 
@@ -100,7 +103,8 @@ base::Span Session::spanOf(const ir::SourceRef& ref) const {
 
 const cost::Estimate* Session::estimate(base::FileId file) {
   const ir::ExecutionPlan* p = plan(file, /*requireRuns=*/true);
-  if (p == nullptr) return nullptr;
+  // No figures for what cannot run (a model without layers has no step time).
+  if (p == nullptr || declarationProblems_ > 0) return nullptr;
   estimate_ = std::make_unique<cost::Estimate>(cost::estimate(*p));
   // One diagnostic per problem and place (several phases may hit the same one).
   for (const auto& pr : estimate_->problems) diags_.error(pr.code, spanOf(pr.where), pr.message, pr.help);

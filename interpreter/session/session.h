@@ -78,6 +78,7 @@ class Session {
   std::unique_ptr<check::CheckedProgram> program_;
   std::unique_ptr<ir::ExecutionPlan> plan_;
   std::unique_ptr<cost::Estimate> estimate_;
+  std::size_t declarationProblems_ = 0;  // of the last plan (declarations.h)
   std::function<void(const std::string&, const std::string&)> hookPrint_;
   std::unique_ptr<hooks::HookSet> hooks_;          // before the plan, which may call into it
   std::unique_ptr<hooks::LuaPlacement> placement_;

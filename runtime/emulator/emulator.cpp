@@ -115,6 +115,15 @@ Error withWhere(Error e, const ir::SourceRef& where) {
   return e;
 }
 
+// Steps in a row with a non-finite loss after which a run has diverged.
+constexpr int kDivergedSteps = 8;
+
+bool allFinite(const std::vector<std::pair<std::string, Mat>>& tensors) {
+  for (const auto& t : tensors)
+    if (!t.second.allFinite()) return false;
+  return true;
+}
+
 // A checkpoint is trained on only if it is what it claims to be: its
 // checksum matches (no flipped byte), it belongs to this run, phase and plan,
 // its step is one the phase can reach (and the one its name says), and its
@@ -150,6 +159,37 @@ Expected<bool> verifyCheckpoint(const TensorFile& f, const std::string& path, co
 }
 
 }  // namespace
+
+std::vector<DeclarationProblem> checkDeclarations(const ir::RunPlan& plan) {
+  std::vector<DeclarationProblem> out;
+  for (const auto& ph : plan.phases) {
+    if (ph.layers.empty()) {
+      out.push_back({Error{code::kUnsupportedModel,
+                           "phase `" + ph.name + "` trains model `" + ph.model + "`, which has no layers",
+                           "declare the model's layers (`layer NAME = OP(...)`), or map another model", ph.source},
+                     ph.source});
+      continue;
+    }
+    bool runnable = true;
+    for (const auto& l : ph.layers) runnable = runnable && hasKernel(l.op);
+    if (!runnable) continue;
+    try {
+      auto model = Model::build(ph);
+      if (!model) {
+        out.push_back({withWhere(model.error(), ph.source), ph.source});
+        continue;
+      }
+      if ((*model)->family() != Family::Mlp && ph.seqLen < 8)
+        out.push_back({Error{code::kUnsupportedModel, "phase `" + ph.name + "` has seq_len " + std::to_string(ph.seqLen),
+                             "the emulator needs sequences of at least 8 tokens", ph.source},
+                       ph.source});
+    } catch (const std::exception&) {
+      // Building the model's description allocated too much: the host's
+      // business, which `ipu run` reports (IPU5003).
+    }
+  }
+  return out;
+}
 
 Expected<RunOutcome> run(const ir::RunPlan& plan, const Options& options) {
   try {
@@ -277,6 +317,13 @@ Expected<RunOutcome> run(const ir::RunPlan& plan, const Options& options) {
       auto save = [&](bool final) -> Expected<bool> {
         if (options.checkpointDirectory.empty()) return true;
         TensorFile f = trainer.checkpoint();
+        // Never a checkpoint of weights that are not numbers: a resume from it
+        // would train on NaN.
+        if (!allFinite(f.tensors))
+          return Error{code::kDiverged,
+                       "the weights of phase `" + ph.name + "` are not finite numbers at step " +
+                           std::to_string(trainer.stepsDone()) + ": the training diverged",
+                       "lower the learning rate, add warmup, or use loss scaling", ph.source};
         f.set("run", plan.name);
         if (!options.planIdentity.empty()) f.set("plan", options.planIdentity);
         const std::string path = checkpointPath(options.checkpointDirectory, ph.name, trainer.stepsDone(), final);
@@ -286,6 +333,7 @@ Expected<RunOutcome> run(const ir::RunPlan& plan, const Options& options) {
         return true;
       };
       long long lastSaved = trainer.stepsDone();
+      int nonFiniteInARow = 0;
       while (trainer.stepsDone() < steps) {
         auto finishEarly = [&](Status status, const std::string& reason) -> Expected<RunOutcome> {
           if (trainer.stepsDone() > lastSaved) {
@@ -306,9 +354,14 @@ Expected<RunOutcome> run(const ir::RunPlan& plan, const Options& options) {
         if (!r) return r.error();
         if (!r->completed) return r->stopReason.empty() ? finishEarly(Status::Cancelled, "cancelled") : finishEarly(Status::Stopped, r->stopReason);
         // A non-finite loss on a step that was not skipped (fp16 overflow
-        // skips are expected) means the weights are no longer numbers:
-        // training on would only record NaN, so the run ends as failed.
-        if (!std::isfinite(r->loss) && !r->skipped) {
+        // skips are expected), weights that are no longer numbers, or a
+        // loss that stays non-finite for kDivergedSteps steps in a row (loss
+        // scaling cannot help: the loss is computed before it applies):
+        // every further step would only record NaN and skip, so the run ends
+        // as failed rather than "completed".
+        nonFiniteInARow = std::isfinite(r->loss) ? 0 : nonFiniteInARow + 1;
+        if (!std::isfinite(r->loss) &&
+            (!r->skipped || nonFiniteInARow >= kDivergedSteps || !allFinite(trainer.weights()))) {
           return Error{code::kDiverged,
                        "the loss of step " + std::to_string(trainer.stepsDone()) + " of phase `" + ph.name +
                            "` is not a finite number: the training diverged",
@@ -350,6 +403,10 @@ Expected<RunOutcome> run(const ir::RunPlan& plan, const Options& options) {
       if (!ok) return ok.error();
       po.steps = trainer.stepsDone();
       po.evaluation = trainer.evaluate(options.evaluationSamples);
+      if (auto loss = po.evaluation.find("loss"); loss != po.evaluation.end() && !std::isfinite(loss->second))
+        return Error{code::kDiverged,
+                     "the held-out loss of phase `" + ph.name + "` is not a finite number: the training diverged",
+                     "lower the learning rate, add warmup, or use loss scaling", ph.source};
       info.checkpoint = po.checkpoint;
       info.metrics = po.evaluation;
       info.stepsRun = po.steps;

@@ -95,5 +95,8 @@ class Kernel {
 // The kernel for a plan layer, split over `shards` IPUs. Errors (IPU5002) for
 // an op without a kernel or attributes it cannot run.
 Expected<std::unique_ptr<Kernel>> makeKernel(const ir::Layer& layer, int shards, long long seqLen);
+// Whether makeKernel knows the op at all (else a model is outside what the
+// emulator runs, which is a limitation, not a mistake in the script).
+bool hasKernel(const std::string& op);
 
 }  // namespace ipu::emu

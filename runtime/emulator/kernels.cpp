@@ -737,6 +737,13 @@ Error layerError(const ir::Layer& l, const std::string& message, const std::stri
 
 }  // namespace
 
+bool hasKernel(const std::string& op) {
+  for (const char* known : {"embedding", "attention", "ffn", "mlm_head", "lm_head", "pooled_classifier", "dense",
+                            "softmax_loss"})
+    if (op == known) return true;
+  return false;
+}
+
 Expected<std::unique_ptr<Kernel>> makeKernel(const ir::Layer& l, int shards, long long seqLen) {
   auto need = [&](const char* key) { return number(l, key); };
   auto positive = [&](std::initializer_list<const char*> keys) -> std::string {
