@@ -265,8 +265,9 @@ class Parser {
     auto root = orExpr();
     if (!failed() && peek().kind != Tok::End) {
       const Token& t = peek();
-      fail(t.at, t.length, "expected AND, OR or the end of the filter, found `" + t.text + "`",
-           t.kind == Tok::RParen ? "this `)` has no `(` to close" : "join conditions with AND or OR");
+      if (t.kind == Tok::RParen) fail(t.at, t.length, "this `)` has no `(` to close", "remove it, or add the `(`");
+      else fail(t.at, t.length, "expected AND, OR or the end of the filter, found `" + t.text + "`",
+                "join conditions with AND or OR");
     }
     return failed() ? nullptr : std::move(root);
   }
