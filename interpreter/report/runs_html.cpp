@@ -117,7 +117,8 @@ function titled(e, text) { const t = svgEl("title", {}, e); t.textContent = text
 // Metric curves over steps, one chart per metric, runs overlaid.
 let curves = 0;
 const chartsDiv = document.getElementById("charts");
-const width = Math.max(480, Math.min(1000, (chartsDiv.clientWidth || 1000) - 20));
+// Two charts side by side on a wide window, one on a narrow one.
+const width = Math.max(360, Math.min(560, ((chartsDiv.clientWidth || 1000) - 40) / 2));
 for (const c of D.charts) {
   const box = document.createElement("div");
   box.className = "chart";
@@ -127,7 +128,7 @@ for (const c of D.charts) {
   box.appendChild(h);
   const data = [c.steps].concat(c.series.map(s => s.values));
   const opts = {
-    width: width, height: 260,
+    width: width, height: 220,
     scales: { x: { time: false } },
     series: [{ label: "step", value: (u, v) => v === null ? "-" : fmt(v) }].concat(c.series.map(s => ({
       label: D.runs[s.run].label, stroke: color(s.run), width: 1.5, spanGaps: true,
@@ -264,7 +265,7 @@ const char* kPageStyle = R"css(
 body { font: 14px/1.4 system-ui, sans-serif; margin: 20px; color: #222; }
 h1 { font-size: 20px; margin: 0 0 4px; } h2 { font-size: 17px; margin: 28px 0 8px; } h3 { font-size: 14px; margin: 10px 0 2px; }
 .meta { color: #666; }
-.chart { margin-bottom: 18px; }
+.chart { display: inline-block; vertical-align: top; margin: 0 16px 18px 0; }
 table { border-collapse: collapse; font-size: 13px; }
 th, td { border-bottom: 1px solid #ddd; padding: 3px 8px; text-align: left; white-space: nowrap; }
 th.metric, td.num { text-align: right; }
