@@ -239,7 +239,7 @@ TrainResult train(session::Session& session, const ir::RunPlan& run, const Train
                                     : result.status == TrainResult::Status::Stopped   ? store::RunStatus::Stopped
                                                                                       : store::RunStatus::Failed;
     std::string reason = !outcome ? outcome.error().code + ": " + outcome.error().message : result.stopReason;
-    if (result.status == TrainResult::Status::Cancelled && reason.empty()) reason = "Ctrl-C";
+    if (result.status == TrainResult::Status::Cancelled) reason = "Ctrl-C";
     if (status == store::RunStatus::Failed && reason.empty()) reason = "a hook failed";
     recorder->finish(status, reason);
     if (recorder->failed()) result.storeFailure = recorder->failure();
