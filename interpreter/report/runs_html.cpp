@@ -105,6 +105,14 @@ function fmt(v) {
   const a = Math.abs(v);
   return (a !== 0 && (a < 1e-3 || a >= 1e6)) ? v.toExponential(3) : String(+v.toPrecision(5));
 }
+// Axis ticks: short, with SI prefixes for large numbers (8.02M, not 8.021e+6).
+function tick(v) {
+  const a = Math.abs(v);
+  if (a >= 1e9) return +(v / 1e9).toPrecision(3) + "G";
+  if (a >= 1e6) return +(v / 1e6).toPrecision(3) + "M";
+  if (a >= 1e4) return +(v / 1e3).toPrecision(3) + "k";
+  return fmt(v);
+}
 const SVGNS = "http://www.w3.org/2000/svg";
 function svgEl(name, attrs, parent) {
   const e = document.createElementNS(SVGNS, name);
@@ -133,7 +141,7 @@ for (const c of D.charts) {
     series: [{ label: "step", value: (u, v) => v === null ? "-" : fmt(v) }].concat(c.series.map(s => ({
       label: D.runs[s.run].label, stroke: color(s.run), width: 1.5, spanGaps: true,
       value: (u, v) => fmt(v) }))),
-    axes: [{ label: "step" }, { size: 70, values: (u, vals) => vals.map(fmt) }],
+    axes: [{ label: "step", values: (u, vals) => vals.map(tick) }, { size: 64, values: (u, vals) => vals.map(tick) }],
     legend: { live: true },
     cursor: { drag: { x: true, y: false } },
   };
@@ -259,6 +267,7 @@ if (D.runs.length >= 3 && metricKeys.length > 0 && allNumericParams.length > 0) 
   document.getElementById("few").hidden = false;
 }
 document.body.dataset.rendered = "yes";
+console.info("ipu report rendered: " + D.runs.length + " runs, " + curves + " curves");
 )js";
 
 const char* kPageStyle = R"css(
