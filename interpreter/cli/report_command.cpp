@@ -84,7 +84,7 @@ int reportCommand(const std::vector<std::string>& args) {
   try {
     auto st = store::openStore(location, store::OpenMode::Existing);
     std::vector<store::RunRecord> selected;
-    if (!selectRuns(*st, ids, where, selected, "report")) return kUsage;
+    if (int code = selectRuns(*st, ids, where, selected, "report")) return code;
     if (ids.empty()) {
       const std::size_t cap = static_cast<std::size_t>(limit > 0 ? limit : 20);
       if (selected.size() > cap) {
@@ -102,7 +102,7 @@ int reportCommand(const std::vector<std::string>& args) {
     std::vector<report::ReportRun> runs;
     for (auto& r : selected) {
       report::ReportRun rr;
-      for (auto& p : st->metricHistory(r.id)) rr.history[p.key].push_back(std::move(p));
+      for (auto& p : st->metricCurves(r.id, report::kMaxPointsPerCurve)) rr.history[p.key].push_back(std::move(p));
       rr.record = std::move(r);
       runs.push_back(std::move(rr));
     }

@@ -180,8 +180,8 @@ void printTable(std::ostream& os, const std::vector<std::string>& header, const 
 
 int listRuns(store::RunStore& st, const RunsOptions& o) {
   std::vector<store::RunRecord> runs;
-  if (!selectRuns(st, {}, o.where, runs, "runs")) return kUsage;
-  std::vector<store::RunRecord> all = st.listRuns();
+  std::vector<store::RunRecord> all;
+  if (int code = selectRuns(st, {}, o.where, runs, "runs", &all)) return code;
   store::FieldResolver names(all);
   if (!o.sort.empty()) {
     std::string key = o.sort;
@@ -544,36 +544,37 @@ std::string storeLocation(const std::string& storeFlag, const std::string& runsD
   return (runsDir.empty() ? std::string("runs") : runsDir) + "/ipu.db";
 }
 
-bool selectRuns(store::RunStore& st, const std::vector<std::string>& ids, const std::string& where,
-                std::vector<store::RunRecord>& out, const std::string& command) {
+int selectRuns(store::RunStore& st, const std::vector<std::string>& ids, const std::string& where,
+               std::vector<store::RunRecord>& out, const std::string& command, std::vector<store::RunRecord>* allOut) {
   std::vector<store::RunRecord> all = st.listRuns();
   if (!ids.empty()) {
     for (const auto& id : ids) {
       auto r = findRun(st, id, &all);
       if (!r) {
         std::cerr << "ipu " << command << ": " << noSuchRun(st, id) << "\n";
-        return false;
+        return kUserError;
       }
       out.push_back(*r);
     }
   } else {
     out = all;
   }
-  if (where.empty()) return true;
+  if (allOut != nullptr) *allOut = all;
+  if (where.empty()) return kOk;
   store::FieldResolver names(all);
   auto parsed = store::Filter::parse(where, names);
   if (auto* e = std::get_if<store::FilterError>(&parsed)) {
     std::cerr << "ipu " << command << ": error: --where: " << e->message << "\n"
               << store::renderFilterError(where, *e, "  ");
     if (!e->help.empty()) std::cerr << "  help: " << e->help << "\n";
-    return false;
+    return kUsage;
   }
   const store::Filter& filter = std::get<store::Filter>(parsed);
   std::vector<store::RunRecord> kept;
   for (auto& r : out)
     if (filter.matches(r)) kept.push_back(std::move(r));
   out = std::move(kept);
-  return true;
+  return kOk;
 }
 
 int runsCommand(const std::vector<std::string>& args) {

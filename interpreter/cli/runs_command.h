@@ -22,9 +22,12 @@ int runsCommand(const std::vector<std::string>& args);
 // The store a command uses: --store, else $IPU_STORE, else <runsDir>/ipu.db.
 std::string storeLocation(const std::string& storeFlag, const std::string& runsDir);
 
-// Selects runs for `runs` and `report`: by id or name, or with a filter.
-// Prints what went wrong (a caret under a bad filter) and returns false.
-bool selectRuns(store::RunStore& store, const std::vector<std::string>& ids, const std::string& where,
-                std::vector<store::RunRecord>& out, const std::string& command);
+// Selects runs for `runs` and `report`: by id or name, or with a filter;
+// `all` (if given) receives every run of the store. Returns 0, or the exit
+// code after printing what went wrong (1: no such run; 2: a bad filter, with
+// a caret under it).
+int selectRuns(store::RunStore& store, const std::vector<std::string>& ids, const std::string& where,
+               std::vector<store::RunRecord>& out, const std::string& command,
+               std::vector<store::RunRecord>* all = nullptr);
 
 }  // namespace ipu::cli

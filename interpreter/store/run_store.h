@@ -121,6 +121,10 @@ class RunStore {
   virtual std::optional<RunRecord> run(long long id) = 0;
   // Points of a run, by key then step ("" for every key).
   virtual std::vector<MetricPoint> metricHistory(long long run, const std::string& key = "") = 0;
+  // The same, at most about `maxPoints` per key: a longer series is averaged
+  // over equal ranges of steps, in the database (so a report of long runs
+  // does not move every point). A range's time is its latest.
+  virtual std::vector<MetricPoint> metricCurves(long long run, std::size_t maxPoints) = 0;
 
   virtual void addTags(long long run, const std::vector<std::string>& tags) = 0;
   virtual void removeTags(long long run, const std::vector<std::string>& tags) = 0;

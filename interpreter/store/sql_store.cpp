@@ -269,6 +269,34 @@ class SqlStore : public RunStore {
     return out;
   }
 
+  std::vector<MetricPoint> metricCurves(long long run, std::size_t maxPoints) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<MetricPoint> out;
+    const long long most = static_cast<long long>(std::max<std::size_t>(maxPoints, 1));
+    read([&] {
+      auto keys = db_->query("SELECT key, MIN(step), MAX(step), COUNT(*) FROM metrics WHERE run_id = ? GROUP BY key"
+                             " ORDER BY key",
+                             {run});
+      for (const auto& k : keys) {
+        const std::string key = toText(k[0]);
+        const long long first = toInt(k[1]), last = toInt(k[2]), count = toInt(k[3]);
+        const long long width = (last - first + most) / most;  // ceil((last - first + 1) / most)
+        auto rows = count <= most || width <= 1
+                        ? db_->query("SELECT step, value, recorded_at FROM metrics WHERE run_id = ? AND key = ?"
+                                     " ORDER BY step",
+                                     {run, key})
+                        : db_->query("SELECT AVG(step), AVG(value), MAX(recorded_at) FROM metrics"
+                                     " WHERE run_id = ? AND key = ? GROUP BY (step - ?) / ? ORDER BY 1",
+                                     {run, key, first, width});
+        for (const auto& row : rows) {
+          double step = toDouble(row[0]);
+          out.push_back({key, static_cast<long long>(std::llround(step)), toDouble(row[1]), toDouble(row[2])});
+        }
+      }
+    });
+    return out;
+  }
+
   void addTags(long long run, const std::vector<std::string>& tags) override {
     std::lock_guard<std::mutex> lock(mutex_);
     write([&] {

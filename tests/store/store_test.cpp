@@ -290,6 +290,29 @@ TEST_P(StoreTest, ManyPointsInOneBatch) {
   EXPECT_EQ(store_->metricHistory(id, "loss").size(), 5000u);
 }
 
+TEST_P(StoreTest, CurvesAreThinnedInTheDatabase) {
+  long long id = newRun();
+  std::vector<MetricPoint> points;
+  for (int s = 1; s <= 1000; ++s) points.push_back({"loss", s, 2.0 * s, static_cast<double>(s)});
+  for (int s = 1; s <= 30; ++s) points.push_back({"eval", s, 1.0, 1});
+  points.push_back({"loss", 1001, std::nan(""), 1001});  // a non-finite point is left out of its bucket's mean
+  store_->appendMetrics(id, points);
+  auto curves = store_->metricCurves(id, 100);
+  std::vector<MetricPoint> loss, eval;
+  for (const auto& p : curves) (p.key == "loss" ? loss : eval).push_back(p);
+  ASSERT_EQ(eval.size(), 30u);  // short series come whole
+  // 1,001 steps in ranges of 11: 91 ranges; the mean of step s's values is 2 x the mean step.
+  ASSERT_EQ(loss.size(), 91u);
+  EXPECT_EQ(loss[0].step, 6);  // steps 1..11
+  EXPECT_DOUBLE_EQ(loss[0].value, 12.0);
+  EXPECT_DOUBLE_EQ(loss[0].time, 11.0);
+  EXPECT_EQ(loss[89].step, 985);  // steps 980..990
+  EXPECT_DOUBLE_EQ(loss[89].value, 1970.0);
+  EXPECT_EQ(loss[90].step, 996);  // steps 991..1001, the last one NaN
+  EXPECT_DOUBLE_EQ(loss[90].value, 2.0 * 995.5);
+  for (std::size_t i = 1; i < loss.size(); ++i) EXPECT_LT(loss[i - 1].step, loss[i].step);
+}
+
 INSTANTIATE_TEST_SUITE_P(Sqlite, StoreTest, ::testing::Values(Backend::Sqlite));
 INSTANTIATE_TEST_SUITE_P(Postgres, StoreTest, ::testing::Values(Backend::Postgres));
 
