@@ -206,7 +206,9 @@ int cmdEstimate(const Options& o) {
     if (est != nullptr && plan != nullptr)
       report::printEstimateReport(std::cout, *plan, *est, base::Painter(base::shouldColor(o.color, 1)), o.timeline);
   }
-  if (runStore && est != nullptr && plan != nullptr) {
+  // An estimate with errors (a phase the model cannot estimate, a failing
+  // hook) is not kept: the store holds predictions one can compare against.
+  if (runStore && est != nullptr && plan != nullptr && !s.diagnostics().hasErrors()) {
     try {
       auto ids = runner::recordEstimate(*runStore, *plan, *est, s.rootText());
       for (long long id : ids) std::cerr << "recorded as run " << id << " in " << runStore->location() << "\n";
