@@ -1,6 +1,7 @@
 // `ipu`: the command-line shell over the session. Thin on purpose: argument
 // parsing, choosing human or JSON output, colour policy, and exit codes
 // (0 success, 1 user error with diagnostics printed, 2 usage error).
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -382,7 +383,13 @@ int main(int argc, char** argv) {
     return kUsage;
   }
   // `runs` and `report` parse their own arguments (interpreter/cli/runs_command.h, report_command.h).
+  static const std::vector<std::string> kTakesValue{"--timeline-svg", "-o", "--output", "--runs-dir", "--threads", "--steps",
+                                                   "--checkpoint-every", "--format", "--color", "--store"};
   for (std::size_t i = 0; i < args.size(); ++i) {
+    if (std::find(kTakesValue.begin(), kTakesValue.end(), args[i]) != kTakesValue.end()) {
+      ++i;
+      continue;
+    }
     if (args[i].empty() || args[i][0] == '-') continue;
     std::vector<std::string> rest(args.begin(), args.end());
     rest.erase(rest.begin() + static_cast<long>(i));

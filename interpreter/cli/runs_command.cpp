@@ -238,13 +238,14 @@ int listRuns(store::RunStore& st, const RunsOptions& o) {
     }
   } else {
     for (const char* b : {"id", "name", "kind", "status", "started", "duration", "tags"}) columns.push_back(*names.resolve(b));
+    // Up to four parameters that differ among the listed runs: the plain
+    // ones first, then per-phase ones (a value the phases do not share).
     auto differing = differingParameters(runs);
-    std::size_t shown = 0;
-    for (const auto& k : differing) {
-      if (k.rfind("phases.", 0) == 0 || k == "training") continue;
-      if (++shown > 4) break;
-      columns.push_back(*names.resolve(k));
-    }
+    std::vector<std::string> chosen;
+    for (bool perPhase : {false, true})
+      for (const auto& k : differing)
+        if ((k.rfind("phases.", 0) == 0) == perPhase && k != "training" && chosen.size() < 4) chosen.push_back(k);
+    for (const auto& k : chosen) columns.push_back(*names.resolve(k));
     for (const char* m : {"loss", "samples_per_s"})
       if (names.resolve(m)) columns.push_back(*names.resolve(m));
   }

@@ -217,7 +217,8 @@ function drawParallel() {
   });
   axes.forEach((a, i) => {
     svgEl("line", { x1: xs[i], x2: xs[i], y1: top, y2: H - bottom, class: "pc-axis" }, svg);
-    const label = svgEl("text", { x: xs[i], y: top - 22, "text-anchor": "middle", class: "pc-label" }, svg);
+    const anchor = i === 0 ? "start" : i === axes.length - 1 ? "end" : "middle";
+    const label = svgEl("text", { x: xs[i], y: top - 22, "text-anchor": anchor, class: "pc-label" }, svg);
     label.textContent = a.name;
     const hi = svgEl("text", { x: xs[i] + 4, y: top - 6, class: "pc-tick" }, svg); hi.textContent = fmt(ext[i][1]);
     const lo = svgEl("text", { x: xs[i] + 4, y: H - bottom + 16, class: "pc-tick" }, svg); lo.textContent = fmt(ext[i][0]);
@@ -232,7 +233,8 @@ function drawScatter() {
   svg.setAttribute("viewBox", "0 0 " + W + " " + H);
   const pts = D.runs.map((r, i) => ({ r: r, i: i, x: paramValue(r, p), y: r.metrics[m] }))
                     .filter(q => q.x !== null && !Number.isNaN(q.x) && q.y !== undefined && q.y !== null);
-  const ex = extent(pts.map(q => q.x)), ey = extent(pts.map(q => q.y));
+  const pad = e => [e[0] - 0.05 * (e[1] - e[0]), e[1] + 0.05 * (e[1] - e[0])];  // points off the frame
+  const ex = pad(extent(pts.map(q => q.x))), ey = pad(extent(pts.map(q => q.y)));
   const X = v => left + (v - ex[0]) / (ex[1] - ex[0]) * (W - left - right);
   const Y = v => top + (1 - (v - ey[0]) / (ey[1] - ey[0])) * (H - top - bottom);
   svgEl("rect", { x: left, y: top, width: W - left - right, height: H - top - bottom, class: "sc-frame" }, svg);
