@@ -6,6 +6,7 @@ IPU="$1"
 ROOT="$2"
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
+export IPU_STORE="$TMP/ipu.db"  # estimate and run record here, not in the current directory
 fail=0
 expect() {  # expect CODE DESCRIPTION -- command...
   local want="$1" what="$2"; shift 3

@@ -1,6 +1,7 @@
 // `ipu`: the command-line shell over the session. Thin on purpose: argument
 // parsing, choosing human or JSON output, colour policy, and exit codes
 // (0 success, 1 user error with diagnostics printed, 2 usage error).
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -17,10 +18,13 @@
 #include "interpreter/base/terminal.h"
 #include "interpreter/cli/calibrate_command.h"
 #include "interpreter/cli/output_file.h"
+#include "interpreter/cli/report_command.h"
+#include "interpreter/cli/runs_command.h"
 #include "interpreter/repl/repl.h"
 #include "interpreter/report/estimate_report.h"
 #include "interpreter/report/plan_report.h"
 #include "interpreter/report/timeline_render.h"
+#include "interpreter/runner/estimate_record.h"
 #include "interpreter/runner/train.h"
 #include "interpreter/session/session.h"
 #include "interpreter/syntax/parser.h"
@@ -50,6 +54,9 @@ commands:
                   progress display and a run directory (docs/run.md)
   repl [FILE]     interactive session: declarations accumulate, expressions print
                   their value, :plan :estimate :mem :run :doc (see docs/repl.md)
+  runs            list, filter, show and compare recorded runs and estimates
+                  (`ipu runs --help`; docs/tracking.md)
+  report [IDS]    one self-contained HTML file with plots of recorded runs
 
 options:
   --json                 machine-readable output (plan, estimate; check: same as --format json)
@@ -66,6 +73,8 @@ options:
   --steps N              run: at most N steps per phase (a quick try)
   --threads N            run: host threads for the virtual IPUs (default: all)
   --checkpoint-every N   run: steps between checkpoints (default: 100)
+  --store PATH|URI       run, estimate: the run store (default: $IPU_STORE, else runs/ipu.db)
+  --no-store             run, estimate: record nothing in the run store
   -h, --help             this help
   --version              the version
 
@@ -90,7 +99,21 @@ struct Options {
   long long steps = 0;
   long long checkpointEvery = 100;
   base::ColorMode color = base::ColorMode::Auto;
+  std::string store;     // --store
+  bool noStore = false;  // --no-store
 };
+
+// The run store `run` and `estimate` record into (docs/tracking.md); null
+// with --no-store, or when it cannot be opened (then `error` says why).
+std::unique_ptr<store::RunStore> openRecordingStore(const Options& o, std::string& error) {
+  if (o.noStore) return nullptr;
+  try {
+    return store::openStore(cli::storeLocation(o.store, o.runsDir), store::OpenMode::Create);
+  } catch (const store::StoreError& e) {
+    error = e.what();
+    return nullptr;
+  }
+}
 
 int usage(const std::string& message) {
   // The message and where to look, not the whole help: the mistake stays on screen.
@@ -160,6 +183,12 @@ int cmdPlan(const Options& o) {
 // formatter bug must never damage a script.
 int cmdEstimate(const Options& o) {
   if (o.files.size() != 1) return usage("`estimate` takes one script");
+  std::string storeError;
+  auto runStore = openRecordingStore(o, storeError);
+  if (!storeError.empty()) {
+    std::cerr << "ipu estimate: error: " << storeError << "\n  help: --no-store estimates without recording\n";
+    return kUserError;
+  }
   session::Session s;
   showHookOutput(s);
   auto file = s.readFile(o.files[0]);
@@ -177,6 +206,16 @@ int cmdEstimate(const Options& o) {
     printDiagnostics(s, false, o.color);
     if (est != nullptr && plan != nullptr)
       report::printEstimateReport(std::cout, *plan, *est, base::Painter(base::shouldColor(o.color, 1)), o.timeline);
+  }
+  // An estimate with errors (a phase the model cannot estimate, a failing
+  // hook) is not kept: the store holds predictions one can compare against.
+  if (runStore && est != nullptr && plan != nullptr && !s.diagnostics().hasErrors()) {
+    try {
+      auto ids = runner::recordEstimate(*runStore, *plan, *est, s.rootText());
+      for (long long id : ids) std::cerr << "recorded as run " << id << " in " << runStore->location() << "\n";
+    } catch (const store::StoreError& e) {
+      std::cerr << "ipu estimate: warning: not recorded: " << e.what() << "\n";
+    }
   }
   if (!o.timelineSvg.empty() && est != nullptr && plan != nullptr) {
     // One picture per phase, stacked.
@@ -250,8 +289,20 @@ void printTrainResult(const runner::TrainResult& r, const std::string& training,
     std::cout << p.paint(Style::Dim, "continue it with --resume=" + r.runDirectory) << "\n";
 }
 
+void reportStoreRecord(const runner::TrainResult& r, const store::RunStore* runStore) {
+  if (runStore == nullptr) return;
+  if (r.storeRunId != 0) std::cerr << "recorded as run " << r.storeRunId << " in " << runStore->location() << "\n";
+  if (!r.storeFailure.empty()) std::cerr << "ipu run: warning: the run store missed part of this run: " << r.storeFailure << "\n";
+}
+
 int cmdRun(const Options& o) {
   if (o.files.size() != 1) return usage("`run` takes one script");
+  std::string storeError;
+  auto runStore = openRecordingStore(o, storeError);
+  if (!storeError.empty()) {
+    std::cerr << "ipu run: error: " << storeError << "\n  help: --no-store runs without recording in the store\n";
+    return kUserError;
+  }
   session::Session s;
   showHookOutput(s);
   auto file = s.readFile(o.files[0]);
@@ -266,8 +317,11 @@ int cmdRun(const Options& o) {
   const std::string dir = std::filesystem::absolute(o.files[0]).parent_path().string();
   int status = kOk;
   for (const auto& run : plan->runs) {
-    runner::TrainResult r = runner::train(s, run, trainSettings(o, s.rootText(), dir), std::cerr, ::isatty(2) != 0);
+    runner::TrainSettings settings = trainSettings(o, s.rootText(), dir);
+    settings.store = runStore.get();
+    runner::TrainResult r = runner::train(s, run, settings, std::cerr, ::isatty(2) != 0);
     if (s.diagnostics().hasErrors()) printDiagnostics(s, false, o.color);
+    reportStoreRecord(r, runStore.get());
     s.diagnostics().clear();
     printTrainResult(r, run.name, o.color);
     if (r.status == runner::TrainResult::Status::Failed) return kUserError;
@@ -335,6 +389,21 @@ int main(int argc, char** argv) {
     std::cerr << kUsageText;
     return kUsage;
   }
+  // `runs` and `report` parse their own arguments (interpreter/cli/runs_command.h, report_command.h).
+  static const std::vector<std::string> kTakesValue{"--timeline-svg", "-o", "--output", "--runs-dir", "--threads", "--steps",
+                                                   "--checkpoint-every", "--format", "--color", "--store"};
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (std::find(kTakesValue.begin(), kTakesValue.end(), args[i]) != kTakesValue.end()) {
+      ++i;
+      continue;
+    }
+    if (args[i].empty() || args[i][0] == '-') continue;
+    std::vector<std::string> rest(args.begin(), args.end());
+    rest.erase(rest.begin() + static_cast<long>(i));
+    if (args[i] == "runs") return cli::runsCommand(rest);
+    if (args[i] == "report") return cli::reportCommand(rest);
+    break;
+  }
   Options o;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -384,6 +453,11 @@ int main(int argc, char** argv) {
       else if (name == "--steps") o.steps = n;
       else o.checkpointEvery = n;
     }
+    else if (a == "--store" || a.rfind("--store=", 0) == 0) {
+      o.store = value("--store");
+      if (o.store.empty()) return usage("`--store` needs a path or a postgresql:// URI");
+    }
+    else if (a == "--no-store") o.noStore = true;
     else if (a == "--check") o.fmtCheck = true;
     else if (a == "--stdout") o.fmtStdout = true;
     else if (a == "--format" || a.rfind("--format=", 0) == 0) {
@@ -418,11 +492,16 @@ int main(int argc, char** argv) {
     if (!o.files.empty()) ro.file = o.files[0];
     ro.color = o.color;
     ro.trainer = [&o](repl::Workspace::Planned& planned, const std::atomic<bool>& cancel) {
+      std::string storeError;
+      auto runStore = openRecordingStore(o, storeError);
+      if (!storeError.empty()) std::cerr << "warning: not recorded in the run store: " << storeError << "\n";
       bool ok = true;
       for (const auto& run : planned.plan->runs) {
         runner::TrainSettings t = trainSettings(o, planned.session->rootText(), std::filesystem::current_path().string());
         t.cancel = &cancel;
+        t.store = runStore.get();
         runner::TrainResult r = runner::train(*planned.session, run, t, std::cerr, ::isatty(2) != 0);
+        reportStoreRecord(r, runStore.get());
         std::cerr << repl::Workspace::diagnostics(planned, base::Painter(base::shouldColor(o.color, 2)));
         planned.session->diagnostics().clear();
         printTrainResult(r, run.name, o.color);
@@ -434,6 +513,6 @@ int main(int argc, char** argv) {
     return repl::runRepl(ro);
   }
   if (o.command == "run") return cmdRun(o);
-  std::string hint = base::didYouMean(o.command, {"check", "plan", "fmt", "estimate", "calibrate", "run", "repl"});
+  std::string hint = base::didYouMean(o.command, {"check", "plan", "fmt", "estimate", "calibrate", "run", "repl", "runs", "report"});
   return usage("unknown command `" + o.command + "`" + (hint.empty() ? "" : "; " + hint));
 }

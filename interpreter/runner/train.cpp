@@ -6,10 +6,14 @@
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
+#include <unistd.h>
 
 #include "interpreter/hooks/run_hooks.h"
 #include "interpreter/runner/progress.h"
+#include "interpreter/runner/estimate_record.h"
 #include "interpreter/runner/run_directory.h"
+#include "interpreter/runner/run_parameters.h"
+#include "interpreter/runner/store_recorder.h"
 #include "runtime/emulator/emulator.h"
 #include "runtime/files/regular_file.h"
 
@@ -94,7 +98,7 @@ TrainResult train(session::Session& session, const ir::RunPlan& run, const Train
   // The run directory: a new one, or the one to resume.
   std::string error;
   std::optional<RunDirectory> dir;
-  const std::string planText = ir::Json(ir::toJson(ir::ExecutionPlan{{run}})).dump();
+  const std::string planText = runner::planText(run);
   if (settings.resume) {
     std::string path = settings.resumeFrom.empty() ? RunDirectory::latest(settings.runsRoot, run.name) : settings.resumeFrom;
     if (path.empty()) {
@@ -149,11 +153,41 @@ TrainResult train(session::Session& session, const ir::RunPlan& run, const Train
   options.resume = settings.resume;
   options.planIdentity = planIdentity(planText);
 
-  // Listeners: the training's hooks, the record, the display.
+  // The run store: a new record, or the one of the run directory resumed.
+  std::unique_ptr<StoreRecorder> recorder;
+  if (settings.store != nullptr) {
+    try {
+      const std::string absolute = fs::absolute(dir->path()).lexically_normal().string();
+      std::optional<long long> id;
+      if (dir->resumed()) id = settings.store->findByRunDirectory(absolute);
+      if (!id) {
+        store::NewRun nr;
+        nr.kind = store::RunKind::Run;
+        nr.training = run.name;
+        nr.script = settings.scriptText;
+        nr.planHash = planHash(run);
+        nr.parameters = runParameters(run);
+        nr.host = hostName();
+        nr.pid = static_cast<long long>(::getpid());
+        nr.startedAt = store::nowSeconds();
+        id = settings.store->createRun(nr);
+        settings.store->addArtifact(*id, {"run_directory", absolute});
+      }
+      recorder = std::make_unique<StoreRecorder>(*settings.store, *id, dir->resumed());
+      result.storeRunId = *id;
+    } catch (const store::StoreError& e) {
+      result.storeFailure = e.what();
+    }
+  }
+
+  // Listeners: the training's hooks, the record, the store, the display.
   hooks::RunHooks runHooks(*session.hooks(), run, train::Source::Emulator);
   options.policies = runHooks.policies();
   Progress display(progress, progressIsTerminal, base::Painter(base::shouldColor(settings.color, 2)));
-  FanOut all({&runHooks, &*dir, &display});
+  std::vector<train::Observer*> observers{&runHooks, &*dir};
+  if (recorder) observers.push_back(recorder.get());
+  observers.push_back(&display);
+  FanOut all(observers);
   options.observer = &all;
   ir::Json start = ir::Json::object();
   start["event"] = settings.resume ? "resumed" : "started";
@@ -174,6 +208,14 @@ TrainResult train(session::Session& session, const ir::RunPlan& run, const Train
     std::error_code ec;
     fs::remove_all(dir->path(), ec);
     result.runDirectory.clear();
+    if (recorder) {
+      recorder.reset();
+      try {
+        settings.store->deleteRun(result.storeRunId);
+      } catch (const store::StoreError&) {
+      }
+      result.storeRunId = 0;
+    }
     return result;
   }
   if (!outcome && dir->resumed() && !dir->stepsRecorded()) {
@@ -218,6 +260,18 @@ TrainResult train(session::Session& session, const ir::RunPlan& run, const Train
                                 "the run record in `" + dir->path() + "` could not be written completely" +
                                     (error.empty() ? std::string() : ": " + error));
     result.status = TrainResult::Status::Failed;
+  }
+  if (recorder) {
+    const store::RunStatus status = !outcome ? store::RunStatus::Failed
+                                    : result.status == TrainResult::Status::Completed ? store::RunStatus::Finished
+                                    : result.status == TrainResult::Status::Cancelled ? store::RunStatus::Cancelled
+                                    : result.status == TrainResult::Status::Stopped   ? store::RunStatus::Stopped
+                                                                                      : store::RunStatus::Failed;
+    std::string reason = !outcome ? outcome.error().code + ": " + outcome.error().message : result.stopReason;
+    if (result.status == TrainResult::Status::Cancelled) reason = "Ctrl-C";
+    if (status == store::RunStatus::Failed && reason.empty()) reason = "a hook failed";
+    recorder->finish(status, reason);
+    if (recorder->failed()) result.storeFailure = recorder->failure();
   }
   return result;
 }

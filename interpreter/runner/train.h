@@ -11,6 +11,7 @@
 
 #include "interpreter/base/terminal.h"
 #include "interpreter/session/session.h"
+#include "interpreter/store/run_store.h"
 #include "runtime/ir/execution_plan.h"
 
 namespace ipu::runner {
@@ -27,12 +28,15 @@ struct TrainSettings {
   std::string scriptDirectory;     // relative dataset paths resolve here
   std::string corpus;              // the built-in corpus ("": the emulator's default)
   base::ColorMode color = base::ColorMode::Auto;
+  store::RunStore* store = nullptr; // where the run is also recorded (docs/tracking.md); null: nowhere
 };
 
 struct TrainResult {
   enum class Status { Completed, Stopped, Cancelled, Failed } status = Status::Failed;
   std::string runDirectory;
   std::string stopReason;  // Stopped: what the hook said
+  long long storeRunId = 0;  // the run's id in the store (0: not recorded)
+  std::string storeFailure;  // why the store could not record all of it ("" if it did)
 };
 
 // Progress goes to `progress` (a terminal gets a line redrawn in place).

@@ -1,0 +1,125 @@
+#include "interpreter/cli/report_command.h"
+
+#include <iostream>
+
+#include "interpreter/cli/output_file.h"
+#include "interpreter/cli/runs_command.h"
+#include "interpreter/report/runs_html.h"
+#include "interpreter/store/run_store.h"
+
+namespace ipu::cli {
+
+namespace {
+
+constexpr int kOk = 0, kUserError = 1, kUsage = 2;
+
+const char* kReportUsage = R"(usage: ipu report [ID...] [--where FILTER] [--limit N] -o report.html
+
+Writes one self-contained HTML file (no network needed: it can be mailed) with
+the metric curves of the selected runs overlaid, their parameters, and for
+three runs or more a parallel-coordinates plot and a scatter of any metric
+against any parameter. Runs are chosen by number or name, or with --where
+(the filter language of `ipu runs`, docs/tracking.md); neither: the newest
+--limit runs (default 20).
+
+  -o, --output FILE   where to write the report (required)
+  --store PATH|URI    the run store (default: $IPU_STORE, else runs/ipu.db)
+  --runs-dir DIR      the store is DIR/ipu.db
+  --title TEXT        the page's heading
+)";
+
+int usage(const std::string& message) {
+  std::cerr << "ipu report: " << message << "\n(`ipu report --help` lists what it takes)\n";
+  return kUsage;
+}
+
+}  // namespace
+
+int reportCommand(const std::vector<std::string>& args) {
+  std::vector<std::string> ids;
+  std::string where, output, storeFlag, runsDir = "runs", title;
+  long long limit = 0;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto take = [&](const std::string& name, std::string& slot) -> int {  // 1 taken, 0 not this, -1 missing
+      if (a.rfind(name + "=", 0) == 0) {
+        slot = a.substr(name.size() + 1);
+        return slot.empty() ? -1 : 1;
+      }
+      if (a != name) return 0;
+      if (i + 1 >= args.size()) return -1;
+      slot = args[++i];
+      return 1;
+    };
+    std::string v;
+    int got = 0;
+    if (a == "-h" || a == "--help") {
+      std::cout << kReportUsage;
+      return kOk;
+    }
+    if ((got = take("--where", where)) != 0) {
+      if (got < 0) return usage("`--where` needs a filter");
+    } else if ((got = take("-o", output)) != 0 || (got = take("--output", output)) != 0) {
+      if (got < 0) return usage("`" + a + "` needs a file name");
+    } else if ((got = take("--store", storeFlag)) != 0) {
+      if (got < 0) return usage("`--store` needs a path or a postgresql:// URI");
+    } else if ((got = take("--runs-dir", runsDir)) != 0) {
+      if (got < 0) return usage("`--runs-dir` needs a directory");
+    } else if ((got = take("--title", title)) != 0) {
+      if (got < 0) return usage("`--title` needs a text");
+    } else if ((got = take("--limit", v)) != 0) {
+      char* end = nullptr;
+      limit = std::strtoll(v.c_str(), &end, 10);
+      if (got < 0 || *end != '\0' || limit < 1) return usage("`--limit` needs a whole number of at least 1");
+    } else if (a.size() > 1 && a[0] == '-') {
+      return usage("unknown option `" + a + "`");
+    } else {
+      ids.push_back(a);
+    }
+  }
+  if (output.empty()) return usage("say where to write the report: -o report.html");
+  if (!ids.empty() && limit > 0) return usage("--limit applies to --where or the newest runs, not to runs named one by one");
+
+  const std::string location = storeLocation(storeFlag, runsDir);
+  try {
+    auto st = store::openStore(location, store::OpenMode::Existing);
+    std::vector<store::RunRecord> selected;
+    if (int code = selectRuns(*st, ids, where, selected, "report")) return code;
+    if (ids.empty()) {
+      const std::size_t cap = static_cast<std::size_t>(limit > 0 ? limit : 20);
+      if (selected.size() > cap) {
+        if (limit == 0)
+          std::cerr << "ipu report: " << selected.size() << " runs match; the report shows the newest " << cap
+                    << " (--limit N for more)\n";
+        selected.resize(cap);
+      }
+    }
+    if (selected.empty()) {
+      std::cerr << "ipu report: no run to report" << (where.empty() ? " (the store is empty)" : ": none matches --where")
+                << "\n";
+      return kUserError;
+    }
+    std::vector<report::ReportRun> runs;
+    for (auto& r : selected) {
+      report::ReportRun rr;
+      for (auto& p : st->metricCurves(r.id, report::kMaxPointsPerCurve)) rr.history[p.key].push_back(std::move(p));
+      rr.record = std::move(r);
+      runs.push_back(std::move(rr));
+    }
+    const std::string html =
+        report::runsReportHtml(runs, title.empty() ? "ipu runs report" : title, st->location());
+    std::string error;
+    if (!replaceFile(output, html, error)) {
+      std::cerr << "ipu report: " << error << "\n";
+      return kUserError;
+    }
+    std::cerr << "wrote " << output << ": " << runs.size() << " run" << (runs.size() == 1 ? "" : "s") << ", "
+              << report::curveCount(runs) << " curves\n";
+    return kOk;
+  } catch (const store::StoreError& e) {
+    std::cerr << "ipu report: error: " << e.what() << "\n";
+    return kUserError;
+  }
+}
+
+}  // namespace ipu::cli

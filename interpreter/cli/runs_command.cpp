@@ -1,0 +1,672 @@
+#include "interpreter/cli/runs_command.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "interpreter/base/diagnostic.h"
+#include "interpreter/base/terminal.h"
+#include "interpreter/runner/run_import.h"
+#include "interpreter/runner/store_recorder.h"
+#include "interpreter/store/filter.h"
+
+namespace ipu::cli {
+
+namespace {
+
+constexpr int kOk = 0, kUserError = 1, kUsage = 2;
+
+const char* kRunsUsage = R"usage(usage: ipu runs [list] [--where FILTER] [--sort [-]NAME] [--limit N] [--columns A,B,...] [--json|--csv]
+       ipu runs show ID [--json]
+       ipu runs compare ID ID... [--json]
+       ipu runs tag ID TAG...          ipu runs untag ID TAG...
+       ipu runs note ID TEXT           ipu runs delete ID...
+       ipu runs gc [--grace SECONDS]   ipu runs import DIR...
+
+Runs and estimates recorded in the run store (docs/tracking.md). ID is a run's
+number or its name. The store is --store PATH|postgresql://..., else $IPU_STORE,
+else runs/ipu.db (under --runs-dir DIR).
+
+  --where FILTER   e.g. "mapping.replicas IN (2,4) AND (mlm_accuracy > 0.18 OR tag = 'baseline')"
+  --sort NAME      sort by a column (ascending); -NAME or NAME:desc for descending
+  --limit N        at most N runs
+  --columns LIST   columns of the table / CSV (built-ins, parameters, metrics)
+  --json, --csv    machine-readable output
+  --grace SECONDS  gc: a running run silent this long is marked killed (default 30)
+)usage";
+
+int usage(const std::string& message) {
+  std::cerr << "ipu runs: " << message << "\n(`ipu runs --help` lists what it takes)\n";
+  return kUsage;
+}
+
+struct RunsOptions {
+  std::string sub = "list";
+  std::vector<std::string> positional;
+  std::string where, sort, columns, store, runsDir = "runs";
+  long long limit = 0;
+  bool json = false, csv = false;
+  double grace = runner::kHeartbeatGraceSeconds;
+  base::ColorMode color = base::ColorMode::Auto;
+};
+
+std::string jsonNumberOrNull(double v, nlohmann::json& slot) {
+  if (std::isfinite(v)) slot = v;
+  else slot = nullptr;
+  return {};
+}
+
+nlohmann::json toJson(const store::RunRecord& r, bool full) {
+  nlohmann::json j;
+  j["id"] = r.id;
+  j["name"] = r.name;
+  j["kind"] = store::name(r.kind);
+  j["training"] = r.training;
+  j["status"] = store::name(r.status);
+  j["stop_reason"] = r.stopReason;
+  jsonNumberOrNull(r.startedAt, j["started_at"]);
+  jsonNumberOrNull(r.endedAt, j["ended_at"]);
+  jsonNumberOrNull(r.heartbeatAt, j["heartbeat_at"]);
+  j["host"] = r.host;
+  j["plan_hash"] = r.planHash;
+  j["note"] = r.note;
+  j["tags"] = r.tags;
+  j["parameters"] = r.parameters;
+  nlohmann::json m = nlohmann::json::object();
+  for (const auto& [k, s] : r.metrics) {
+    nlohmann::json x;
+    jsonNumberOrNull(s.last, x["last"]);
+    jsonNumberOrNull(s.min, x["min"]);
+    jsonNumberOrNull(s.max, x["max"]);
+    x["last_step"] = s.lastStep;
+    x["count"] = s.count;
+    m[k] = x;
+  }
+  j["metrics"] = m;
+  if (full) {
+    j["script"] = r.script;
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& art : r.artifacts) a.push_back({{"kind", art.kind}, {"path", art.path}});
+    j["artifacts"] = a;
+  }
+  return j;
+}
+
+std::string csvCell(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+// A run by its number or its name.
+std::optional<store::RunRecord> findRun(store::RunStore& st, const std::string& idOrName,
+                                        const std::vector<store::RunRecord>* all = nullptr) {
+  char* end = nullptr;
+  long long id = std::strtoll(idOrName.c_str(), &end, 10);
+  if (!idOrName.empty() && *end == '\0') return st.run(id);
+  std::vector<store::RunRecord> listed;
+  if (all == nullptr) {
+    listed = st.listRuns();
+    all = &listed;
+  }
+  for (const auto& r : *all)
+    if (r.name == idOrName) return st.run(r.id);
+  return std::nullopt;
+}
+
+std::string noSuchRun(store::RunStore& st, const std::string& idOrName) {
+  std::vector<std::string> names;
+  for (const auto& r : st.listRuns()) names.push_back(r.name);
+  std::string hint = base::didYouMean(idOrName, names);
+  return "there is no run `" + idOrName + "` in `" + st.location() + "`" + (hint.empty() ? "" : "; " + hint) +
+         " (`ipu runs` lists them)";
+}
+
+std::string styleStatus(const base::Painter& p, store::RunStatus s, const std::string& text) {
+  using base::Style;
+  switch (s) {
+    case store::RunStatus::Finished: return p.paint(Style::Good, text);
+    case store::RunStatus::Running: return p.paint(Style::Accent, text);
+    case store::RunStatus::Failed:
+    case store::RunStatus::Killed: return p.paint(Style::Error, text);
+    default: return p.paint(Style::Warning, text);
+  }
+}
+
+// Parameters whose values differ among `runs` (the interesting columns).
+std::vector<std::string> differingParameters(const std::vector<store::RunRecord>& runs) {
+  std::map<std::string, std::set<std::string>> values;
+  std::map<std::string, std::size_t> seen;
+  for (const auto& r : runs)
+    for (const auto& [k, v] : r.parameters) {
+      values[k].insert(v);
+      ++seen[k];
+    }
+  std::vector<std::string> out;
+  for (const auto& [k, vs] : values)
+    if (vs.size() > 1 || seen[k] != runs.size()) out.push_back(k);
+  return out;
+}
+
+void printTable(std::ostream& os, const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows,
+                const std::vector<store::RunStatus>* statuses, int statusColumn, const base::Painter& p) {
+  std::vector<std::size_t> width(header.size(), 0);
+  for (std::size_t c = 0; c < header.size(); ++c) width[c] = header[c].size();
+  for (const auto& row : rows)
+    for (std::size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  auto line = [&](const std::vector<std::string>& cells, bool isHeader, std::size_t r) {
+    std::string out;
+    for (std::size_t c = 0; c < cells.size(); ++c) {
+      std::string cell = cells[c] + std::string(width[c] - cells[c].size(), ' ');
+      if (c + 1 == cells.size()) cell = cells[c];
+      if (isHeader) cell = p.paint(base::Style::Bold, cell);
+      else if (statuses != nullptr && static_cast<int>(c) == statusColumn) cell = styleStatus(p, (*statuses)[r], cell);
+      out += (c ? "  " : "") + cell;
+    }
+    os << out << "\n";
+  };
+  line(header, true, 0);
+  for (std::size_t r = 0; r < rows.size(); ++r) line(rows[r], false, r);
+}
+
+int listRuns(store::RunStore& st, const RunsOptions& o) {
+  std::vector<store::RunRecord> runs;
+  std::vector<store::RunRecord> all;
+  if (int code = selectRuns(st, {}, o.where, runs, "runs", &all)) return code;
+  store::FieldResolver names(all);
+  if (!o.sort.empty()) {
+    std::string key = o.sort;
+    bool descending = false;
+    if (key[0] == '-') {
+      descending = true;
+      key = key.substr(1);
+    }
+    for (const char* suffix : {":desc", ":asc"}) {
+      std::string s = suffix;
+      if (key.size() > s.size() && key.compare(key.size() - s.size(), s.size(), s) == 0) {
+        descending = s == ":desc";
+        key = key.substr(0, key.size() - s.size());
+      }
+    }
+    auto field = names.resolve(key);
+    if (!field) {
+      std::cerr << "ipu runs: --sort: no run has `" << key << "`\n  help: " << names.unknownNameHelp(key) << "\n";
+      return kUsage;
+    }
+    std::stable_sort(runs.begin(), runs.end(), [&](const store::RunRecord& a, const store::RunRecord& b) {
+      store::FieldValue x = store::FieldResolver::value(a, *field), y = store::FieldResolver::value(b, *field);
+      if (x.present != y.present) return x.present;  // missing values last, either way
+      if (!x.present) return false;
+      bool less = x.numeric && y.numeric ? x.number < y.number : x.text < y.text;
+      bool greater = x.numeric && y.numeric ? x.number > y.number : x.text > y.text;
+      return descending ? greater : less;
+    });
+  }
+  if (o.limit > 0 && runs.size() > static_cast<std::size_t>(o.limit)) runs.resize(static_cast<std::size_t>(o.limit));
+
+  if (o.json) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& r : runs) j.push_back(toJson(r, false));
+    std::cout << j.dump(2) << "\n";
+    return kOk;
+  }
+
+  std::vector<store::Field> columns;
+  if (!o.columns.empty()) {
+    std::stringstream ss(o.columns);
+    std::string name;
+    while (std::getline(ss, name, ',')) {
+      name.erase(0, name.find_first_not_of(' '));
+      name.erase(name.find_last_not_of(' ') + 1);
+      if (name.empty()) continue;
+      auto field = names.resolve(name);
+      if (!field) {
+        std::cerr << "ipu runs: --columns: no run has `" << name << "`\n  help: " << names.unknownNameHelp(name)
+                  << "\n";
+        return kUsage;
+      }
+      columns.push_back(*field);
+    }
+  } else {
+    for (const char* b : {"id", "name", "kind", "status", "started", "duration", "tags"}) columns.push_back(*names.resolve(b));
+    // Up to four parameters that differ among the listed runs: the plain
+    // ones first, then per-phase ones (a value the phases do not share).
+    auto differing = differingParameters(runs);
+    std::vector<std::string> chosen;
+    for (bool perPhase : {false, true})
+      for (const auto& k : differing)
+        if ((k.rfind("phases.", 0) == 0) == perPhase && k != "training" && chosen.size() < 4) chosen.push_back(k);
+    for (const auto& k : chosen) columns.push_back(*names.resolve(k));
+    for (const char* m : {"loss", "samples_per_s"})
+      if (names.resolve(m)) columns.push_back(*names.resolve(m));
+  }
+  std::vector<std::string> header;
+  int statusColumn = -1;
+  for (std::size_t c = 0; c < columns.size(); ++c) {
+    header.push_back(columns[c].label);
+    if (columns[c].kind == store::FieldKind::Status) statusColumn = static_cast<int>(c);
+  }
+  std::vector<std::vector<std::string>> rows;
+  std::vector<store::RunStatus> statuses;
+  for (const auto& r : runs) {
+    std::vector<std::string> row;
+    for (const auto& f : columns) row.push_back(store::FieldResolver::format(r, f));
+    rows.push_back(std::move(row));
+    statuses.push_back(r.status);
+  }
+  if (o.csv) {
+    for (std::size_t c = 0; c < header.size(); ++c) std::cout << (c ? "," : "") << csvCell(header[c]);
+    std::cout << "\n";
+    for (const auto& row : rows) {
+      for (std::size_t c = 0; c < row.size(); ++c) std::cout << (c ? "," : "") << csvCell(row[c]);
+      std::cout << "\n";
+    }
+    return kOk;
+  }
+  if (runs.empty()) {
+    std::cout << (all.empty() ? "no runs recorded in `" + st.location() + "` yet (`ipu run` and `ipu estimate` record them)"
+                              : "no run matches")
+              << "\n";
+    return kOk;
+  }
+  base::Painter p(base::shouldColor(o.color, 1));
+  printTable(std::cout, header, rows, &statuses, statusColumn, p);
+  return kOk;
+}
+
+std::string number(double v) {
+  if (std::isnan(v)) return "-";
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+int showRun(store::RunStore& st, const RunsOptions& o) {
+  if (o.positional.size() != 1) return usage("`runs show` takes one run (its number or name)");
+  auto r = findRun(st, o.positional[0]);
+  if (!r) {
+    std::cerr << "ipu runs: " << noSuchRun(st, o.positional[0]) << "\n";
+    return kUserError;
+  }
+  if (o.json) {
+    std::cout << toJson(*r, true).dump(2) << "\n";
+    return kOk;
+  }
+  base::Painter p(base::shouldColor(o.color, 1));
+  std::cout << p.paint(base::Style::Bold, "run " + std::to_string(r->id) + "  " + r->name) << "  ("
+            << store::name(r->kind) << ")\n";
+  std::cout << "  status     " << styleStatus(p, r->status, store::name(r->status))
+            << (r->stopReason.empty() ? "" : " (" + r->stopReason + ")") << "\n";
+  std::cout << "  started    " << store::formatTime(r->startedAt) << " on " << r->host << "\n";
+  if (!std::isnan(r->endedAt))
+    std::cout << "  ended      " << store::formatTime(r->endedAt) << " after " << store::formatDuration(r->endedAt - r->startedAt)
+              << "\n";
+  else
+    std::cout << "  heartbeat  " << store::formatTime(r->heartbeatAt) << "\n";
+  std::cout << "  plan hash  " << r->planHash << "\n";
+  if (!r->tags.empty()) {
+    std::cout << "  tags      ";
+    for (const auto& t : r->tags) std::cout << " " << t;
+    std::cout << "\n";
+  }
+  if (!r->note.empty()) std::cout << "  note       " << r->note << "\n";
+  for (const auto& a : r->artifacts)
+    if (a.kind == "run_directory") std::cout << "  directory  " << a.path << "\n";
+  std::size_t checkpoints = std::count_if(r->artifacts.begin(), r->artifacts.end(),
+                                          [](const store::Artifact& a) { return a.kind == "checkpoint"; });
+  if (checkpoints > 0) std::cout << "  checkpoints " << checkpoints << " (the last: " << r->artifacts.back().path << ")\n";
+  if (!r->metrics.empty()) {
+    std::cout << p.paint(base::Style::Bold, "metrics") << "\n";
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& [k, s] : r->metrics)
+      rows.push_back({"  " + k, number(s.last), number(s.min), number(s.max), std::to_string(s.lastStep), std::to_string(s.count)});
+    printTable(std::cout, {"  key", "last", "min", "max", "last step", "points"}, rows, nullptr, -1, p);
+  }
+  std::cout << p.paint(base::Style::Bold, "parameters") << "\n";
+  for (const auto& [k, v] : r->parameters)
+    if (k.rfind("phases.", 0) != 0) std::cout << "  " << k << " = " << v << "\n";
+  std::size_t perPhase = std::count_if(r->parameters.begin(), r->parameters.end(),
+                                       [](const auto& kv) { return kv.first.rfind("phases.", 0) == 0; });
+  if (perPhase > 0) std::cout << "  (and " << perPhase << " per-phase values `phases.<phase>.<name>`: --json shows them)\n";
+  return kOk;
+}
+
+double meanOf(const std::vector<store::MetricPoint>& points) {
+  double sum = 0;
+  long long n = 0;
+  for (const auto& pt : points)
+    if (std::isfinite(pt.value)) {
+      sum += pt.value;
+      ++n;
+    }
+  return n > 0 ? sum / static_cast<double>(n) : std::nan("");
+}
+
+int compareRuns(store::RunStore& st, const RunsOptions& o) {
+  if (o.positional.size() < 2) return usage("`runs compare` takes two runs or more");
+  std::vector<store::RunRecord> all = st.listRuns();
+  std::vector<store::RunRecord> runs;
+  for (const auto& id : o.positional) {
+    auto r = findRun(st, id, &all);
+    if (!r) {
+      std::cerr << "ipu runs: " << noSuchRun(st, id) << "\n";
+      return kUserError;
+    }
+    runs.push_back(*r);
+  }
+  // Predicted against measured: for each run of kind `run`, the newest
+  // estimate of the same plan (compared or not).
+  struct Pairing {
+    const store::RunRecord* run;
+    store::RunRecord estimate;
+  };
+  std::vector<Pairing> pairs;
+  for (const auto& r : runs) {
+    if (r.kind != store::RunKind::Run) continue;
+    for (const auto& e : all)  // newest first
+      if (e.kind == store::RunKind::Estimate && e.planHash == r.planHash) {
+        pairs.push_back({&r, e});
+        break;
+      }
+  }
+  auto differing = differingParameters(runs);
+  std::set<std::string> metricKeys;
+  for (const auto& r : runs)
+    for (const auto& [k, s] : r.metrics) metricKeys.insert(k);
+
+  if (o.json) {
+    nlohmann::json j;
+    j["runs"] = nlohmann::json::array();
+    for (const auto& r : runs) j["runs"].push_back(toJson(r, false));
+    j["differing_parameters"] = differing;
+    j["predicted_vs_measured"] = nlohmann::json::array();
+    for (const auto& pr : pairs) {
+      nlohmann::json x;
+      x["run"] = pr.run->id;
+      x["estimate"] = pr.estimate.id;
+      x["plan_hash"] = pr.run->planHash;
+      nlohmann::json keys = nlohmann::json::object();
+      for (const auto& [k, s] : pr.estimate.metrics) {
+        if (!pr.run->metrics.count(k)) continue;
+        double measured = meanOf(st.metricHistory(pr.run->id, k));
+        nlohmann::json y;
+        jsonNumberOrNull(s.last, y["predicted"]);
+        jsonNumberOrNull(measured, y["measured_mean"]);
+        keys[k] = y;
+      }
+      x["metrics"] = keys;
+      j["predicted_vs_measured"].push_back(x);
+    }
+    std::cout << j.dump(2) << "\n";
+    return kOk;
+  }
+
+  base::Painter p(base::shouldColor(o.color, 1));
+  std::vector<std::string> header{""};
+  for (const auto& r : runs) header.push_back(std::to_string(r.id) + " " + r.name);
+  std::vector<std::vector<std::string>> rows;
+  auto row = [&](const std::string& label, auto get) {
+    std::vector<std::string> cells{label};
+    for (const auto& r : runs) cells.push_back(get(r));
+    rows.push_back(std::move(cells));
+  };
+  row("kind", [](const store::RunRecord& r) { return std::string(store::name(r.kind)); });
+  row("status", [](const store::RunRecord& r) { return std::string(store::name(r.status)); });
+  row("started", [](const store::RunRecord& r) { return store::formatTime(r.startedAt); });
+  row("duration", [](const store::RunRecord& r) {
+    return std::isnan(r.endedAt) ? std::string("-") : store::formatDuration(r.endedAt - r.startedAt);
+  });
+  row("plan hash", [](const store::RunRecord& r) { return r.planHash; });
+  printTable(std::cout, header, rows, nullptr, -1, p);
+
+  std::cout << "\n" << p.paint(base::Style::Bold, "parameters that differ") << "\n";
+  rows.clear();
+  for (const auto& k : differing)
+    row(k, [&](const store::RunRecord& r) {
+      auto it = r.parameters.find(k);
+      return it == r.parameters.end() ? std::string("-") : it->second;
+    });
+  if (rows.empty()) std::cout << "  none: every parameter is the same\n";
+  else printTable(std::cout, header, rows, nullptr, -1, p);
+
+  std::cout << "\n" << p.paint(base::Style::Bold, "metrics (last, min..max)") << "\n";
+  rows.clear();
+  for (const auto& k : metricKeys)
+    row(k, [&](const store::RunRecord& r) {
+      auto it = r.metrics.find(k);
+      if (it == r.metrics.end()) return std::string("-");
+      return number(it->second.last) + " (" + number(it->second.min) + ".." + number(it->second.max) + ")";
+    });
+  if (rows.empty()) std::cout << "  none recorded\n";
+  else printTable(std::cout, header, rows, nullptr, -1, p);
+
+  for (const auto& pr : pairs) {
+    std::cout << "\n"
+              << p.paint(base::Style::Bold, "predicted (estimate " + std::to_string(pr.estimate.id) + ") against measured (run " +
+                                                std::to_string(pr.run->id) + "), same plan " + pr.run->planHash)
+              << "\n";
+    std::vector<std::vector<std::string>> lines;
+    for (const auto& [k, s] : pr.estimate.metrics) {
+      if (!pr.run->metrics.count(k)) continue;
+      double measured = meanOf(st.metricHistory(pr.run->id, k));
+      lines.push_back({"  " + k, number(s.last), number(measured),
+                       std::isfinite(measured) && measured != 0 ? number(s.last / measured) : "-"});
+    }
+    if (lines.empty()) std::cout << "  no metric in common\n";
+    else printTable(std::cout, {"  metric", "predicted", "measured (mean)", "ratio"}, lines, nullptr, -1, p);
+    std::cout << p.paint(base::Style::Dim, "  (the emulator's speed is this host's, not an IPU's: compare shapes, not absolute speed)")
+              << "\n";
+  }
+  return kOk;
+}
+
+int tagRun(store::RunStore& st, const RunsOptions& o, bool remove) {
+  if (o.positional.size() < 2) return usage(std::string("`runs ") + (remove ? "untag" : "tag") + "` takes a run and one tag or more");
+  auto r = findRun(st, o.positional[0]);
+  if (!r) {
+    std::cerr << "ipu runs: " << noSuchRun(st, o.positional[0]) << "\n";
+    return kUserError;
+  }
+  std::vector<std::string> tags(o.positional.begin() + 1, o.positional.end());
+  for (const auto& t : tags)
+    if (t.empty() || t.find_first_of(", \t\n") != std::string::npos)
+      return usage("a tag is one word without commas or spaces: `" + t + "`");
+  if (remove) st.removeTags(r->id, tags);
+  else st.addTags(r->id, tags);
+  return kOk;
+}
+
+int noteRun(store::RunStore& st, const RunsOptions& o) {
+  if (o.positional.size() < 2) return usage("`runs note` takes a run and the note's text (\"\" clears it)");
+  auto r = findRun(st, o.positional[0]);
+  if (!r) {
+    std::cerr << "ipu runs: " << noSuchRun(st, o.positional[0]) << "\n";
+    return kUserError;
+  }
+  std::string note;
+  for (std::size_t i = 1; i < o.positional.size(); ++i) note += (i > 1 ? " " : "") + o.positional[i];
+  st.setNote(r->id, note);
+  return kOk;
+}
+
+int deleteRuns(store::RunStore& st, const RunsOptions& o) {
+  if (o.positional.empty()) return usage("`runs delete` takes one run or more");
+  std::vector<long long> ids;
+  for (const auto& id : o.positional) {
+    auto r = findRun(st, id);
+    if (!r) {
+      std::cerr << "ipu runs: " << noSuchRun(st, id) << "; nothing was deleted\n";
+      return kUserError;
+    }
+    ids.push_back(r->id);
+  }
+  for (long long id : ids) st.deleteRun(id);
+  std::cout << "deleted " << ids.size() << " run" << (ids.size() == 1 ? "" : "s")
+            << " from the store (run directories on disk are left as they are)\n";
+  return kOk;
+}
+
+int gcRuns(store::RunStore& st, const RunsOptions& o) {
+  auto ids = st.markStale(store::nowSeconds(), o.grace);
+  if (ids.empty()) {
+    std::cout << "no running run has a lapsed heartbeat\n";
+    return kOk;
+  }
+  std::cout << "marked killed (no heartbeat for " << number(o.grace) << " s):";
+  for (long long id : ids) std::cout << " " << id;
+  std::cout << "\n";
+  return kOk;
+}
+
+int importRuns(store::RunStore& st, const RunsOptions& o) {
+  if (o.positional.empty()) return usage("`runs import` takes run directories, or folders of them (e.g. runs)");
+  runner::ImportResult r = runner::importRunDirectories(st, o.positional);
+  for (const auto& [dir, id] : r.imported) std::cout << "imported " << dir << " as run " << id << "\n";
+  for (const auto& dir : r.skipped) std::cout << "already in the store: " << dir << "\n";
+  for (const auto& why : r.problems) std::cerr << "ipu runs import: " << why << "\n";
+  return r.problems.empty() ? kOk : kUserError;
+}
+
+}  // namespace
+
+std::string storeLocation(const std::string& storeFlag, const std::string& runsDir) {
+  if (!storeFlag.empty()) return storeFlag;
+  const char* env = std::getenv("IPU_STORE");
+  if (env != nullptr && *env != '\0') return env;
+  return (runsDir.empty() ? std::string("runs") : runsDir) + "/ipu.db";
+}
+
+int selectRuns(store::RunStore& st, const std::vector<std::string>& ids, const std::string& where,
+               std::vector<store::RunRecord>& out, const std::string& command, std::vector<store::RunRecord>* allOut) {
+  std::vector<store::RunRecord> all = st.listRuns();
+  if (!ids.empty()) {
+    for (const auto& id : ids) {
+      auto r = findRun(st, id, &all);
+      if (!r) {
+        std::cerr << "ipu " << command << ": " << noSuchRun(st, id) << "\n";
+        return kUserError;
+      }
+      out.push_back(*r);
+    }
+  } else {
+    out = all;
+  }
+  if (allOut != nullptr) *allOut = all;
+  if (where.empty()) return kOk;
+  store::FieldResolver names(all);
+  auto parsed = store::Filter::parse(where, names);
+  if (auto* e = std::get_if<store::FilterError>(&parsed)) {
+    std::cerr << "ipu " << command << ": error: --where: " << e->message << "\n"
+              << store::renderFilterError(where, *e, "  ");
+    if (!e->help.empty()) std::cerr << "  help: " << e->help << "\n";
+    return kUsage;
+  }
+  const store::Filter& filter = std::get<store::Filter>(parsed);
+  std::vector<store::RunRecord> kept;
+  for (auto& r : out)
+    if (filter.matches(r)) kept.push_back(std::move(r));
+  out = std::move(kept);
+  return kOk;
+}
+
+int runsCommand(const std::vector<std::string>& args) {
+  RunsOptions o;
+  bool subSeen = false;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&](const std::string& name, std::string& slot) -> bool {
+      if (a.rfind(name + "=", 0) == 0) {
+        slot = a.substr(name.size() + 1);
+        return true;
+      }
+      if (a != name) return false;
+      if (i + 1 >= args.size()) {
+        slot = "\x01";  // missing
+        return true;
+      }
+      slot = args[++i];
+      return true;
+    };
+    std::string v;
+    if (a == "-h" || a == "--help") {
+      std::cout << kRunsUsage;
+      return kOk;
+    }
+    if (a == "--json") o.json = true;
+    else if (a == "--csv") o.csv = true;
+    else if (value("--where", v)) {
+      if (v == "\x01") return usage("`--where` needs a filter");
+      o.where = v;
+    } else if (value("--sort", v)) {
+      if (v == "\x01" || v.empty()) return usage("`--sort` needs a column name");
+      o.sort = v;
+    } else if (value("--columns", v)) {
+      if (v == "\x01" || v.empty()) return usage("`--columns` needs a list of names");
+      o.columns = v;
+    } else if (value("--store", v)) {
+      if (v == "\x01" || v.empty()) return usage("`--store` needs a path or a postgresql:// URI");
+      o.store = v;
+    } else if (value("--runs-dir", v)) {
+      if (v == "\x01" || v.empty()) return usage("`--runs-dir` needs a directory");
+      o.runsDir = v;
+    } else if (value("--limit", v)) {
+      char* end = nullptr;
+      o.limit = std::strtoll(v.c_str(), &end, 10);
+      if (v == "\x01" || v.empty() || *end != '\0' || o.limit < 1) return usage("`--limit` needs a whole number of at least 1");
+    } else if (value("--grace", v)) {
+      char* end = nullptr;
+      o.grace = std::strtod(v.c_str(), &end);
+      if (v == "\x01" || v.empty() || *end != '\0' || !(o.grace >= 0)) return usage("`--grace` needs a number of seconds");
+    } else if (value("--color", v)) {
+      if (v == "auto") o.color = base::ColorMode::Auto;
+      else if (v == "always") o.color = base::ColorMode::Always;
+      else if (v == "never") o.color = base::ColorMode::Never;
+      else return usage("--color takes `auto`, `always` or `never`");
+    } else if (a.size() > 1 && a[0] == '-' && !(subSeen && (o.sub == "note" || o.sub == "tag" || o.sub == "untag"))) {
+      return usage("unknown option `" + a + "`");
+    } else if (!subSeen && o.positional.empty()) {
+      subSeen = true;
+      o.sub = a;
+    } else {
+      o.positional.push_back(a);
+    }
+  }
+  static const std::vector<std::string> subs{"list", "ls", "show", "compare", "tag", "untag", "note", "delete", "gc", "import"};
+  if (std::find(subs.begin(), subs.end(), o.sub) == subs.end()) {
+    std::string hint = base::didYouMean(o.sub, subs);
+    return usage("unknown subcommand `" + o.sub + "`" + (hint.empty() ? "" : "; " + hint));
+  }
+  if (o.json && o.csv) return usage("choose one of --json and --csv");
+  if ((o.sub == "list" || o.sub == "ls") && !o.positional.empty())
+    return usage("`runs` lists runs; to see one, `ipu runs show " + o.positional[0] + "`");
+
+  const std::string location = storeLocation(o.store, o.runsDir);
+  // Only import may create the store; reading one that is not there is a mistake to say.
+  const bool creates = o.sub == "import";
+  try {
+    std::unique_ptr<store::RunStore> st = store::openStore(location, creates ? store::OpenMode::Create : store::OpenMode::Existing);
+    if (o.sub == "list" || o.sub == "ls") return listRuns(*st, o);
+    if (o.sub == "show") return showRun(*st, o);
+    if (o.sub == "compare") return compareRuns(*st, o);
+    if (o.sub == "tag") return tagRun(*st, o, false);
+    if (o.sub == "untag") return tagRun(*st, o, true);
+    if (o.sub == "note") return noteRun(*st, o);
+    if (o.sub == "delete") return deleteRuns(*st, o);
+    if (o.sub == "gc") return gcRuns(*st, o);
+    return importRuns(*st, o);
+  } catch (const store::StoreError& e) {
+    std::cerr << "ipu runs: error: " << e.what() << "\n";
+    return kUserError;
+  }
+}
+
+}  // namespace ipu::cli

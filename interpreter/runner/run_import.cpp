@@ -1,0 +1,193 @@
+#include "interpreter/runner/run_import.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "interpreter/runner/estimate_record.h"
+#include "interpreter/runner/run_parameters.h"
+#include "interpreter/session/session.h"
+
+namespace ipu::runner {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string readText(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+double modified(const fs::path& p) {
+  struct stat st {};
+  if (::stat(p.c_str(), &st) != 0) return store::kNoTime;
+  return static_cast<double>(st.st_mtim.tv_sec) + st.st_mtim.tv_nsec * 1e-9;
+}
+
+// runs/<training>/<YYYYMMDD-HHMMSS>[-n]: the start time, in local time.
+double startFromName(const fs::path& dir) {
+  std::tm tm{};
+  int y = 0, mo = 0, d = 0, h = 0, mi = 0, s = 0;
+  if (std::sscanf(dir.filename().c_str(), "%4d%2d%2d-%2d%2d%2d", &y, &mo, &d, &h, &mi, &s) != 6) return store::kNoTime;
+  tm.tm_year = y - 1900;
+  tm.tm_mon = mo - 1;
+  tm.tm_mday = d;
+  tm.tm_hour = h;
+  tm.tm_min = mi;
+  tm.tm_sec = s;
+  tm.tm_isdst = -1;
+  return static_cast<double>(std::mktime(&tm));
+}
+
+std::string hashText(const std::string& text) {
+  std::uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  char buf[20];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+void findRunDirectories(const fs::path& p, std::vector<fs::path>& out, int depth) {
+  std::error_code ec;
+  if (fs::exists(p / "plan.json", ec) && fs::exists(p / "metrics.jsonl", ec)) {
+    out.push_back(p);
+    return;
+  }
+  if (depth > 4 || !fs::is_directory(p, ec)) return;
+  std::vector<fs::path> children;
+  for (const auto& e : fs::directory_iterator(p, ec))
+    if (e.is_directory(ec)) children.push_back(e.path());
+  std::sort(children.begin(), children.end());
+  for (const auto& c : children) findRunDirectories(c, out, depth + 1);
+}
+
+long long importOne(store::RunStore& st, const fs::path& dir, std::string& problem) {
+  const std::string planJson = readText(dir / "plan.json");
+  nlohmann::json plan = nlohmann::json::parse(planJson, nullptr, false);
+  if (plan.is_discarded() || !plan.contains("runs") || !plan["runs"].is_array() || plan["runs"].empty()) {
+    problem = "plan.json is not a plan";
+    return 0;
+  }
+  store::NewRun nr;
+  nr.kind = store::RunKind::Run;
+  nr.training = plan["runs"][0].value("name", dir.parent_path().filename().string());
+  nr.script = readText(dir / "script.ipu");
+  nr.planHash = hashText(planJson);
+  nr.host = hostName();
+  nr.pid = 0;
+  nr.startedAt = startFromName(dir);
+  if (std::isnan(nr.startedAt)) nr.startedAt = modified(dir / "plan.json");
+  {
+    // Parameters as a run records them: plan the script again.
+    session::Session s;
+    base::FileId f = s.addSource((dir / "script.ipu").string(), nr.script);
+    const ir::ExecutionPlan* p = s.plan(f, true);
+    if (p != nullptr)
+      for (const auto& r : p->runs)
+        if (r.name == nr.training) nr.parameters = runParameters(r);
+    if (nr.parameters.empty()) nr.parameters["training"] = nr.training;
+  }
+  long long id = st.createRun(nr);
+  st.addArtifact(id, {"run_directory", fs::absolute(dir).lexically_normal().string()});
+
+  std::vector<store::MetricPoint> points;
+  const double when = modified(dir / "metrics.jsonl");
+  std::ifstream metrics(dir / "metrics.jsonl");
+  std::string line;
+  long long lastStep = 0;
+  while (std::getline(metrics, line)) {
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) continue;  // a line cut by a crash
+    long long g = j.value("global_step", 0LL);
+    lastStep = std::max(lastStep, g);
+    for (const auto& [k, v] : j.items()) {
+      if (k == "phase" || k == "step" || k == "global_step") continue;
+      if (v.is_boolean()) points.push_back({k, g, v.get<bool>() ? 1.0 : 0.0, when});
+      else if (v.is_number()) points.push_back({k, g, v.get<double>(), when});
+      else if (v.is_null()) points.push_back({k, g, std::nan(""), when});
+    }
+    if (points.size() >= 5000) {
+      st.appendMetrics(id, points);
+      points.clear();
+    }
+  }
+  std::ifstream events(dir / "events.jsonl");
+  long long phaseEndStep = 0;
+  while (std::getline(events, line)) {
+    nlohmann::json e = nlohmann::json::parse(line, nullptr, false);
+    if (e.is_discarded() || !e.is_object() || e.value("event", "") != "phase_end") continue;
+    phaseEndStep += e.value("steps_run", 0LL);
+    if (e.contains("evaluation") && e["evaluation"].is_object())
+      for (const auto& [k, v] : e["evaluation"].items())
+        if (v.is_number()) points.push_back({"eval." + k, std::min(phaseEndStep, lastStep), v.get<double>(), when});
+  }
+  st.appendMetrics(id, points);
+
+  std::error_code ec;
+  for (const auto& e : fs::recursive_directory_iterator(dir / "checkpoints", ec))
+    if (e.path().extension() == ".ipt") st.addArtifact(id, {"checkpoint", fs::absolute(e.path()).lexically_normal().string()});
+
+  store::RunStatus status = store::RunStatus::Killed;
+  std::string reason = "no summary.json: the process ended without saying how";
+  double ended = when;
+  if (fs::exists(dir / "summary.json")) {
+    nlohmann::json s = nlohmann::json::parse(readText(dir / "summary.json"), nullptr, false);
+    if (!s.is_discarded() && s.is_object()) {
+      std::string how = s.value("status", "");
+      status = how == "completed"   ? store::RunStatus::Finished
+               : how == "stopped"   ? store::RunStatus::Stopped
+               : how == "cancelled" ? store::RunStatus::Cancelled
+                                    : store::RunStatus::Failed;
+      reason = s.contains("stop_reason") && s["stop_reason"].is_string() ? s["stop_reason"].get<std::string>()
+               : s.contains("error") && s["error"].is_string()           ? s["error"].get<std::string>()
+                                                                          : "";
+      if (s.contains("seconds") && s["seconds"].is_number()) ended = nr.startedAt + s["seconds"].get<double>();
+      else ended = modified(dir / "summary.json");
+    }
+  }
+  st.finishRun(id, status, reason, ended);
+  return id;
+}
+
+}  // namespace
+
+ImportResult importRunDirectories(store::RunStore& st, const std::vector<std::string>& paths) {
+  ImportResult result;
+  for (const auto& path : paths) {
+    std::vector<fs::path> dirs;
+    std::error_code ec;
+    if (!fs::exists(path, ec)) {
+      result.problems.push_back(path + ": no such file or directory");
+      continue;
+    }
+    findRunDirectories(path, dirs, 0);
+    if (dirs.empty()) result.problems.push_back(path + ": no run directory (with plan.json and metrics.jsonl) in it");
+    for (const auto& d : dirs) {
+      const std::string absolute = fs::absolute(d).lexically_normal().string();
+      if (st.findByRunDirectory(absolute)) {
+        result.skipped.push_back(d.string());
+        continue;
+      }
+      std::string problem;
+      long long id = importOne(st, d, problem);
+      if (id == 0) result.problems.push_back(d.string() + ": " + problem);
+      else result.imported.push_back({d.string(), id});
+    }
+  }
+  return result;
+}
+
+}  // namespace ipu::runner

@@ -1,0 +1,27 @@
+// Run directories written before there was a store (or with --no-store) come
+// into the store with `ipu runs import DIR...`: the script, its parameters
+// (by planning script.ipu again; a script that no longer plans keeps only the
+// training's name), the plan hash of plan.json, every line of metrics.jsonl,
+// the held-out evaluations of events.jsonl, how summary.json says it ended
+// (no summary.json: the process died, so `killed`), and the checkpoints.
+// A directory already in the store is skipped, so importing twice is safe.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "interpreter/store/run_store.h"
+
+namespace ipu::runner {
+
+struct ImportResult {
+  std::vector<std::pair<std::string, long long>> imported;  // directory, new run id
+  std::vector<std::string> skipped;                          // already in the store
+  std::vector<std::string> problems;                         // "DIR: why"
+};
+
+// Each path is a run directory or a folder holding run directories (searched
+// recursively, e.g. `runs/`). Throws store::StoreError on a store failure.
+ImportResult importRunDirectories(store::RunStore& store, const std::vector<std::string>& paths);
+
+}  // namespace ipu::runner

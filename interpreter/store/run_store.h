@@ -1,0 +1,151 @@
+// The run store: where every `ipu run` and `ipu estimate` is recorded, so that
+// runs can be found, filtered and compared months later (docs/tracking.md).
+//
+// One interface, two real databases behind it: SQLite (the default, a file
+// beside the runs, no set-up) and PostgreSQL (one store shared by the hosts of
+// a team). Both keep the same tables (see sql_store.cpp) and pass the same
+// test suite (tests/store/store_test.cpp). The interface speaks in whole
+// records and batches, never in SQL, so that callers (the recorder of a run,
+// `ipu runs`, `ipu report`) cannot depend on one backend's dialect.
+//
+// Store failures (a locked file past the busy timeout, a server gone away, a
+// store written by a newer `ipu`) are reported as `StoreError`: they are I/O
+// failures of a leaf library, caught and turned into messages by the commands.
+#pragma once
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace ipu::store {
+
+// Bumped whenever the tables change; a store with a higher version is refused,
+// never modified (an older `ipu` cannot know what a newer one relies on).
+constexpr int kSchemaVersion = 1;
+
+class StoreError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class RunKind { Run, Estimate };
+enum class RunStatus { Running, Finished, Failed, Stopped, Cancelled, Killed };
+
+const char* name(RunKind k);
+const char* name(RunStatus s);
+std::optional<RunKind> parseRunKind(const std::string& text);
+std::optional<RunStatus> parseRunStatus(const std::string& text);
+
+constexpr double kNoTime = std::numeric_limits<double>::quiet_NaN();
+// Seconds since the Unix epoch, with sub-second precision.
+double nowSeconds();
+
+struct MetricPoint {
+  std::string key;
+  long long step = 0;
+  double value = 0;  // NaN for a non-finite value (a diverged loss): kept, and left out of summaries
+  double time = 0;   // seconds since the epoch
+};
+
+struct MetricSummary {
+  double last = kNoTime, min = kNoTime, max = kNoTime;
+  long long lastStep = 0;
+  long long count = 0;  // points recorded, finite or not
+};
+
+struct Artifact {
+  std::string kind;  // "run_directory", "checkpoint"
+  std::string path;
+};
+
+// What a run is when it starts.
+struct NewRun {
+  RunKind kind = RunKind::Run;
+  std::string training;  // the script's `run` name
+  std::string script;    // the script text as it was run
+  std::string planHash;  // equal for an estimate and a run of the same plan
+  std::map<std::string, std::string> parameters;  // resolved values, flattened ("mapping.replicas" -> "4")
+  std::string host;
+  long long pid = 0;
+  double startedAt = 0;
+};
+
+struct RunRecord {
+  long long id = 0;
+  std::string name;  // readable: "<training>-<id>"
+  RunKind kind = RunKind::Run;
+  std::string training;
+  RunStatus status = RunStatus::Running;
+  std::string stopReason;
+  double startedAt = kNoTime, endedAt = kNoTime, heartbeatAt = kNoTime;
+  std::string host;
+  long long pid = 0;
+  std::string planHash;
+  std::string note;
+  std::map<std::string, std::string> parameters;
+  std::map<std::string, MetricSummary> metrics;
+  std::vector<std::string> tags;
+  std::vector<Artifact> artifacts;  // filled by run(), not by listRuns()
+  std::string script;               // filled by run(), not by listRuns()
+};
+
+class RunStore {
+ public:
+  virtual ~RunStore() = default;
+
+  // Where the store is, as the user named it (for messages).
+  virtual const std::string& location() const = 0;
+
+  // A new run, status running, heartbeat now. Returns its id.
+  virtual long long createRun(const NewRun& run) = 0;
+  // Metric points, in one short transaction that also updates the summaries
+  // and the heartbeat. Steps of a key need not arrive in order.
+  virtual void appendMetrics(long long run, const std::vector<MetricPoint>& points) = 0;
+  virtual void heartbeat(long long run, double now) = 0;
+  virtual void finishRun(long long run, RunStatus status, const std::string& reason, double endedAt) = 0;
+  // A resumed run: running again, points from `fromStep` on dropped (they
+  // are about to be recorded again), summaries recomputed.
+  virtual void reopenRun(long long run, long long fromStep) = 0;
+  virtual void addArtifact(long long run, const Artifact& artifact) = 0;
+
+  // The run whose artifact of kind "run_directory" is `path`, if any.
+  virtual std::optional<long long> findByRunDirectory(const std::string& path) = 0;
+  // Every run, newest first, with parameters, metric summaries and tags.
+  virtual std::vector<RunRecord> listRuns() = 0;
+  // One run with everything (script and artifacts too).
+  virtual std::optional<RunRecord> run(long long id) = 0;
+  // Points of a run, by key then step ("" for every key).
+  virtual std::vector<MetricPoint> metricHistory(long long run, const std::string& key = "") = 0;
+  // The same, at most about `maxPoints` per key: a longer series is averaged
+  // over equal ranges of steps, in the database (so a report of long runs
+  // does not move every point). A range's time is its latest.
+  virtual std::vector<MetricPoint> metricCurves(long long run, std::size_t maxPoints) = 0;
+
+  virtual void addTags(long long run, const std::vector<std::string>& tags) = 0;
+  virtual void removeTags(long long run, const std::vector<std::string>& tags) = 0;
+  virtual void setNote(long long run, const std::string& note) = 0;
+  virtual bool deleteRun(long long run) = 0;
+  // Runs still `running` whose heartbeat is older than `graceSeconds`
+  // become `killed` (their process died without saying so). Returns their ids.
+  virtual std::vector<long long> markStale(double now, double graceSeconds) = 0;
+};
+
+// How to open a store.
+enum class OpenMode {
+  Create,    // create the store (and, for SQLite, its directory) if missing
+  Existing,  // fail if there is no store yet
+};
+
+// `location` is a file path (SQLite) or a `postgresql://` / `postgres://`
+// URI. Creates or migrates the schema in one transaction; refuses a store
+// of a newer schema version without writing to it.
+std::unique_ptr<RunStore> openStore(const std::string& location, OpenMode mode);
+
+bool isPostgresLocation(const std::string& location);
+
+}  // namespace ipu::store

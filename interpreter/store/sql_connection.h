@@ -1,0 +1,45 @@
+// The little a run store needs from a SQL database, so that the store's
+// logic and its SQL are written once (sql_store.cpp) and each backend only
+// moves values in and out: SQLite (sqlite_connection.cpp) and PostgreSQL
+// (postgres_connection.cpp). Statements use `?` placeholders; the PostgreSQL
+// connection renumbers them to `$1, $2, ...`. Values come back as text (or
+// nothing for NULL), the one representation both libraries share.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace ipu::store {
+
+using SqlValue = std::variant<std::nullptr_t, long long, double, std::string>;
+using SqlRow = std::vector<std::optional<std::string>>;
+
+enum class SqlDialect { Sqlite, Postgres };
+
+class SqlConnection {
+ public:
+  virtual ~SqlConnection() = default;
+  virtual SqlDialect dialect() const = 0;
+  // Statements without parameters or results (DDL, pragmas); may hold several.
+  virtual void execute(const std::string& sql) = 0;
+  virtual std::vector<SqlRow> query(const std::string& sql, const std::vector<SqlValue>& params = {}) = 0;
+  // One statement run once per row of parameters (a batch of inserts).
+  virtual void executeMany(const std::string& sql, const std::vector<std::vector<SqlValue>>& rows) = 0;
+  // A write transaction that takes the write lock at once (SQLite's BEGIN
+  // IMMEDIATE), so that it waits at its start, under the busy timeout,
+  // instead of failing at its first write.
+  virtual void beginWrite() = 0;
+  virtual void beginRead() = 0;
+  virtual void commit() = 0;
+  virtual void rollback() = 0;
+};
+
+// `path`: the database file. With `create` false a missing file is an error.
+std::unique_ptr<SqlConnection> connectSqlite(const std::string& path, bool create);
+// `uri`: a libpq connection string (postgresql://user@host:port/db?...).
+std::unique_ptr<SqlConnection> connectPostgres(const std::string& uri);
+
+}  // namespace ipu::store

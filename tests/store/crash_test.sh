@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# How runs end, as the store records them (docs/tracking.md):
+#   kill -9 mid-run: the store stays consistent (integrity check), the run
+#     stays `running` until its heartbeat lapses, `ipu runs gc` then marks it
+#     killed, and what it recorded stays; --resume continues the same record;
+#   Ctrl-C: cancelled;
+#   a run directory written with --no-store: `ipu runs import` brings it in,
+#     once.
+# The store is read with Python's sqlite3 module as well as with ipu.
+set -uo pipefail
+IPU="$1"; ROOT="$2"
+TMP="$(mktemp -d)"
+trap 'rm -rf "$TMP"' EXIT
+fail=0
+export IPU_STORE="$TMP/ipu.db"
+q() { python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(sys.argv[2]).fetchone()[0])" "$IPU_STORE" "$1"; }
+
+# kill -9 once the store holds some steps.
+"$IPU" run "$ROOT/examples/tiny_bert.ipu" --steps 150 --threads 1 --checkpoint-every 20 --runs-dir "$TMP/runs" >/dev/null 2>"$TMP/run.err" &
+pid=$!
+for _ in $(seq 1 600); do
+  n=$(q "select coalesce(max(count), 0) from metric_summaries where key = 'loss'" 2>/dev/null || echo 0)
+  [ "${n:-0}" -ge 40 ] && break
+  sleep 0.1
+done
+kill -9 "$pid"; wait "$pid" 2>/dev/null
+[ "$(q 'pragma integrity_check')" = ok ] || { echo "FAIL: the store is damaged after kill -9"; fail=1; }
+id=$(q "select id from runs where kind = 'run'")
+[ "$(q "select status from runs where id = $id")" = running ] || { echo "FAIL: a killed run is not still running before gc"; fail=1; }
+"$IPU" runs gc >"$TMP/out" || fail=1
+grep -q "no running run has a lapsed heartbeat" "$TMP/out" || { echo "FAIL: gc marked a run whose heartbeat is fresh"; cat "$TMP/out"; fail=1; }
+"$IPU" runs gc --grace 0 >"$TMP/out" || fail=1
+grep -q "marked killed.* $id" "$TMP/out" || { echo "FAIL: gc --grace 0 did not mark run $id killed"; cat "$TMP/out"; fail=1; }
+"$IPU" runs show "$id" --json >"$TMP/show.json" || fail=1
+python3 - "$TMP/show.json" "$IPU_STORE" <<'PY' || fail=1
+import json, sqlite3, sys
+r = json.load(open(sys.argv[1]))
+db = sqlite3.connect(sys.argv[2])
+kept = db.execute("select count(*) from metrics where run_id = ? and key = 'loss'", (r["id"],)).fetchone()[0]
+problems = []
+if r["status"] != "killed": problems.append(f"status {r['status']}")
+if kept < 40 or r["metrics"]["loss"]["count"] != kept: problems.append(f"loss points kept {kept}, summary {r['metrics']['loss']['count']}")
+if r["ended_at"] is None: problems.append("no end time")
+for p in problems: print("FAIL: after kill -9 and gc:", p)
+sys.exit(1 if problems else 0)
+PY
+
+# --resume continues the same record, to the end, with no step twice.
+dir=$(ls -d "$TMP"/runs/tiny_pretrain/*)
+"$IPU" run "$ROOT/examples/tiny_bert.ipu" --steps 150 --threads 1 --resume="$dir" >/dev/null 2>"$TMP/resume.err" || { echo "FAIL: resume"; tail -3 "$TMP/resume.err"; fail=1; }
+[ "$(q "select count(*) from runs")" = 1 ] || { echo "FAIL: resuming made a new record"; fail=1; }
+[ "$(q "select status from runs where id = $id")" = finished ] || { echo "FAIL: the resumed run is not finished"; fail=1; }
+lines=$(wc -l <"$dir/metrics.jsonl")
+[ "$(q "select count(*) from metrics where run_id = $id and key = 'loss'")" = "$lines" ] && [ "$lines" = 250 ] \
+  || { echo "FAIL: after resume: $lines lines in metrics.jsonl, $(q "select count(*) from metrics where run_id = $id and key = 'loss'") loss points in the store, expected 250"; fail=1; }
+[ "$(q "select count(distinct step) from metrics where run_id = $id and key = 'loss'")" = 250 ] || { echo "FAIL: a step recorded twice"; fail=1; }
+
+# Ctrl-C: cancelled.
+timeout --preserve-status -s INT 3 "$IPU" run "$ROOT/examples/tiny_bert.ipu" --steps 600 --threads 1 --runs-dir "$TMP/cancel" >/dev/null 2>&1
+[ "$(q "select status || ' ' || stop_reason from runs order by id desc")" = "cancelled Ctrl-C" ] \
+  || { echo "FAIL: Ctrl-C is recorded as: $(q "select status from runs order by id desc")"; fail=1; }
+
+# Import of a run directory made without the store.
+"$IPU" run "$ROOT/examples/tiny_bert.ipu" --steps 12 --threads 1 --runs-dir "$TMP/old" --no-store >/dev/null 2>&1 || fail=1
+before=$(q "select count(*) from runs")
+"$IPU" runs import "$TMP/old" >"$TMP/out" || { echo "FAIL: import"; fail=1; }
+[ "$(q "select count(*) from runs")" = $((before + 1)) ] || { echo "FAIL: --no-store recorded, or import did not"; fail=1; }
+old=$(ls -d "$TMP"/old/tiny_pretrain/*)
+iid=$(q "select max(id) from runs")
+[ "$(q "select count from metric_summaries where run_id = $iid and key = 'loss'")" = "$(wc -l <"$old/metrics.jsonl")" ] || { echo "FAIL: imported loss points"; fail=1; }
+[ "$(q "select status from runs where id = $iid")" = finished ] || { echo "FAIL: imported status"; fail=1; }
+[ "$(q "select plan_hash from runs where id = $iid")" = "$(q "select plan_hash from runs where id = $id")" ] || { echo "FAIL: the same plan imported under another hash"; fail=1; }
+[ "$(q "select value from params where run_id = $iid and key = 'mapping.replicas'")" = 2 ] || { echo "FAIL: imported parameters"; fail=1; }
+"$IPU" runs import "$TMP/old" >"$TMP/out" || fail=1
+grep -q "already in the store" "$TMP/out" || { echo "FAIL: a second import is not skipped"; fail=1; }
+
+[ $fail -eq 0 ] && echo "store crash tests passed"
+exit $fail

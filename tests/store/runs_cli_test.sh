@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# `ipu runs` and `ipu report` as a user runs them: exit codes (0 ok, 1 a
+# problem, 2 a usage error), the caret under a bad filter, did-you-mean for an
+# unknown name, sorting, columns, CSV and JSON, tags, notes, deletion, and a
+# store from a newer ipu refused without being touched.
+set -uo pipefail
+IPU="$1"; WRITER="$2"; ROOT="$3"
+TMP="$(mktemp -d)"
+trap 'rm -rf "$TMP"' EXIT
+fail=0
+expect() {  # expect CODE DESCRIPTION -- command...
+  local want="$1" what="$2"; shift 3
+  "$@" >"$TMP/out" 2>"$TMP/err"
+  local got=$?
+  if [ "$got" -ne "$want" ]; then
+    echo "FAIL: $what: exit $got, expected $want"; echo "--- stdout"; head -20 "$TMP/out"; echo "--- stderr"; head -20 "$TMP/err"
+    fail=1
+  fi
+}
+has() {  # has FILE TEXT DESCRIPTION
+  grep -qF -- "$2" "$1" || { echo "FAIL: $3: no '$2' in:"; head -20 "$1"; fail=1; }
+}
+export IPU_STORE="$TMP/ipu.db"
+
+expect 1 "runs without a store" -- "$IPU" runs
+has "$TMP/err" "there is no store at" "a missing store is said"
+[ -e "$TMP/ipu.db" ] && { echo "FAIL: listing created a store"; fail=1; }
+expect 2 "an unknown subcommand" -- "$IPU" runs lsit
+has "$TMP/err" 'did you mean `list`' "a misspelt subcommand gets a suggestion"
+
+"$WRITER" "$IPU_STORE" 6 50 10 w1 || fail=1
+expect 0 "runs lists" -- "$IPU" runs
+[ "$(sed -n 2p "$TMP/out" | awk '{print $1}')" = 6 ] || { echo "FAIL: newest run first"; cat "$TMP/out"; fail=1; }
+[ "$(wc -l <"$TMP/out")" = 7 ] || { echo "FAIL: a header and 6 runs"; fail=1; }
+has "$TMP/out" "mapping.replicas" "the parameters that differ are columns"
+
+expect 2 "a malformed filter" -- "$IPU" runs --where "mapping.replicas IN (2, 4 AND index > 1"
+has "$TMP/err" 'expected `,` or `)` in the IN list' "the filter error says what"
+has "$TMP/err" "  mapping.replicas IN (2, 4 AND index > 1" "the filter is shown"
+has "$TMP/err" "                            ^^^" "the caret is under the mistake"
+expect 2 "an unknown name in a filter" -- "$IPU" runs --where "mapping.replica = 2"
+has "$TMP/err" 'did you mean `mapping.replicas`' "an unknown name gets a suggestion"
+has "$TMP/err" "parameters:" "an unknown name lists the names"
+expect 2 "an unknown sort column" -- "$IPU" runs --sort lsos
+has "$TMP/err" 'did you mean `loss`' "sort: suggestion"
+expect 2 "an unknown column" -- "$IPU" runs --columns id,replicas
+expect 2 "a bad limit" -- "$IPU" runs --limit none
+expect 2 "json and csv" -- "$IPU" runs --json --csv
+
+expect 0 "filter, sort, columns, csv" -- "$IPU" runs --where "mapping.replicas IN (2, 8) OR index = 0" --sort -index --columns id,index,mapping.replicas,loss.count --csv
+printf 'id,index,mapping.replicas,loss.count\n6,5,2,50\n4,3,8,50\n2,1,2,50\n1,0,1,50\n' >"$TMP/want.csv"
+cmp -s "$TMP/out" "$TMP/want.csv" || { echo "FAIL: the CSV"; diff "$TMP/out" "$TMP/want.csv"; fail=1; }
+expect 0 "limit and json" -- "$IPU" runs --sort index --limit 2 --json
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert [r['parameters']['index'] for r in d]==['0','1'], d; assert d[0]['metrics']['loss']['count']==50" "$TMP/out" \
+  || { echo "FAIL: runs --json"; fail=1; }
+
+expect 0 "tag" -- "$IPU" runs tag 3 baseline fp16
+expect 0 "untag" -- "$IPU" runs untag 3 fp16
+expect 0 "note" -- "$IPU" runs note writer-3 "a note with spaces"
+expect 0 "show" -- "$IPU" runs show 3 --json
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['tags']==['baseline','w1'] and d['note']=='a note with spaces', d" "$TMP/out" \
+  || { echo "FAIL: tag, untag and note"; fail=1; }
+expect 0 "tag filter" -- "$IPU" runs --where "tag = baseline" --columns id --csv
+[ "$(tail -n +2 "$TMP/out")" = 3 ] || { echo "FAIL: tag = baseline"; cat "$TMP/out"; fail=1; }
+expect 1 "show an unknown run" -- "$IPU" runs show writer-33
+has "$TMP/err" 'did you mean `writer-3`' "an unknown run gets a suggestion"
+expect 0 "compare" -- "$IPU" runs compare 1 2
+has "$TMP/out" "parameters that differ" "compare shows the differences"
+has "$TMP/out" "mapping.replicas" "compare shows replicas differ"
+expect 2 "compare one run" -- "$IPU" runs compare 1
+expect 0 "delete" -- "$IPU" runs delete 6
+expect 1 "show a deleted run" -- "$IPU" runs show 6
+
+expect 2 "report without -o" -- "$IPU" report
+expect 1 "report of nothing" -- "$IPU" report --where "index > 100" -o "$TMP/r.html"
+[ -e "$TMP/r.html" ] && { echo "FAIL: an empty report was written"; fail=1; }
+expect 0 "report of two runs" -- "$IPU" report 1 writer-2 -o "$TMP/r.html"
+has "$TMP/err" "2 runs, 2 curves" "report counts"
+
+# A store written by a newer ipu: refused, not touched.
+python3 -c "import sqlite3,sys; db=sqlite3.connect(sys.argv[1]); db.execute(\"update ipu_meta set value='7' where key='schema_version'\"); db.commit(); db.execute('pragma wal_checkpoint(TRUNCATE)')" "$IPU_STORE"
+sum=$(md5sum <"$IPU_STORE")
+expect 1 "runs on a newer store" -- "$IPU" runs
+has "$TMP/err" "schema version 7, written by a newer ipu" "the newer store is named"
+expect 1 "estimate into a newer store" -- "$IPU" estimate "$ROOT/examples/tiny_bert.ipu"
+has "$TMP/err" "--no-store" "estimate says how to go on"
+expect 0 "estimate with --no-store" -- "$IPU" estimate "$ROOT/examples/tiny_bert.ipu" --no-store
+[ "$(md5sum <"$IPU_STORE")" = "$sum" ] || { echo "FAIL: the newer store was modified"; fail=1; }
+
+[ $fail -eq 0 ] && echo "runs command tests passed"
+exit $fail
