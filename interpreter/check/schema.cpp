@@ -59,6 +59,11 @@ Type number(Dim d, bool positive = false) {
   t.positive = positive;
   return t;
 }
+Type signedNumber() {
+  Type t = number(Dim::none());
+  t.mayBeNegative = true;
+  return t;
+}
 Type whole(bool positive = true, Dim d = Dim::none(), double max = 0) {
   Type t;
   t.kind = TypeKind::Whole;
@@ -150,7 +155,7 @@ struct Schemas {
             "per fitted row: the kinds of layers of its model (what `ipu calibrate` writes)"),
         opt("loo_ipus", listOf(number(Dim::none())), Value::ofList({}), "per fitted row: the IPUs it used"),
         opt("loo_accumulation", listOf(number(Dim::none())), Value::ofList({}), "per fitted row: its gradient accumulation"),
-        opt("loo_error", listOf(number(Dim::none())), Value::ofList({}),
+        opt("loo_error", listOf(signedNumber()), Value::ofList({}),
             "per fitted row: its leave-one-out error (predicted / measured - 1, fitted without the row)"),
     };
 

@@ -449,6 +449,8 @@ void placeInCalibration(const ir::PhasePlan& phase, PhaseEstimate& e) {
 
 }  // namespace
 
+double matmulShapeCost(double rows, double inner, double outputs, double tiles) { return shapeCost(rows, inner, outputs, tiles); }
+
 PhaseEstimate estimatePhase(const ir::PhasePlan& phase, std::vector<Problem>* problems) {
   PhaseEstimate e = Model(phase, problems).run();
   if (e.ok) placeInCalibration(phase, e);

@@ -93,6 +93,12 @@ struct PhaseEstimate {
 // makes two rows of a calibration table comparable.
 std::string familyOf(const ir::PhasePlan& phase);
 
+// Work the chip does per useful FLOP of a matrix product with inner dimension
+// `inner` and `outputs` outputs per row, over `rows` rows on `tiles` tiles: 1
+// when the shape fills the AMP units and the tiles, more when a dimension is
+// padded to the AMP's groups or tiles are left idle.
+double matmulShapeCost(double rows, double inner, double outputs, double tiles);
+
 // A run stepped through with its hooks (estimate_steps.h).
 struct SteppedPhase {
   std::string name;
