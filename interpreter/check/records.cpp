@@ -90,7 +90,7 @@ bool Evaluator::conforms(Value& v, const Type& type, const std::string& field, S
               type.kind == TypeKind::Whole ? "use 1 or more" : "use a value above 0");
         return false;
       }
-      if (!type.positive && v.number < 0) {
+      if (!type.positive && !type.mayBeNegative && v.number < 0) {
         error(code::kOutOfRange, at, "`" + field + "` cannot be negative, found `" + v.show() + "`");
         return false;
       }

@@ -102,6 +102,19 @@ hw::Pod Resolver::pod(const Record& rec) {
         chip.calibration.attentionFactor = num(k, "attention_factor", 0.5);
         chip.calibration.opLatencyCycles = num(k, "op_latency");
         chip.calibration.stepOverheadSeconds = num(k, "step_overhead");
+        chip.calibration.updateSecondsPerParameter = num(k, "update_cost");
+        chip.calibration.gwLatencySeconds = num(k, "gw_latency");
+        auto list = [&](const char* name) {
+          const Value* v = k.get(name);
+          return v != nullptr && v->kind == ValueKind::List ? v->list.get() : nullptr;
+        };
+        const auto* fam = list("loo_family");
+        const auto* ipus = list("loo_ipus");
+        const auto* acc = list("loo_accumulation");
+        const auto* err = list("loo_error");
+        if (fam != nullptr && ipus != nullptr && acc != nullptr && err != nullptr)
+          for (std::size_t i = 0; i < fam->size() && i < ipus->size() && i < acc->size() && i < err->size(); ++i)
+            chip.calibration.rows.push_back({(*fam)[i].text, (*ipus)[i].number, (*acc)[i].number, (*err)[i].number});
       }
     }
   }

@@ -59,6 +59,11 @@ Type number(Dim d, bool positive = false) {
   t.positive = positive;
   return t;
 }
+Type signedNumber() {
+  Type t = number(Dim::none());
+  t.mayBeNegative = true;
+  return t;
+}
 Type whole(bool positive = true, Dim d = Dim::none(), double max = 0) {
   Type t;
   t.kind = TypeKind::Whole;
@@ -142,6 +147,16 @@ struct Schemas {
             "attention products run at this fraction of the matmul efficiency (their inner dimension is the head size)"),
         req("op_latency", number(Dim::none()), "cycles of synchronisation and control per operation (each layer has `ops`)"),
         req("step_overhead", number(dims::seconds()), "fixed time per optimizer step (host synchronisation, program switches)"),
+        opt("update_cost", number(dims::seconds()), Value::num(0, dims::seconds()),
+            "time per optimizer step per parameter of one replica: the weight update, its collectives, norm reductions and stream copies"),
+        opt("gw_latency", number(dims::seconds()), Value::num(0, dims::seconds()),
+            "latency of one step of a collective between racks over GW-Links"),
+        opt("loo_family", listOf(simple(TypeKind::String)), Value::ofList({}),
+            "per fitted row: the kinds of layers of its model (what `ipu calibrate` writes)"),
+        opt("loo_ipus", listOf(number(Dim::none())), Value::ofList({}), "per fitted row: the IPUs it used"),
+        opt("loo_accumulation", listOf(number(Dim::none())), Value::ofList({}), "per fitted row: its gradient accumulation"),
+        opt("loo_error", listOf(signedNumber()), Value::ofList({}),
+            "per fitted row: its leave-one-out error (predicted / measured - 1, fitted without the row)"),
     };
 
     chip.kind = "chip";

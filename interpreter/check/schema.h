@@ -39,6 +39,7 @@ struct Type {
   TypeKind kind = TypeKind::Any;
   Dim dim;
   bool positive = false;        // must be > 0
+  bool mayBeNegative = false;   // a signed number (an error, a difference)
   double max = 0;               // an upper bound when > 0 (counts that size arrays or multiply)
   std::vector<std::string> symbols;
   std::shared_ptr<Type> element;

@@ -99,15 +99,20 @@ int calibrateCommand(const std::string& table, const std::string& output, base::
   }
 
   std::ostringstream report;
-  report << "row                                      chip        measured   predicted   error\n";
+  report << "row                                      chip        measured   predicted   error   left out   error\n";
   for (const auto& r : fit.residuals) {
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "%-40s %-8s %11s %11s %+6.1f%%\n", r.label.c_str(), r.chip.c_str(),
-                  throughputText(r.measured).c_str(), throughputText(r.predicted).c_str(), 100 * r.error());
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "%-40s %-8s %11s %11s %+6.1f%% %10s %+6.1f%%\n", r.label.c_str(), r.chip.c_str(),
+                  throughputText(r.measured).c_str(), throughputText(r.predicted).c_str(), 100 * r.error(),
+                  throughputText(r.looPredicted).c_str(), 100 * r.looError());
     report << buf;
   }
-  report << "mean absolute error " << fixed(100 * fit.meanAbsoluteError, 1) << "%, worst "
-         << fixed(100 * fit.maxAbsoluteError, 1) << "%\n";
+  auto summary = [&](const char* what, const cost::ErrorSummary& s) {
+    report << what << ": mean absolute error " << fixed(100 * s.mean, 1) << "%, median " << fixed(100 * s.median, 1)
+           << "%, worst " << fixed(100 * s.worst, 1) << "%\n";
+  };
+  summary("in sample (fitted on every row)", fit.inSample);
+  summary("leave-one-out (each row predicted by the fit on the others)", fit.leaveOneOut);
   for (const auto& n : fit.notes) report << "note: " << n << "\n";
   std::cerr << report.str();
 
@@ -125,7 +130,19 @@ int calibrateCommand(const std::string& table, const std::string& output, base::
            << "  attention_factor: " << fixed(cal.attentionFactor, 2) << "\n"
            << "  op_latency: " << fixed(cal.opLatencyCycles, 0) << "  // cycles\n"
            << "  step_overhead: " << fixed(cal.stepOverheadSeconds * 1e3, 3) << " ms\n"
-           << "}\n";
+           << "  update_cost: " << fixed(cal.updateSecondsPerParameter * 1e9, 4) << " ns  // per parameter of a replica\n"
+           << "  gw_latency: " << fixed(cal.gwLatencySeconds * 1e3, 3) << " ms\n";
+    // The rows' leave-one-out errors: the intervals and coverage warnings of `ipu estimate`.
+    auto listOf = [&](const char* name, auto value) {
+      module << "  " << name << ": [";
+      for (std::size_t i = 0; i < cal.rows.size(); ++i) module << (i ? ", " : "") << value(cal.rows[i]);
+      module << "]\n";
+    };
+    listOf("loo_family", [](const hw::Calibration::Row& r) { return "\"" + r.family + "\""; });
+    listOf("loo_ipus", [](const hw::Calibration::Row& r) { return fixed(r.ipus, 0); });
+    listOf("loo_accumulation", [](const hw::Calibration::Row& r) { return fixed(r.accumulation, 0); });
+    listOf("loo_error", [](const hw::Calibration::Row& r) { return fixed(r.looError, 4); });
+    module << "}\n";
   }
   // Canonical formatting, so the module passes `ipu fmt --check`.
   base::SourceMap sources;

@@ -80,6 +80,9 @@ void printPhase(std::ostream& os, const ir::PhasePlan& ph, const cost::PhaseEsti
        << " samples/s";
   if (e.tokensPerSecond > 0) step << ", " << commas(e.tokensPerSecond) << " tokens/s";
   row("step", step.str());
+  if (e.throughputHigh > 0)
+    row("likely", commas(e.throughputLow) + " to " + commas(e.throughputHigh) + " samples/s (" + e.intervalBasis + ")");
+  for (const auto& w : e.coverageWarnings) row("warning", p.paint(Style::Accent, w));
   row("time to train", formatDuration(e.timeToTrain) + " (" + commas(static_cast<double>(e.steps)) + " steps)");
   std::ostringstream pipe;
   pipe << commas(e.cycles) << " cycles of " << formatDuration(e.cycleTime) << ", " << pct(e.pipelineUtilisation)

@@ -32,7 +32,7 @@ Vec minimise(const std::function<double(const Vec&)>& f, Vec x0, const Vec& step
     }
     pts.swap(p2);
     vals.swap(v2);
-    if (std::fabs(vals[n] - vals[0]) < 1e-14) break;
+    if (std::fabs(vals[n] - vals[0]) < 1e-10 * (1 + std::fabs(vals[0]))) break;
     Vec c(n, 0);
     for (std::size_t i = 0; i < n; ++i)
       for (std::size_t j = 0; j < n; ++j) c[j] += pts[i][j] / static_cast<double>(n);
@@ -76,7 +76,94 @@ Vec minimise(const std::function<double(const Vec&)>& f, Vec x0, const Vec& step
 
 }  // namespace
 
-FitResult fitCalibration(std::vector<Measurement> rows, const std::string& source, double attentionFactor) {
+namespace {
+
+// x = [op latency (kilocycles), step overhead (ms), update cost (ns per
+// parameter), GW-Link latency (ms), then per chip: matmul, conv efficiency].
+constexpr std::size_t kShared = 4;
+
+struct FitProblem {
+  std::vector<Measurement>& rows;
+  const std::vector<std::string>& chips;
+  const std::string& source;
+  double attentionFactor;
+  std::vector<bool> use;  // rows in the fit
+
+  std::size_t chipIndex(const Measurement& r) const {
+    return static_cast<std::size_t>(std::find(chips.begin(), chips.end(), r.phase.pod.machine.chip.name) - chips.begin());
+  }
+  hw::Calibration calibration(const Vec& x, std::size_t k) const {
+    hw::Calibration cal;
+    cal.present = true;
+    cal.source = source;
+    cal.opLatencyCycles = x[0] * 1000;
+    cal.stepOverheadSeconds = x[1] / 1000;
+    cal.updateSecondsPerParameter = x[2] * 1e-9;
+    cal.gwLatencySeconds = x[3] / 1000;
+    cal.matmulEfficiency = x[kShared + 2 * k];
+    cal.convEfficiency = x[kShared + 2 * k + 1];
+    cal.attentionFactor = attentionFactor;
+    return cal;
+  }
+  void apply(const Vec& x) {
+    for (auto& r : rows) r.phase.pod.machine.chip.calibration = calibration(x, chipIndex(r));
+  }
+  double loss(const Vec& x) {
+    for (std::size_t i = 0; i < kShared; ++i)
+      if (x[i] < 0) return 1e9;
+    for (std::size_t i = kShared; i < x.size(); ++i)
+      if (!(x[i] > 0.02 && x[i] <= 1)) return 1e9;
+    apply(x);
+    double sum = 0;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      if (!use[i]) continue;
+      PhaseEstimate e = estimatePhase(rows[i].phase);
+      if (!e.ok || !(e.samplesPerSecond > 0)) return 1e9;
+      double d = std::log(e.samplesPerSecond / rows[i].samplesPerSecond);
+      sum += d * d;
+    }
+    return sum;
+  }
+  // Nelder-Mead from each start, twice (it can stall); the best result.
+  Vec fit(const std::vector<Vec>& starts) {
+    Vec best;
+    double bestLoss = std::numeric_limits<double>::infinity();
+    auto f = [&](const Vec& x) { return loss(x); };
+    for (const Vec& x0 : starts) {
+      Vec steps = {2, 1, 0.2, 0.5};
+      for (std::size_t k = 0; k < chips.size(); ++k) {
+        steps.push_back(0.05);
+        steps.push_back(0.05);
+      }
+      Vec x = minimise(f, x0, steps, 4000);
+      x = minimise(f, x, steps, 4000);
+      double l = loss(x);
+      if (l < bestLoss) {
+        bestLoss = l;
+        best = x;
+      }
+    }
+    return best;
+  }
+};
+
+double predict(Measurement& r) { return estimatePhase(r.phase).samplesPerSecond; }
+
+ErrorSummary summarise(std::vector<double> errors) {
+  ErrorSummary s;
+  if (errors.empty()) return s;
+  for (double& e : errors) e = std::fabs(e);
+  std::sort(errors.begin(), errors.end());
+  for (double e : errors) s.mean += e / static_cast<double>(errors.size());
+  const std::size_t n = errors.size();
+  s.median = n % 2 ? errors[n / 2] : (errors[n / 2 - 1] + errors[n / 2]) / 2;
+  s.worst = errors.back();
+  return s;
+}
+
+}  // namespace
+
+FitResult fitCalibration(std::vector<Measurement> rows, const std::string& source, double attentionFactor, bool leaveOneOut) {
   FitResult out;
   // Chips in the table, and which kinds of work each one's rows exercise.
   std::vector<std::string> chips;
@@ -89,74 +176,60 @@ FitResult fitCalibration(std::vector<Measurement> rows, const std::string& sourc
       hasConv[c] = hasConv[c] || l.forward.conv > 0;
     }
   }
-  // x = [op latency (kilocycles), step overhead (ms), then per chip: matmul, conv efficiency]
-  auto apply = [&](const Vec& x) {
-    for (auto& r : rows) {
-      hw::Calibration& cal = r.phase.pod.machine.chip.calibration;
-      std::size_t k = static_cast<std::size_t>(std::find(chips.begin(), chips.end(), r.phase.pod.machine.chip.name) - chips.begin());
-      cal.present = true;
-      cal.source = source;
-      cal.opLatencyCycles = x[0] * 1000;
-      cal.stepOverheadSeconds = x[1] / 1000;
-      cal.matmulEfficiency = x[2 + 2 * k];
-      cal.convEfficiency = x[3 + 2 * k];
-      cal.attentionFactor = attentionFactor;
-    }
-  };
-  auto loss = [&](const Vec& x) {
-    if (x[0] < 0 || x[1] < 0) return 1e9;
-    for (std::size_t i = 2; i < x.size(); ++i)
-      if (!(x[i] > 0.02 && x[i] <= 1)) return 1e9;
-    apply(x);
-    double sum = 0;
-    for (const auto& r : rows) {
-      PhaseEstimate e = estimatePhase(r.phase);
-      if (!e.ok || !(e.samplesPerSecond > 0)) return 1e9;
-      double d = std::log(e.samplesPerSecond / r.samplesPerSecond);
-      sum += d * d;
-    }
-    return sum;
-  };
-  Vec best;
-  double bestLoss = std::numeric_limits<double>::infinity();
+  FitProblem pb{rows, chips, source, attentionFactor, std::vector<bool>(rows.size(), true)};
   // A few fixed starting points guard against a poor local minimum.
-  for (const Vec& start : {Vec{5, 3, 0.3, 0.3}, Vec{10, 1, 0.5, 0.45}, Vec{1, 5, 0.4, 0.25}}) {
-    Vec x0 = {start[0], start[1]};
-    Vec steps = {2, 1};
+  std::vector<Vec> starts;
+  for (const Vec& s : {Vec{5, 3, 0.3, 1, 0.3, 0.3}, Vec{10, 1, 0.1, 0.3, 0.5, 0.45}, Vec{1, 5, 0.6, 2, 0.4, 0.25}}) {
+    Vec x0(s.begin(), s.begin() + kShared);
     for (std::size_t k = 0; k < chips.size(); ++k) {
-      x0.push_back(start[2]);
-      x0.push_back(start[3]);
-      steps.push_back(0.05);
-      steps.push_back(0.05);
+      x0.push_back(s[kShared]);
+      x0.push_back(s[kShared + 1]);
     }
-    Vec x = minimise(loss, x0, steps, 4000);
-    x = minimise(loss, x, steps, 4000);  // restart from the result: Nelder-Mead can stall
-    double l = loss(x);
-    if (l < bestLoss) {
-      bestLoss = l;
-      best = x;
-    }
+    starts.push_back(x0);
   }
+  const Vec best = pb.fit(starts);
   if (best.empty()) return out;  // no start gave a finite loss: no parameters (the caller reports it)
-  apply(best);
-  double sumAbs = 0;
-  for (const auto& r : rows) {
-    PhaseEstimate e = estimatePhase(r.phase);
-    Residual res{r.label, r.phase.pod.machine.chip.name, r.samplesPerSecond, e.samplesPerSecond};
-    sumAbs += std::fabs(res.error());
-    out.maxAbsoluteError = std::max(out.maxAbsoluteError, std::fabs(res.error()));
+
+  std::vector<double> loo(rows.size(), 0);
+  if (leaveOneOut && rows.size() > 1) {
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      pb.use.assign(rows.size(), true);
+      pb.use[i] = false;
+      // Warm-started from the full fit (the optimum without one row of many
+      // is near it); Nelder-Mead then moves to the optimum of the other rows,
+      // so the row left out does not decide its own prediction.
+      Vec x = pb.fit({best});
+      pb.apply(x);
+      loo[i] = predict(rows[i]);
+    }
+    pb.use.assign(rows.size(), true);
+  }
+
+  pb.apply(best);
+  std::vector<double> errs, looErrs;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    Measurement& r = rows[i];
+    Residual res;
+    res.label = r.label;
+    res.chip = r.phase.pod.machine.chip.name;
+    res.family = familyOf(r.phase);
+    res.ipus = r.phase.ipusUsed;
+    res.accumulation = static_cast<double>(r.phase.batch.gradientAccumulation);
+    res.measured = r.samplesPerSecond;
+    res.predicted = predict(r);
+    res.looPredicted = loo[i];
+    errs.push_back(res.error());
+    if (loo[i] > 0) looErrs.push_back(res.looError());
     out.residuals.push_back(res);
   }
-  out.meanAbsoluteError = rows.empty() ? 0 : sumAbs / static_cast<double>(rows.size());
+  out.inSample = summarise(errs);
+  out.leaveOneOut = summarise(looErrs);
+  out.meanAbsoluteError = out.inSample.mean;
+  out.maxAbsoluteError = out.inSample.worst;
   for (std::size_t k = 0; k < chips.size(); ++k) {
-    hw::Calibration cal;
-    cal.present = true;
-    cal.source = source;
-    cal.opLatencyCycles = best[0] * 1000;
-    cal.stepOverheadSeconds = best[1] / 1000;
-    cal.matmulEfficiency = best[2 + 2 * k];
-    cal.convEfficiency = best[3 + 2 * k];
-    cal.attentionFactor = attentionFactor;
+    hw::Calibration cal = pb.calibration(best, k);
+    for (const auto& r : out.residuals)
+      if (r.chip == chips[k] && r.looPredicted > 0) cal.rows.push_back({r.family, r.ipus, r.accumulation, r.looError()});
     out.chips[chips[k]] = cal;
     if (!hasMatmul[chips[k]])
       out.notes.push_back(chips[k] + ": no matmul in its measurements, so its matmul efficiency is not determined");

@@ -2,9 +2,10 @@
 // procedure serves the published table and a user's own measurements.
 //
 // Parameters: per chip, the matmul and convolution efficiencies; shared by all
-// chips in the table, the latency of one operation in cycles (the tile and
-// exchange architecture is the same across Mk2 chips) and the fixed cost of a
-// step in seconds (host-side). The attention factor is fixed, not fitted: the
+// chips in the table (the tile, exchange and link architecture is the same
+// across Mk2 chips), the latency of one operation in cycles, the fixed cost of
+// a step in seconds (host-side), the per-step update cost per parameter of a
+// replica, and the latency of a cross-rack step over GW-Links. The attention factor is fixed, not fitted: the
 // published rows cannot separate it from the matmul efficiency. The fit
 // minimises the sum of squared log errors (relative errors, symmetric) with
 // Nelder-Mead from fixed starting points, so it is deterministic.
@@ -27,18 +28,33 @@ struct Measurement {
 struct Residual {
   std::string label;
   std::string chip;
+  std::string family;           // familyOf(phase)
+  double ipus = 0, accumulation = 0;
   double measured = 0, predicted = 0;
+  double looPredicted = 0;      // predicted by the fit on every other row (0 when not computed)
   double error() const { return predicted / measured - 1; }
+  double looError() const { return looPredicted / measured - 1; }
+};
+
+// Mean, median and worst absolute relative error over the rows.
+struct ErrorSummary {
+  double mean = 0, median = 0, worst = 0;
 };
 
 struct FitResult {
-  std::map<std::string, hw::Calibration> chips;  // by chip name
+  std::map<std::string, hw::Calibration> chips;  // by chip name, with their rows' leave-one-out errors
   std::vector<Residual> residuals;
-  double meanAbsoluteError = 0;
-  double maxAbsoluteError = 0;
+  ErrorSummary inSample;
+  ErrorSummary leaveOneOut;     // zero when not computed
+  double meanAbsoluteError = 0; // in sample (inSample.mean)
+  double maxAbsoluteError = 0;  // in sample (inSample.worst)
   std::vector<std::string> notes;  // parameters the data could not determine
 };
 
-FitResult fitCalibration(std::vector<Measurement> rows, const std::string& source, double attentionFactor = 0.5);
+// Fits the parameters on every row, then (with `leaveOneOut`) once more per
+// row without it, and predicts the row left out: the honest figure of how the
+// model does on a configuration it was not fitted on.
+FitResult fitCalibration(std::vector<Measurement> rows, const std::string& source, double attentionFactor = 0.5,
+                         bool leaveOneOut = true);
 
 }  // namespace ipu::cost

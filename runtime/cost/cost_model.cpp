@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <set>
 
 #include "runtime/cost/codes.h"
 
@@ -29,6 +30,31 @@ std::string gbps(double bytesPerSecond) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f GB/s", bytesPerSecond / 1e9);
   return buf;
+}
+
+double attribute(const ir::Layer& l, const char* name) {
+  for (const auto& a : l.attributes)
+    if (a.name == name) return a.number;
+  return 0;
+}
+
+// The AMP (accumulating matrix product) units of a tile take the inner
+// dimension of a product in groups of 16 and produce outputs in groups of 8
+// (fp16; PopLibs' AMP partial-sum vertices): a dimension that is not a
+// multiple is padded, and the padding is work done for nothing.
+constexpr double kAmpInnerGroup = 16, kAmpOutputGroup = 8;
+
+double padded(double n, double group) { return n > 0 ? std::ceil(n / group) * group / n : 1.0; }
+
+// Work per useful FLOP of one product with inner dimension k and n outputs
+// per row, over `rows` rows spread on `tiles` tiles: AMP padding, and the
+// tiles left idle when the product has fewer output blocks than the chip has
+// tiles.
+double shapeCost(double rows, double k, double n, double tiles) {
+  if (!(rows > 0) || !(k > 0) || !(n > 0)) return 1.0;
+  double blocks = rows * std::ceil(n / kAmpOutputGroup);
+  double occupancy = tiles > 0 ? std::min(1.0, blocks / tiles) : 1.0;
+  return padded(k, kAmpInnerGroup) * padded(n, kAmpOutputGroup) / occupancy;
 }
 
 // Bandwidths the estimate derives from the hardware description. The
@@ -177,12 +203,42 @@ class Model {
     if (problems_ != nullptr) problems_->push_back(Problem{c, std::move(message), std::move(help), p_.mapping.source});
   }
 
+  // How much work the chip does per useful FLOP of a layer's matmuls and
+  // attention products, for their shapes (1 for shapes that fill the AMP
+  // units and the tiles). The shapes come from the layer's arguments: its
+  // width (`hidden`, `intermediate`), `heads` and `seq`.
+  struct Shape {
+    double matmul = 1, attention = 1;
+  };
+  Shape shapeOf(const ir::Layer& l) const {
+    Shape sh;
+    const double tiles = p_.pod.machine.chip.tiles;
+    const double hidden = attribute(l, "hidden"), seq = attribute(l, "seq");
+    const double mb = static_cast<double>(std::max<long long>(1, p_.batch.microBatch));
+    if (!(hidden > 0) || !(seq > 0)) return sh;
+    const double tokens = mb * seq;
+    const double width = (l.shardable ? hidden / t_ : hidden);
+    if (const double inter = attribute(l, "intermediate"); inter > 0) {
+      const double w = l.shardable ? inter / t_ : inter;
+      sh.matmul = (shapeCost(tokens, hidden, w, tiles) + shapeCost(tokens, w, hidden, tiles)) / 2;
+    } else {
+      sh.matmul = shapeCost(tokens, hidden, width, tiles);
+    }
+    if (const double heads = attribute(l, "heads"); heads > 0) {
+      // QK^T (inner: the head size, outputs: seq) and AV (inner: seq, outputs: the head size), per head.
+      const double d = hidden / heads, rows = mb * seq * (l.shardable ? heads / t_ : heads);
+      sh.attention = (shapeCost(rows, d, seq, tiles) + shapeCost(rows, seq, d, tiles)) / 2;
+    }
+    return sh;
+  }
+
   // A layer on one IPU of its shard group, for one micro batch.
   LayerTime layerTime(const ir::Layer& l, const hw::Calibration& cal) const {
     const double share = l.shardable ? 1.0 / t_ : 1.0;
+    const Shape sh = shapeOf(l);
     auto dense = [&](const ir::Flops& f) {
-      return share * (f.matmul / (peak_ * cal.matmulEfficiency) +
-                      f.attention / (peak_ * cal.matmulEfficiency * cal.attentionFactor) +
+      return share * (f.matmul * sh.matmul / (peak_ * cal.matmulEfficiency) +
+                      f.attention * sh.attention / (peak_ * cal.matmulEfficiency * cal.attentionFactor) +
                       f.conv / (peak_ * cal.convEfficiency) + f.elementwise / elementwiseRate_);
     };
     LayerTime x;
@@ -205,7 +261,7 @@ class Model {
   // IPU-Links, and between racks over GW-Links (hierarchically). With
   // replicated tensor sharding of the optimizer state it is a reduce-scatter,
   // then the updated weights are all-gathered.
-  void collectives(Breakdown& b, PhaseEstimate& e, const hw::Calibration&) {
+  void collectives(Breakdown& b, PhaseEstimate& e, const hw::Calibration& cal) {
     if (r_ <= 1) return;
     double weights = 0;
     for (const auto& ipu : p_.ipus) {
@@ -224,7 +280,10 @@ class Model {
       double t = 2 * (inRack - 1) / inRack * bytes / links_.collective + 2 * (inRack - 1) * opLatency_;
       if (racks > 1) {
         if (!(links_.gateway > 0)) return std::numeric_limits<double>::infinity();
-        t += 2 * (racks - 1) / racks * (bytes / inRack) / links_.gateway + 2 * (racks - 1) * opLatency_;
+        // Between racks, on the 1/inRack of the data each IPU holds after the
+        // reduce-scatter inside its rack; every step of the ring pays the
+        // GW-Link latency (calibrated) as well as the bandwidth.
+        t += 2 * (racks - 1) / racks * (bytes / inRack) / links_.gateway + 2 * (racks - 1) * (opLatency_ + cal.gwLatencySeconds);
       }
       return t;
     };
@@ -279,7 +338,14 @@ class Model {
           b.rtsCollectives += 2 * (r_ - 1.0) / r_ * w * ir::bytesOf(prec.weights) / links_.collective;
       }
     }
-    b.optimizer = worstUpdate;
+    // The rest of the weight update is a fixed cost of the step that grows
+    // with the model, not with the micro batches: per parameter of the replica
+    // (calibrated), the gradient collectives' set-up, LAMB/LARS norm
+    // reductions, the update's stream copies and program switches, which run
+    // stage after stage.
+    double replicaParams = 0;
+    for (const auto& l : p_.layers) replicaParams += l.params;
+    b.optimizer = worstUpdate + replicaParams * p_.pod.machine.chip.calibration.updateSecondsPerParameter;
     if (worstStateStream > 0 || worstStream > 0) {
       if (!(links_.streaming > 0)) {
         problem(code::kMissingHardware, "machine `" + p_.pod.machine.name + "` has no `streaming_bandwidth`, which offloading needs",
@@ -312,8 +378,83 @@ class Model {
 
 }  // namespace
 
+std::string familyOf(const ir::PhasePlan& phase) {
+  std::set<std::string> ops;
+  for (const auto& l : phase.layers) ops.insert(l.op);
+  std::string out;
+  for (const auto& o : ops) out += (out.empty() ? "" : "+") + o;
+  return out;
+}
+
+namespace {
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+// The interval and the coverage warnings, from the calibration's rows.
+void placeInCalibration(const ir::PhasePlan& phase, PhaseEstimate& e) {
+  const auto& rows = phase.pod.machine.chip.calibration.rows;
+  if (rows.empty() || !(e.samplesPerSecond > 0)) return;
+  const std::string family = familyOf(phase);
+  std::vector<const hw::Calibration::Row*> same;
+  for (const auto& r : rows)
+    if (r.family == family) same.push_back(&r);
+  // Fewer than three rows of the family say little about its spread: then
+  // the spread of every row, which is wider.
+  constexpr std::size_t kEnough = 3;
+  std::vector<const hw::Calibration::Row*> basis = same;
+  if (basis.size() < kEnough) {
+    basis.clear();
+    for (const auto& r : rows) basis.push_back(&r);
+    e.intervalBasis = "the leave-one-out errors of all " + std::to_string(basis.size()) + " rows of the calibration";
+  } else {
+    e.intervalBasis = "the leave-one-out errors of the " + std::to_string(basis.size()) + " calibration rows of this model's kind";
+  }
+  double lo = 0, hi = 0;
+  for (const auto* r : basis) {
+    lo = std::min(lo, r->looError);
+    hi = std::max(hi, r->looError);
+  }
+  // predicted = measured x (1 + error), so measured = predicted / (1 + error).
+  e.throughputLow = e.samplesPerSecond / (1 + hi);
+  e.throughputHigh = e.samplesPerSecond / (1 + lo);
+
+  const double ipus = phase.ipusUsed, ga = static_cast<double>(std::max<long long>(1, phase.batch.gradientAccumulation));
+  if (same.empty()) {
+    e.coverageWarnings.push_back("no calibration row has this model's kinds of layers (" + family +
+                                 "): the estimate extrapolates the fit to another model");
+    return;
+  }
+  // Nearby: a factor of 2 in IPUs (one pod size), a factor of 4 in accumulation.
+  bool nearPod = false, nearGa = false;
+  double minIpus = 1e300, maxIpus = 0, minGa = 1e300, maxGa = 0;
+  for (const auto* r : same) {
+    nearPod = nearPod || (ipus <= 2 * r->ipus && r->ipus <= 2 * ipus);
+    nearGa = nearGa || (ga <= 4 * r->accumulation && r->accumulation <= 4 * ga);
+    minIpus = std::min(minIpus, r->ipus);
+    maxIpus = std::max(maxIpus, r->ipus);
+    minGa = std::min(minGa, r->accumulation);
+    maxGa = std::max(maxGa, r->accumulation);
+  }
+  if (!nearPod)
+    e.coverageWarnings.push_back(fmt("%.0f IPUs", ipus) + " is far from the calibration rows of this kind of model (" +
+                                 fmt("%.0f", minIpus) + " to " + fmt("%.0f", maxIpus) + " IPUs)");
+  if (!nearGa)
+    e.coverageWarnings.push_back(fmt("gradient accumulation %.0f", ga) + " is far from the calibration rows of this kind of model (" +
+                                 fmt("%.0f", minGa) + " to " + fmt("%.0f", maxGa) + ")");
+}
+
+}  // namespace
+
+double matmulShapeCost(double rows, double inner, double outputs, double tiles) { return shapeCost(rows, inner, outputs, tiles); }
+
 PhaseEstimate estimatePhase(const ir::PhasePlan& phase, std::vector<Problem>* problems) {
-  return Model(phase, problems).run();
+  PhaseEstimate e = Model(phase, problems).run();
+  if (e.ok) placeInCalibration(phase, e);
+  return e;
 }
 
 Estimate estimate(const ir::ExecutionPlan& plan) {
@@ -376,6 +517,17 @@ ir::Json toJson(const PhaseEstimate& e) {
   ir::Json as = ir::Json::array();
   for (const auto& a : e.assumptions) as.push(a);
   j["assumptions"] = std::move(as);
+  if (e.throughputHigh > 0) {
+    ir::Json iv = ir::Json::array();
+    iv.push(e.throughputLow);
+    iv.push(e.throughputHigh);
+    j["throughput_interval"] = std::move(iv);
+  } else {
+    j["throughput_interval"] = ir::Json();
+  }
+  ir::Json cw = ir::Json::array();
+  for (const auto& w : e.coverageWarnings) cw.push(w);
+  j["coverage_warnings"] = std::move(cw);
   return j;
 }
 

@@ -81,7 +81,23 @@ struct PhaseEstimate {
   bool fits = true;            // every IPU's memory fits (the plan's verdict)
   std::string calibration;     // where the parameters came from
   std::vector<std::string> assumptions;
+  // The range the throughput is likely in: the leave-one-out errors of the
+  // calibration rows comparable to this phase (same kinds of layers), or of
+  // all rows when too few are. Empty (0, 0) without such rows.
+  double throughputLow = 0, throughputHigh = 0;
+  std::string intervalBasis;                 // which rows the interval comes from
+  std::vector<std::string> coverageWarnings; // how the phase is far from every calibration row
 };
+
+// The kinds of layers of a phase's model ("attention+embedding+ffn+..."): what
+// makes two rows of a calibration table comparable.
+std::string familyOf(const ir::PhasePlan& phase);
+
+// Work the chip does per useful FLOP of a matrix product with inner dimension
+// `inner` and `outputs` outputs per row, over `rows` rows on `tiles` tiles: 1
+// when the shape fills the AMP units and the tiles, more when a dimension is
+// padded to the AMP's groups or tiles are left idle.
+double matmulShapeCost(double rows, double inner, double outputs, double tiles);
 
 // A run stepped through with its hooks (estimate_steps.h).
 struct SteppedPhase {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace ipu::hw {
 
@@ -18,6 +19,21 @@ struct Calibration {
   double attentionFactor = 0.5;  // attention products run at this fraction of the matmul efficiency
   double opLatencyCycles = 0;    // sync and control per operation
   double stepOverheadSeconds = 0;
+  // Fixed cost of an optimizer step that grows with the model: the weight
+  // update, its collectives and norm reductions and stream copies, per
+  // parameter of one replica (0 in calibrations fitted before it existed).
+  double updateSecondsPerParameter = 0;
+  double gwLatencySeconds = 0;   // latency of one cross-rack step of a collective over GW-Links
+  // Leave-one-out errors of the rows the calibration was fitted on (predicted
+  // / measured - 1 with the row left out of the fit), with what each row was:
+  // they give an estimate its interval and say when a script is far from them.
+  struct Row {
+    std::string family;          // the kinds of layers of the model (cost::familyOf)
+    double ipus = 0;             // IPUs used
+    double accumulation = 0;     // gradient accumulation
+    double looError = 0;
+  };
+  std::vector<Row> rows;
 };
 
 struct Chip {
