@@ -1,20 +1,30 @@
-// How fast the emulator trains (`ipu run`): the tiny BERT of
-// examples/tiny_bert.ipu (2 layers, hidden 64, vocab 1000, sequences of 32)
-// at a global batch of 16, for a fixed number of steps,
+// How fast the emulator trains (`ipu run`), against PyTorch and against the
+// machine's own limit, in one run:
 //
-// - on 1 IPU in fp32, against PyTorch (Debian's python3-torch) training the
-//   same model on the same batches on the same machine in the same run, with
-//   the same number of host threads: the ratio of samples per second;
-// - the cost of emulating a mapping: p = 4 pipeline stages x r = 2 replicas
-//   against 1 IPU at the same global and micro batch;
-// - the cost of emulating fp16: fp16 compute with fp32 partials and master
-//   weights (Graphcore's mixed recipe), and all-fp16 with fp16 partials and
-//   stochastic rounding, against fp32;
-// - then examples/tiny_bert.ipu end to end (both phases) with its held-out
-//   MLM accuracy.
+// - the machine's practical limit: a large single-precision matrix product
+//   (2048^3) with the best library available here, Eigen as this build
+//   compiles it or OpenBLAS (Debian's libopenblas0-pthread), on one core and
+//   on all cores;
+// - a tiny BERT (vocabulary 1,000, sequences of 32, global batch 16, AdamW,
+//   fp32) at hidden 64, 128, 256 and 512 with 2 and 8 layers, on 1 IPU, with
+//   1 host thread and with all of them, against PyTorch (Debian's
+//   python3-torch) training the same model on the same batches with the same
+//   number of threads and OpenBLAS. The benchmark installs OpenBLAS when it
+//   is missing and points PyTorch at it (and, for the reference figure, at
+//   the netlib reference BLAS) through LD_LIBRARY_PATH of the PyTorch
+//   process, whatever the system's libblas.so.3 alternative selects; PyTorch
+//   reports which library its products resolve to. The emulator's GFLOP/s
+//   come from the plan's FLOP counts, and are set against the limit;
+// - the cost of emulating a mapping (p = 4 stages x r = 2 replicas against
+//   1 IPU at the same global and micro batch);
+// - the cost of emulating fp16 (fp16 compute with fp32 partials and master
+//   weights; all fp16 with fp16 partials and stochastic rounding) against
+//   fp32, at every hidden size;
+// - examples/tiny_bert.ipu end to end with its held-out MLM accuracy.
 //
-// Timings exclude a few warm-up steps; the machine is shared, so compare the
-// ratios printed within one run.
+// Each figure is measured for at least kSeconds after warm-up steps; the
+// machine may be shared, so compare the ratios printed within one run.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -22,36 +32,53 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include "interpreter/base/render.h"
 #include "interpreter/session/session.h"
 #include "runtime/emulator/data.h"
 #include "runtime/emulator/emulator.h"
+#include "runtime/emulator/numerics.h"
 #include "runtime/emulator/tensor_file.h"
+#include "runtime/emulator/thread_pool.h"
 #include "runtime/emulator/trainer.h"
 
 namespace {
 
+namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-constexpr int kWarmup = 5;
-constexpr int kSteps = 45;   // timed: kSteps - kWarmup
+constexpr int kWarmup = 2;
+constexpr double kSeconds = 2.5;     // timed, per figure
+constexpr int kExportSteps = 6;      // batches handed to PyTorch (it cycles through them)
 
-std::string script(const std::string& mapping, const std::string& precision, int microBatch, int ga, int steps) {
+const std::string kLibDir = IPU_MULTIARCH_LIBDIR;                 // /usr/lib/x86_64-linux-gnu
+const std::string kOpenBlasDir = kLibDir + "/openblas-pthread";   // libopenblas0-pthread
+const std::string kReferenceBlasDir = kLibDir + "/blas:" + kLibDir + "/lapack";   // libblas3, liblapack3
+
+struct Size {
+  int hidden, layers;
+  int heads() const { return std::max(2, hidden / 64); }
+};
+
+std::string script(const Size& z, const std::string& mapping, const std::string& precision, int microBatch, int ga) {
   return "import \"std/pods\"\nimport \"std/models/bert\"\n"
-         "chip bench_chip = GC200 with { tiles: 16, memory: 256 MB, code_base: 1 MB }\n"
-         "machine bench_machine = M2000 with { chip: bench_chip, ipus: 8, streaming_memory: 1 GB }\n"
+         "chip bench_chip = GC200 with { tiles: 16, memory: 2048 MB, code_base: 1 MB }\n"
+         "machine bench_machine = M2000 with { chip: bench_chip, ipus: 8, streaming_memory: 8 GB }\n"
          "pod bench_pod { machine: bench_machine, machines: 1 }\n"
-         "model tiny = bert(layers: 2, hidden: 64, heads: 2, ffn: 256, vocab: 1000, positions: 128)\n"
+         "model tiny = bert(layers: " + std::to_string(z.layers) + ", hidden: " + std::to_string(z.hidden) +
+         ", heads: " + std::to_string(z.heads()) + ", ffn: " + std::to_string(4 * z.hidden) + ", vocab: 1000, positions: 128)\n"
          "mapping m for tiny on bench_pod {\n" + mapping + "\n}\n"
          "precision p {\n" + precision + "\n}\n"
          "training t {\n mapping: m\n precision: p\n optimizer: adamw(weight_decay: 0.01)\n seed: 1\n"
          " phase one { seq_len: 32, masked_tokens: 5, micro_batch: " + std::to_string(microBatch) +
-         ", gradient_accumulation: " + std::to_string(ga) + ", steps: " + std::to_string(steps) + ", lr: 0.001 }\n}\n";
+         ", gradient_accumulation: " + std::to_string(ga) + ", steps: 1000, lr: 0.001 }\n}\n";
 }
 
-ipu::ir::ExecutionPlan planOf(const std::string& text) {
+ipu::ir::PhasePlan planOf(const std::string& text) {
   ipu::session::Session s;
   auto f = s.addSource("bench.ipu", text);
   const ipu::ir::ExecutionPlan* plan = s.plan(f);
@@ -60,7 +87,15 @@ ipu::ir::ExecutionPlan planOf(const std::string& text) {
       std::fprintf(stderr, "%s", ipu::base::renderHuman(d, s.sources(), false).c_str());
       std::exit(1);
     }
-  return *plan;
+  return plan->runs[0].phases[0];
+}
+
+// FLOP of one optimizer step, from the plan: every layer's forward and
+// backward FLOP per micro batch, times the micro batches of a step.
+double stepFlops(const ipu::ir::PhasePlan& phase) {
+  double perMicroBatch = 0;
+  for (const auto& l : phase.layers) perMicroBatch += l.forward.total() + l.backward.total();
+  return perMicroBatch * static_cast<double>(phase.batch.globalBatch) / static_cast<double>(phase.batch.microBatch);
 }
 
 std::shared_ptr<const ipu::emu::TextCorpus> corpus() {
@@ -85,19 +120,26 @@ std::unique_ptr<ipu::emu::PhaseTrainer> trainer(const ipu::ir::PhasePlan& phase,
   return std::move(t.value());
 }
 
+// Samples per second of the emulator, over at least kSeconds after kWarmup steps.
 double samplesPerSecond(const ipu::ir::PhasePlan& phase, int threads) {
   auto t = trainer(phase, threads);
-  Clock::time_point start;
-  for (int s = 0; s < kSteps; ++s) {
-    if (s == kWarmup) start = Clock::now();
+  auto step = [&] {
     auto r = t->step();
     if (!r) {
       std::fprintf(stderr, "%s\n", r.error().message.c_str());
       std::exit(1);
     }
+  };
+  for (int s = 0; s < kWarmup; ++s) step();
+  const auto start = Clock::now();
+  int steps = 0;
+  double seconds = 0;
+  while (steps < 3 || seconds < kSeconds) {
+    step();
+    ++steps;
+    seconds = std::chrono::duration<double>(Clock::now() - start).count();
   }
-  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  return static_cast<double>(phase.batch.globalBatch) * (kSteps - kWarmup) / seconds;
+  return static_cast<double>(phase.batch.globalBatch) * steps / seconds;
 }
 
 ipu::emu::Mat row(const std::vector<int>& v) {
@@ -107,19 +149,18 @@ ipu::emu::Mat row(const std::vector<int>& v) {
 }
 
 // The batches and initial weights of a phase, for the PyTorch side.
-void exportFor(const ipu::ir::PhasePlan& phase, const std::string& dir) {
+void exportFor(const ipu::ir::PhasePlan& phase, const Size& z, const std::string& dir) {
   auto t = trainer(phase, 1);
   ipu::emu::TensorFile w;
   w.tensors = t->weights();
   ipu::emu::writeTensorFile(dir + "/weights.ipt", w);
   ipu::emu::TensorFile b;
-  b.set("steps", std::to_string(kSteps));
-  b.set("warmup", std::to_string(kWarmup));
-  b.set("heads", "2");
-  b.set("layers", "2");
+  b.set("steps", std::to_string(kExportSteps));
+  b.set("heads", std::to_string(z.heads()));
+  b.set("layers", std::to_string(z.layers));
   b.set("weights", dir + "/weights.ipt");
   int k = 0;
-  for (int s = 0; s < kSteps; ++s)
+  for (int s = 0; s < kExportSteps; ++s)
     for (const auto& mb : t->batches(s)) {
       const std::string p = "mb" + std::to_string(k++) + ".";
       b.set(p + "samples", std::to_string(mb.samples));
@@ -139,68 +180,202 @@ void exportFor(const ipu::ir::PhasePlan& phase, const std::string& dir) {
   ipu::emu::writeTensorFile(dir + "/batches.ipt", b);
 }
 
-double torchSamplesPerSecond(const std::string& dir, int threads) {
-  const std::string cmd = std::string(IPU_PYTHON) + " " + IPU_SOURCE_DIR + "/bench/torch_tiny_bert.py " + dir + "/batches.ipt " +
-                          std::to_string(threads) + " 2>&1";
+struct TorchResult {
+  double samplesPerSecond = 0;
+  std::string blas, version;
+};
+
+// PyTorch on the BLAS in `libraryPath`, with `threads` threads (its own and OpenBLAS's).
+TorchResult torchRun(const std::string& dir, int threads, const std::string& libraryPath) {
+  const std::string t = std::to_string(threads);
+  const std::string cmd = "env LD_LIBRARY_PATH=" + libraryPath + " OPENBLAS_NUM_THREADS=" + t + " OMP_NUM_THREADS=" + t + " " +
+                          IPU_PYTHON + " " + IPU_SOURCE_DIR + "/bench/torch_tiny_bert.py " + dir + "/batches.ipt " + t + " " +
+                          std::to_string(kSeconds) + " 2>&1";
+  TorchResult r;
   FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return 0;
-  char buf[512];
+  if (p == nullptr) return r;
+  char buf[1024];
   std::string out;
   while (std::fgets(buf, sizeof buf, p) != nullptr) out += buf;
   const int rc = pclose(p);
-  double v = 0;
   const auto at = out.find("samples_per_second ");
   if (rc != 0 || at == std::string::npos) {
     std::fprintf(stderr, "  PyTorch run failed (is python3-torch installed?):\n%s\n", out.c_str());
-    return 0;
+    return r;
   }
-  std::sscanf(out.c_str() + at, "samples_per_second %lf", &v);
-  return v;
+  std::sscanf(out.c_str() + at, "samples_per_second %lf", &r.samplesPerSecond);
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("blas ", 0) == 0) r.blas = line.substr(5);
+    if (line.rfind("torch ", 0) == 0) r.version = line.substr(6);
+  }
+  return r;
+}
+
+// OpenBLAS from Debian, installed when missing. Installing it makes Debian
+// select it as the system's libblas.so.3 (its alternative has the higher
+// priority); the benchmark itself never relies on that alternative.
+bool ensureOpenBlas() {
+  if (fs::exists(kOpenBlasDir + "/libblas.so.3")) return true;
+  std::printf("OpenBLAS is not installed: installing Debian's libopenblas0-pthread\n");
+  const std::string apt = "DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libopenblas0-pthread";
+  const std::string cmd = (::geteuid() == 0 ? "" : "sudo -n ") + apt + " >/dev/null";
+  if (std::system(cmd.c_str()) != 0 || !fs::exists(kOpenBlasDir + "/libblas.so.3")) {
+    std::printf("  could not install it (run as root: apt-get install libopenblas0-pthread); no OpenBLAS figures\n");
+    return false;
+  }
+  return true;
+}
+
+// ----------------------------------------------------------- machine limit
+
+struct GemmLimit {
+  double eigenOne = 0, eigenAll = 0, openblasOne = 0, openblasAll = 0;
+  std::string openblas;
+  double one() const { return std::max(eigenOne, openblasOne); }
+  double all() const { return std::max(eigenAll, openblasAll); }
+};
+
+template <class F>
+double bestGflops(F product, double flops) {
+  product();  // warm-up
+  double best = 1e30;
+  for (int r = 0; r < 3; ++r) {
+    const auto t0 = Clock::now();
+    product();
+    best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  return flops / best / 1e9;
+}
+
+GemmLimit measureLimit(int cores, bool haveOpenBlas) {
+  constexpr int n = 2048;
+  const double flops = 2.0 * n * n * n;
+  GemmLimit g;
+  ipu::emu::Mat a = ipu::emu::Mat::Random(n, n), b = ipu::emu::Mat::Random(n, n), c(n, n);
+  g.eigenOne = bestGflops([&] { c.noalias() = a * b; }, flops);
+  {
+    // Eigen over all cores as the emulator runs it: row blocks on its thread pool.
+    ipu::emu::ThreadPool pool(cores);
+    ipu::emu::Numerics nx(false, false, false, 0, &pool);
+    g.eigenAll = bestGflops([&] { c = nx.mm(a, b); }, flops);
+  }
+  if (!haveOpenBlas) return g;
+  void* lib = ::dlopen((kOpenBlasDir + "/libopenblas.so.0").c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) return g;
+  using Gemm = void (*)(int, int, int, int, int, int, float, const float*, int, const float*, int, float, float*, int);
+  auto gemm = reinterpret_cast<Gemm>(::dlsym(lib, "cblas_sgemm"));
+  auto setThreads = reinterpret_cast<void (*)(int)>(::dlsym(lib, "openblas_set_num_threads"));
+  auto config = reinterpret_cast<char* (*)()>(::dlsym(lib, "openblas_get_config"));
+  auto core = reinterpret_cast<char* (*)()>(::dlsym(lib, "openblas_get_corename"));
+  if (gemm == nullptr || setThreads == nullptr) return g;
+  if (config != nullptr && core != nullptr) g.openblas = std::string(config()) + "; kernels " + core();
+  constexpr int kRowMajor = 101, kNoTrans = 111;
+  auto run = [&] { gemm(kRowMajor, kNoTrans, kNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n); };
+  setThreads(1);
+  g.openblasOne = bestGflops(run, flops);
+  setThreads(cores);
+  g.openblasAll = bestGflops(run, flops);
+  return g;
+}
+
+std::string cpuModel() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  return "unknown CPU";
 }
 
 }  // namespace
 
 int main() {
-  namespace fs = std::filesystem;
-  const std::string fp32 = "compute: fp32";
-  const std::string mixed = "compute: fp16\n weights: fp16\n master_weights: fp32\n partials: fp32\n accumulators: fp32\n loss_scale: 1024";
-  const std::string sr = "compute: fp16\n weights: fp16\n partials: fp16\n accumulators: fp16\n stochastic_rounding: on\n loss_scale: 256";
-  const std::string p4r2 = "pipeline {\n ipu 0: embedding\n ipu 1: encoder[0]\n ipu 2: encoder[1]\n ipu 3: mlm_head, nsp_head\n }\n replicas: 2";
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const std::vector<int> threadCounts = cores > 1 ? std::vector<int>{1, cores} : std::vector<int>{1};
+  std::printf("host: %s, %d hardware threads; Eigen %d.%d.%d with %s\n", cpuModel().c_str(), cores, EIGEN_WORLD_VERSION,
+              EIGEN_MAJOR_VERSION, EIGEN_MINOR_VERSION, Eigen::SimdInstructionSetsInUse());
+  const bool haveOpenBlas = ensureOpenBlas();
 
-  std::printf("ipu run: tiny BERT (2 layers, hidden 64, vocab 1000, seq 32), global batch 16, AdamW;\n"
-              "samples/s over %d steps after %d warm-up steps\n\n", kSteps - kWarmup, kWarmup);
-  const auto base = planOf(script("", fp32, 16, 1, 100)).runs[0].phases[0];
+  std::printf("\nmachine limit: single-precision matrix product 2048 x 2048 x 2048, GFLOP/s (best of 3)\n");
+  const GemmLimit limit = measureLimit(cores, haveOpenBlas);
+  std::printf("  Eigen (this build)      1 core %7.1f   %d cores %7.1f\n", limit.eigenOne, cores, limit.eigenAll);
+  if (haveOpenBlas)
+    std::printf("  OpenBLAS                1 core %7.1f   %d cores %7.1f   (%s)\n", limit.openblasOne, cores, limit.openblasAll,
+                limit.openblas.c_str());
+  std::printf("  limit                   1 core %7.1f   %d cores %7.1f\n", limit.one(), cores, limit.all());
+
+  const std::string fp32 = "compute: fp32";
   const fs::path dir = fs::temp_directory_path() / ("ipu_emulator_bench_" + std::to_string(::getpid()));
   fs::create_directories(dir);
-  exportFor(base, dir.string());
-  std::printf("1 IPU, fp32, micro batch 16          emulator   PyTorch (CPU)   ratio\n");
-  for (int threads : {1, 2}) {
-    const double emu = samplesPerSecond(base, threads);
-    const double torch = torchSamplesPerSecond(dir.string(), threads);
-    std::printf("  %d host thread%s                     %8.1f   %8.1f        %5.2fx\n", threads, threads == 1 ? " " : "s", emu, torch,
-                torch > 0 ? emu / torch : 0.0);
+  const std::vector<Size> sizes{{64, 2}, {64, 8}, {128, 2}, {128, 8}, {256, 2}, {256, 8}, {512, 2}, {512, 8}};
+
+  std::printf("\ntiny BERT on 1 IPU, fp32, global batch 16 (micro batch 16), seq 32, vocab 1000, AdamW: samples/s\n");
+  bool printedBlas = false;
+  std::printf("  hidden layers threads   emulator  PyTorch+OpenBLAS   ratio   emulator GFLOP/s   of the limit\n");
+  for (const Size& z : sizes) {
+    const auto phase = planOf(script(z, "", fp32, 16, 1));
+    exportFor(phase, z, dir.string());
+    const double flops = stepFlops(phase);
+    for (int threads : threadCounts) {
+      const double emu = samplesPerSecond(phase, threads);
+      TorchResult torch;
+      if (haveOpenBlas) torch = torchRun(dir.string(), threads, kOpenBlasDir);
+      if (!printedBlas && !torch.blas.empty()) {
+        std::printf("  (PyTorch %s; its BLAS: %s)\n", torch.version.c_str(), torch.blas.c_str());
+        printedBlas = true;
+      }
+      const double gflops = emu / 16.0 * flops / 1e9;
+      const double lim = threads == 1 ? limit.one() : limit.all();
+      std::printf("  %6d %6d %7d %10.1f %17.1f %7.2fx %18.1f %13.0f%%\n", z.hidden, z.layers, threads, emu, torch.samplesPerSecond,
+                  torch.samplesPerSecond > 0 ? emu / torch.samplesPerSecond : 0.0, gflops, lim > 0 ? 100.0 * gflops / lim : 0.0);
+      std::fflush(stdout);
+    }
+  }
+
+  std::printf("\nfor continuity: PyTorch with the reference BLAS (netlib), hidden 64, 2 layers\n");
+  {
+    const Size z{64, 2};
+    const auto phase = planOf(script(z, "", fp32, 16, 1));
+    exportFor(phase, z, dir.string());
+    for (int threads : threadCounts) {
+      const double emu = samplesPerSecond(phase, threads);
+      const TorchResult torch = torchRun(dir.string(), threads, kReferenceBlasDir);
+      std::printf("  %d thread%s: emulator %8.1f, PyTorch %8.1f samples/s (%.2fx); PyTorch's BLAS: %s\n", threads,
+                  threads == 1 ? " " : "s", emu, torch.samplesPerSecond, torch.samplesPerSecond > 0 ? emu / torch.samplesPerSecond : 0.0,
+                  torch.blas.c_str());
+    }
   }
   fs::remove_all(dir);
 
-  std::printf("\ncost of emulating the mapping (same global batch 16, micro batch 4)\n");
-  const auto onePlan = planOf(script("", fp32, 4, 4, 100)).runs[0].phases[0];
-  const auto mappedPlan = planOf(script(p4r2, fp32, 4, 2, 100)).runs[0].phases[0];
-  for (int threads : {1, 2}) {
-    const double one = samplesPerSecond(onePlan, threads);
-    const double mapped = samplesPerSecond(mappedPlan, threads);
-    std::printf("  %d host thread%s: 1 IPU, GA 4 %8.1f samples/s; p = 4 x r = 2, GA 2 %8.1f samples/s (%.2fx the time of 1 IPU)\n",
-                threads, threads == 1 ? " " : "s", one, mapped, one / mapped);
+  std::printf("\ncost of emulating a mapping (hidden 64, 2 layers; global batch 16, micro batch 4)\n");
+  {
+    const Size z{64, 2};
+    const std::string p4r2 = "pipeline {\n ipu 0: embedding\n ipu 1: encoder[0]\n ipu 2: encoder[1]\n ipu 3: mlm_head, nsp_head\n }\n replicas: 2";
+    const auto onePlan = planOf(script(z, "", fp32, 4, 4));
+    const auto mappedPlan = planOf(script(z, p4r2, fp32, 4, 2));
+    for (int threads : threadCounts) {
+      const double one = samplesPerSecond(onePlan, threads);
+      const double mapped = samplesPerSecond(mappedPlan, threads);
+      std::printf("  %d host thread%s: 1 IPU, GA 4 %8.1f samples/s; p = 4 x r = 2, GA 2 %8.1f samples/s (%.2fx the time of 1 IPU)\n",
+                  threads, threads == 1 ? " " : "s", one, mapped, one / mapped);
+    }
   }
 
-  std::printf("\ncost of emulating fp16 (1 IPU, micro batch 16, 2 host threads)\n");
-  const double f32 = samplesPerSecond(base, 2);
-  const double f16 = samplesPerSecond(planOf(script("", mixed, 16, 1, 100)).runs[0].phases[0], 2);
-  const double f16sr = samplesPerSecond(planOf(script("", sr, 16, 1, 100)).runs[0].phases[0], 2);
-  std::printf("  fp32                                         %8.1f samples/s\n", f32);
-  std::printf("  fp16 compute, fp32 partials and master       %8.1f samples/s   (%.2fx the time of fp32)\n", f16, f32 / f16);
-  std::printf("  fp16 everywhere, fp16 partials, stochastic   %8.1f samples/s   (%.2fx the time of fp32)\n", f16sr, f32 / f16sr);
+  std::printf("\ncost of emulating fp16 (1 IPU, 2 layers, micro batch 16, %d host threads): time per step / fp32's\n", cores);
+  {
+    const std::string mixed = "compute: fp16\n weights: fp16\n master_weights: fp32\n partials: fp32\n accumulators: fp32\n loss_scale: 1024";
+    const std::string sr = "compute: fp16\n weights: fp16\n partials: fp16\n accumulators: fp16\n stochastic_rounding: on\n loss_scale: 256";
+    std::printf("  hidden    fp32 samples/s   fp16 compute, fp32 partials and master   fp16 everywhere, fp16 partials, stochastic\n");
+    for (int hidden : {64, 128, 256, 512}) {
+      const Size z{hidden, 2};
+      const double f32 = samplesPerSecond(planOf(script(z, "", fp32, 16, 1)), cores);
+      const double f16 = samplesPerSecond(planOf(script(z, "", mixed, 16, 1)), cores);
+      const double f16sr = samplesPerSecond(planOf(script(z, "", sr, 16, 1)), cores);
+      std::printf("  %6d %17.1f %28.1f (%.2fx) %35.1f (%.2fx)\n", hidden, f32, f16, f32 / f16, f16sr, f32 / f16sr);
+      std::fflush(stdout);
+    }
+  }
 
-  std::printf("\nexamples/tiny_bert.ipu end to end (2 phases, 300 steps, p = 2 x r = 2, 2 host threads)\n");
+  std::printf("\nexamples/tiny_bert.ipu end to end (2 phases, 300 steps, p = 2 x r = 2, %d host threads)\n", cores);
   std::ifstream in(std::string(IPU_SOURCE_DIR) + "/examples/tiny_bert.ipu");
   std::stringstream text;
   text << in.rdbuf();
@@ -209,7 +384,7 @@ int main() {
   const auto* plan = s.plan(f);
   if (plan == nullptr || plan->runs.empty()) return 1;
   ipu::emu::Options o;
-  o.hostThreads = 2;
+  o.hostThreads = cores;
   const auto t0 = Clock::now();
   auto out = ipu::emu::run(plan->runs[0], o);
   const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();

@@ -1,5 +1,6 @@
 #include "runtime/emulator/fp16.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -114,55 +115,87 @@ std::uint16_t fromFloatStochastic(float x, std::uint32_t random) {
   return static_cast<std::uint16_t>(sign | h);
 }
 
-// The buffer versions round millions of values per step: values whose result
-// is a normal binary16 (2^-14 <= |x| < 65520, or 65504 when rounding up) take a branch-free path on the
-// float's bits, which gives the same result as fromFloat/fromFloatStochastic
-// (the tests compare them); the rest go through the general conversion.
+// The buffer versions round millions of values per step. They work on chunks
+// of kLanes values with straight-line code the compiler vectorises: values
+// whose result is a normal binary16 (2^-14 <= |x| < 65520, or 65504 when
+// rounding up) are rounded on the float's bits, values in the subnormal range
+// by float arithmetic that is exact there; both give the same result as
+// fromFloat/fromFloatStochastic (the tests compare them). The rare rest
+// (overflow, infinities, NaN) goes through the general conversion afterwards.
 namespace {
 constexpr std::uint32_t kFastLow = 0x38800000u;   // 2^-14, the smallest normal binary16
 constexpr std::uint32_t kFastHigh = 0x477FF000u;  // 65520: from here on nearest rounding gives infinity
 constexpr std::uint32_t kFastHighStochastic = 0x477FE000u;  // 65504: above it rounding up gives infinity
+constexpr std::size_t kLanes = 64;
+constexpr float kTwo24 = 16777216.0f;             // 2^24: one binary16 subnormal step is 2^-24
+constexpr float kTwoMinus24 = 5.9604644775390625e-8f;
 }  // namespace
 
 void roundNearest(float* data, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::uint32_t b = bitsOf(data[i]);
-    const std::uint32_t a = b & 0x7FFFFFFFu;
-    if (a >= kFastLow && a < kFastHigh) {
+  std::uint32_t bits[kLanes];
+  float values[kLanes];
+  for (std::size_t i0 = 0; i0 < n; i0 += kLanes) {
+    const std::size_t m = std::min(kLanes, n - i0);
+    std::memcpy(bits, data + i0, m * 4);
+    std::uint32_t slow = 0;
+    for (std::size_t i = 0; i < m; ++i) {
+      const std::uint32_t b = bits[i];
+      const std::uint32_t a = b & 0x7FFFFFFFu;
       const std::uint32_t odd = (a >> 13) & 1u;
-      data[i] = floatOf((b & 0x80000000u) | ((a + 0xFFFu + odd) & 0xFFFFE000u));
-    } else if (a < kFastLow) {
+      const std::uint32_t normal = (b & 0x80000000u) | ((a + 0xFFFu + odd) & 0xFFFFE000u);
       // Subnormal results: multiples of 2^-24. Scaling by 2^24 is exact, and
       // adding and subtracting 2^23 rounds to an integer, ties to even.
-      const float y = floatOf(a) * 16777216.0f;
+      const float y = floatOf(a) * kTwo24;
       const float units = (y + 8388608.0f) - 8388608.0f;
-      data[i] = floatOf((b & 0x80000000u) | bitsOf(units * 5.9604644775390625e-8f));
-    } else {
-      data[i] = toFloat(fromFloat(data[i]));
+      const std::uint32_t subnormal = (b & 0x80000000u) | bitsOf(units * kTwoMinus24);
+      slow |= a >= kFastHigh ? 1u : 0u;
+      bits[i] = a < kFastLow ? subnormal : normal;
     }
+    std::memcpy(values, bits, m * 4);
+    if (slow != 0)
+      for (std::size_t i = 0; i < m; ++i)
+        if ((bitsOf(data[i0 + i]) & 0x7FFFFFFFu) >= kFastHigh) values[i] = toFloat(fromFloat(data[i0 + i]));
+    std::memcpy(data + i0, values, m * 4);
   }
 }
 
-void roundStochastic(float* data, std::size_t n, std::uint64_t key) {
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::uint32_t r = static_cast<std::uint32_t>(draw64(key, i) >> 32);
-    const std::uint32_t b = bitsOf(data[i]);
-    const std::uint32_t a = b & 0x7FFFFFFFu;
-    if (a >= kFastLow && a < kFastHighStochastic) {
+void roundStochastic(float* data, std::size_t n, std::uint64_t key, std::size_t offset) {
+  std::uint32_t bits[kLanes], random[kLanes];
+  float values[kLanes];
+  for (std::size_t i0 = 0; i0 < n; i0 += kLanes) {
+    const std::size_t m = std::min(kLanes, n - i0);
+    for (std::size_t i = 0; i < m; ++i) random[i] = static_cast<std::uint32_t>(draw64(key, offset + i0 + i) >> 32);
+    std::memcpy(bits, data + i0, m * 4);
+    std::uint32_t slow = 0;
+    for (std::size_t i = 0; i < m; ++i) {
+      const std::uint32_t r = random[i];
+      const std::uint32_t b = bits[i];
+      const std::uint32_t a = b & 0x7FFFFFFFu;
       const std::uint32_t up = (r >> 19) < (a & 0x1FFFu) ? 1u : 0u;
-      data[i] = floatOf((b & 0x80000000u) | ((a & 0xFFFFE000u) + (up << 13)));
-    } else if (a < kFastLow) {
-      // Subnormal results: the fraction of 2^-24 above the truncation, at
-      // 32 bits (what fromFloatStochastic compares; below 2^-32 of an ulp,
-      // never up).
-      const float y = floatOf(a) * 16777216.0f;
-      const float lo = std::floor(y);
-      const auto threshold = static_cast<std::uint64_t>(static_cast<double>(y - lo) * 4294967296.0);
-      const float units = lo + (static_cast<std::uint64_t>(r) < threshold ? 1.0f : 0.0f);
-      data[i] = floatOf((b & 0x80000000u) | bitsOf(units * 5.9604644775390625e-8f));
-    } else {
-      data[i] = toFloat(fromFloatStochastic(data[i], r));
+      const std::uint32_t normal = (b & 0x80000000u) | ((a & 0xFFFFE000u) + (up << 13));
+      // Subnormal results: |x| = M 2^-s in units of 2^-24 (M the mantissa
+      // with its implicit bit, s = 126 - exponent >= 14). M 2^(32 - s),
+      // truncated, is |x| in 32.32 fixed point: its integer part is the
+      // truncation and its fraction the dropped part at 32 bits of resolution
+      // (what fromFloatStochastic compares; below 2^-32 of an ulp, never up).
+      // The shift is clamped so that lanes that take another path stay defined.
+      const std::uint32_t e = a >> 23;
+      const std::uint32_t mant = (a & 0x7FFFFFu) | (e != 0 ? 0x800000u : 0u);
+      const std::uint32_t sw = e != 0 ? 126u - e : 125u;   // wraps for e > 126, clamped next
+      const std::uint64_t fixed = (static_cast<std::uint64_t>(mant) << 32) >> (sw < 63u ? sw : 63u);
+      const auto lo = static_cast<std::uint32_t>(fixed >> 32);
+      const auto threshold = static_cast<std::uint32_t>(fixed);
+      const std::uint32_t units = lo + (r < threshold ? 1u : 0u);
+      // units <= 1024 as a float without a conversion instruction (2^23 + units, less 2^23).
+      const std::uint32_t subnormal = (b & 0x80000000u) | bitsOf((floatOf(0x4B000000u | units) - 8388608.0f) * kTwoMinus24);
+      slow |= a >= kFastHighStochastic ? 1u : 0u;
+      bits[i] = a < kFastLow ? subnormal : normal;
     }
+    std::memcpy(values, bits, m * 4);
+    if (slow != 0)
+      for (std::size_t i = 0; i < m; ++i)
+        if ((bitsOf(data[i0 + i]) & 0x7FFFFFFFu) >= kFastHighStochastic) values[i] = toFloat(fromFloatStochastic(data[i0 + i], random[i]));
+    std::memcpy(data + i0, values, m * 4);
   }
 }
 

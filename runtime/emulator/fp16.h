@@ -23,8 +23,9 @@ std::uint16_t fromFloatStochastic(float x, std::uint32_t random);
 inline float roundNearest(float x) { return toFloat(fromFloat(x)); }
 inline float roundStochastic(float x, std::uint32_t random) { return toFloat(fromFloatStochastic(x, random)); }
 
-// Round `n` floats in place; stochastic rounding draws element i from (key, i).
+// Round `n` floats in place; stochastic rounding draws element i from
+// position offset + i of stream `key`.
 void roundNearest(float* data, std::size_t n);
-void roundStochastic(float* data, std::size_t n, std::uint64_t key);
+void roundStochastic(float* data, std::size_t n, std::uint64_t key, std::size_t offset = 0);
 
 }  // namespace ipu::emu::fp16

@@ -7,6 +7,15 @@
 #include <cmath>
 #include <limits>
 
+#include <unsupported/Eigen/SpecialFunctions>
+
+// GCC 12 reports a false "may be used uninitialized" inside its own AVX-512
+// intrinsics (_mm512_unpacklo_ps) when Eigen's vectorised exp and erf are
+// inlined here; the value it names is a deliberately undefined lane.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 #include "runtime/emulator/collectives.h"
 #include "runtime/emulator/fp16.h"
 #include "runtime/emulator/kernel.h"
@@ -38,6 +47,10 @@ constexpr float kInitStd = 0.02f;  // BERT's initialiser range
 
 void addRow(Mat& m, const Mat& row) { m.rowwise() += row.row(0); }
 
+// Rows per chunk of row-wise work split over the host threads (about 16K
+// elements: a fixed split, so results do not depend on the threads).
+std::size_t rowGrain(Eigen::Index cols) { return static_cast<std::size_t>(std::max<Eigen::Index>(1, 16384 / std::max<Eigen::Index>(1, cols))); }
+
 Mat columnSums(const Mat& m, Numerics& nx) {
   Mat s = m.colwise().sum();
   nx.round(s);
@@ -48,15 +61,22 @@ void layerNormForward(const Mat& x, const Mat& gamma, const Mat& beta, Numerics&
   const Eigen::Index n = x.rows(), h = x.cols();
   xhat.resize(n, h);
   rstd.resize(n, 1);
-  for (Eigen::Index i = 0; i < n; ++i) {
-    const float mean = x.row(i).mean();
-    const float var = (x.row(i).array() - mean).square().mean();
-    const float r = 1.0f / std::sqrt(var + kLayerNormEpsilon);
-    xhat.row(i) = (x.row(i).array() - mean) * r;
-    rstd(i, 0) = r;
-  }
+  nx.parallelChunks(static_cast<std::size_t>(n), rowGrain(h), [&](std::size_t b, std::size_t e) {
+    for (auto i = static_cast<Eigen::Index>(b); i < static_cast<Eigen::Index>(e); ++i) {
+      const float mean = x.row(i).mean();
+      const float var = (x.row(i).array() - mean).square().mean();
+      const float r = 1.0f / std::sqrt(var + kLayerNormEpsilon);
+      xhat.row(i) = (x.row(i).array() - mean) * r;
+      rstd(i, 0) = r;
+    }
+  });
   nx.round(xhat);
-  y = (xhat.array().rowwise() * gamma.row(0).array()).rowwise() + beta.row(0).array();
+  y.resize(n, h);
+  nx.parallelChunks(static_cast<std::size_t>(n), rowGrain(h), [&](std::size_t b, std::size_t e) {
+    const auto rows = static_cast<Eigen::Index>(e - b);
+    y.middleRows(static_cast<Eigen::Index>(b), rows) =
+        (xhat.middleRows(static_cast<Eigen::Index>(b), rows).array().rowwise() * gamma.row(0).array()).rowwise() + beta.row(0).array();
+  });
   nx.round(y);
 }
 
@@ -67,14 +87,17 @@ Mat layerNormBackward(const Mat& dy, const Mat& xhat, const Mat& rstd, const Mat
   dbeta = dy.colwise().sum();
   nx.round(dgamma);
   nx.round(dbeta);
-  Mat dxhat = dy.array().rowwise() * gamma.row(0).array();
   const float invH = 1.0f / static_cast<float>(dy.cols());
   Mat dx(dy.rows(), dy.cols());
-  for (Eigen::Index i = 0; i < dy.rows(); ++i) {
-    const float m1 = dxhat.row(i).sum() * invH;
-    const float m2 = (dxhat.row(i).array() * xhat.row(i).array()).sum() * invH;
-    dx.row(i) = rstd(i, 0) * (dxhat.row(i).array() - m1 - xhat.row(i).array() * m2);
-  }
+  nx.parallelChunks(static_cast<std::size_t>(dy.rows()), rowGrain(dy.cols()), [&](std::size_t b, std::size_t e) {
+    Eigen::Array<float, 1, Eigen::Dynamic> dxhat;
+    for (auto i = static_cast<Eigen::Index>(b); i < static_cast<Eigen::Index>(e); ++i) {
+      dxhat = dy.row(i).array() * gamma.row(0).array();
+      const float m1 = dxhat.sum() * invH;
+      const float m2 = (dxhat * xhat.row(i).array()).sum() * invH;
+      dx.row(i) = rstd(i, 0) * (dxhat - m1 - xhat.row(i).array() * m2);
+    }
+  });
   nx.round(dx);
   return dx;
 }
@@ -82,17 +105,26 @@ Mat layerNormBackward(const Mat& dy, const Mat& xhat, const Mat& rstd, const Mat
 const float kInvSqrt2 = 0.70710678118654752f;
 const float kInvSqrt2Pi = 0.39894228040143268f;
 
+// GELU and its derivative use Eigen's vectorised erf and exp (a few ulp from
+// the C library's, well inside the PyTorch cross-check's tolerances).
 Mat gelu(const Mat& x, Numerics& nx) {
-  Mat y = x.unaryExpr([](float v) { return 0.5f * v * (1.0f + std::erf(v * kInvSqrt2)); });
+  Mat y(x.rows(), x.cols());
+  nx.parallelChunks(static_cast<std::size_t>(x.rows()), rowGrain(x.cols()), [&](std::size_t b, std::size_t e) {
+    const auto v = x.middleRows(static_cast<Eigen::Index>(b), static_cast<Eigen::Index>(e - b)).array();
+    y.middleRows(static_cast<Eigen::Index>(b), static_cast<Eigen::Index>(e - b)) = 0.5f * v * (1.0f + (v * kInvSqrt2).erf());
+  });
   nx.round(y);
   return y;
 }
 
 Mat geluBackward(const Mat& dy, const Mat& x, Numerics& nx) {
-  Mat d = dy.binaryExpr(x, [](float g, float v) {
-    const float cdf = 0.5f * (1.0f + std::erf(v * kInvSqrt2));
-    const float pdf = kInvSqrt2Pi * std::exp(-0.5f * v * v);
-    return g * (cdf + v * pdf);
+  Mat d(x.rows(), x.cols());
+  nx.parallelChunks(static_cast<std::size_t>(x.rows()), rowGrain(x.cols()), [&](std::size_t b, std::size_t e) {
+    const auto rows = static_cast<Eigen::Index>(e - b);
+    const auto v = x.middleRows(static_cast<Eigen::Index>(b), rows).array();
+    const auto g = dy.middleRows(static_cast<Eigen::Index>(b), rows).array();
+    d.middleRows(static_cast<Eigen::Index>(b), rows) =
+        g * (0.5f * (1.0f + (v * kInvSqrt2).erf()) + v * (kInvSqrt2Pi * (-0.5f * v * v).exp()));
   });
   nx.round(d);
   return d;
@@ -265,14 +297,18 @@ class AttentionKernel : public Kernel {
       nx.round(v);
       probs.resize(static_cast<Eigen::Index>(B) * hl * S, S);
       ctx.resize(q.rows(), q.cols());
-      for (int b = 0; b < B; ++b) {
-        for (int j = 0; j < hl; ++j) {
+      // Heads of all samples in parallel, each with its own rounding stream.
+      const std::uint64_t base = nx.nextKey();
+      nx.parallelFor(static_cast<std::size_t>(B * hl), [&](std::size_t bj) {
+        const int b = static_cast<int>(bj) / hl, j = static_cast<int>(bj) % hl;
+        Numerics hx = nx.fork(base, bj);
+        {
           const Mat qb = q.block(b * S, j * d, S, d);
           const Mat kb = k.block(b * S, j * d, S, d);
           const Mat vb = v.block(b * S, j * d, S, d);
-          Mat sc = nx.mmNT(qb, kb);
+          Mat sc = hx.mmNT(qb, kb);
           sc *= scale;
-          nx.round(sc);
+          hx.round(sc);
           for (int i = 0; i < S; ++i) {
             const int idi = mb.sequenceIds[static_cast<std::size_t>(b * S + i)];
             float mx = -std::numeric_limits<float>::infinity();
@@ -284,11 +320,11 @@ class AttentionKernel : public Kernel {
             sc.row(i) = (sc.row(i).array() - mx).exp().matrix();
             sc.row(i) /= sc.row(i).sum();
           }
-          nx.round(sc);
+          hx.round(sc);
           probs.block((static_cast<Eigen::Index>(b) * hl + j) * S, 0, S, S) = sc;
-          ctx.block(b * S, j * d, S, d) = nx.mm(sc, vb);
+          ctx.block(b * S, j * d, S, d) = hx.mm(sc, vb);
         }
-      }
+      });
       partial[static_cast<std::size_t>(s)] = nx.mm(ctx, *w[6]);
     }
     Mat a = allReduceShards(partial, nx);
@@ -333,25 +369,28 @@ class AttentionKernel : public Kernel {
       g[6] = nx.mmTN(ctx, da);
       Mat dctx = nx.mmNT(da, *w[6]);
       Mat dq(q.rows(), q.cols()), dk(k.rows(), k.cols()), dv(v.rows(), v.cols());
-      for (int b = 0; b < B; ++b) {
-        for (int j = 0; j < hl; ++j) {
+      const std::uint64_t base = nx.nextKey();
+      nx.parallelFor(static_cast<std::size_t>(B * hl), [&](std::size_t bj) {
+        const int b = static_cast<int>(bj) / hl, j = static_cast<int>(bj) % hl;
+        Numerics hx = nx.fork(base, bj);
+        {
           const Mat P = probs.block((static_cast<Eigen::Index>(b) * hl + j) * S, 0, S, S);
           const Mat dc = dctx.block(b * S, j * d, S, d);
           const Mat qb = q.block(b * S, j * d, S, d);
           const Mat kb = k.block(b * S, j * d, S, d);
           const Mat vb = v.block(b * S, j * d, S, d);
-          Mat dP = nx.mmNT(dc, vb);
-          dv.block(b * S, j * d, S, d) = nx.mmTN(P, dc);
+          Mat dP = hx.mmNT(dc, vb);
+          dv.block(b * S, j * d, S, d) = hx.mmTN(P, dc);
           Mat dS(S, S);
           for (int i = 0; i < S; ++i) {
             const float dot = (dP.row(i).array() * P.row(i).array()).sum();
             dS.row(i) = (P.row(i).array() * (dP.row(i).array() - dot) * scale).matrix();
           }
-          nx.round(dS);
-          dq.block(b * S, j * d, S, d) = nx.mm(dS, kb);
-          dk.block(b * S, j * d, S, d) = nx.mmTN(dS, qb);
+          hx.round(dS);
+          dq.block(b * S, j * d, S, d) = hx.mm(dS, kb);
+          dk.block(b * S, j * d, S, d) = hx.mmTN(dS, qb);
         }
-      }
+      });
       g[0] = nx.mmTN(hin, dq);
       g[1] = columnSums(dq, nx);
       g[2] = nx.mmTN(hin, dk);

@@ -4,69 +4,128 @@
 
 #include "runtime/emulator/counter_rng.h"
 #include "runtime/emulator/fp16.h"
+#include "runtime/emulator/thread_pool.h"
 
 namespace ipu::emu {
 
 namespace {
+
 constexpr int kAmpDepth = 16;  // products an AMP unit sums before a partial is written
+
+// How a product splits over the host threads: into at most kMaxBlocks row
+// blocks of at least kMinBlockRows rows (a multiple of 16) and about
+// kTaskFlops each. A function of the shape only, so the blocks, and every
+// element's arithmetic, are the same whatever the number of threads.
+constexpr double kTaskFlops = 2.0e6;       // tens of microseconds: far above a task's hand-over cost
+constexpr Eigen::Index kMaxBlocks = 8;
+constexpr Eigen::Index kMinBlockRows = 64;
+// Element-wise work (roundings) splits into chunks of this many elements.
+constexpr std::size_t kRoundGrain = 1 << 15;
+
+Eigen::Index rowsPerBlock(Eigen::Index rows, double flops) {
+  const Eigen::Index blocks = std::min<Eigen::Index>(kMaxBlocks, static_cast<Eigen::Index>(flops / kTaskFlops));
+  if (blocks <= 1 || rows < 2 * kMinBlockRows) return rows;
+  Eigen::Index per = (rows + blocks - 1) / blocks;
+  per = std::max(kMinBlockRows, (per + 15) / 16 * 16);
+  return std::min(per, rows);
 }
 
-void roundToHalf(float* data, std::size_t n, bool stochastic, std::uint64_t key) {
+}  // namespace
+
+void roundToHalf(float* data, std::size_t n, bool stochastic, std::uint64_t key, std::size_t offset) {
   if (stochastic)
-    fp16::roundStochastic(data, n, key);
+    fp16::roundStochastic(data, n, key, offset);
   else
     fp16::roundNearest(data, n);
 }
 
 std::uint64_t Numerics::nextKey() { return subKey(key_, counter_++); }
 
+void Numerics::parallelFor(std::size_t n, const std::function<void(std::size_t)>& f) const {
+  if (pool_ == nullptr || n <= 1) {
+    for (std::size_t i = 0; i < n; ++i) f(i);
+    return;
+  }
+  pool_->run(n, f);
+}
+
+void Numerics::parallelChunks(std::size_t n, std::size_t grain, const std::function<void(std::size_t, std::size_t)>& f) const {
+  grain = std::max<std::size_t>(1, grain);
+  const std::size_t chunks = (n + grain - 1) / grain;
+  if (chunks <= 1) {
+    if (n > 0) f(0, n);
+    return;
+  }
+  parallelFor(chunks, [&](std::size_t c) { f(c * grain, std::min(n, (c + 1) * grain)); });
+}
+
+Numerics Numerics::fork(std::uint64_t base, std::uint64_t i) const {
+  Numerics n(*this);
+  n.key_ = subKey(base, i);
+  n.counter_ = 0;
+  return n;
+}
+
 void Numerics::round(float* data, std::size_t n) {
   if (!fp16_) return;
-  roundToHalf(data, n, stochastic_, nextKey());
+  const std::uint64_t key = nextKey();
+  const bool sr = stochastic_;
+  parallelChunks(n, kRoundGrain, [&](std::size_t b, std::size_t e) { roundToHalf(data + b, e - b, sr, key, b); });
 }
 
 void Numerics::round(Mat& m) { round(m.data(), static_cast<std::size_t>(m.size())); }
 
-Mat Numerics::blocked(const Mat& a, bool ta, const Mat& b, bool tb) {
-  const Eigen::Index k = ta ? a.rows() : a.cols();
+Mat Numerics::product(const Mat& a, bool ta, const Mat& b, bool tb) {
   const Eigen::Index rows = ta ? a.cols() : a.rows();
   const Eigen::Index cols = tb ? b.rows() : b.cols();
-  Mat acc = Mat::Zero(rows, cols);
-  Mat part(rows, cols);
-  for (Eigen::Index k0 = 0; k0 < k; k0 += kAmpDepth) {
-    const Eigen::Index kb = std::min<Eigen::Index>(kAmpDepth, k - k0);
-    if (!ta && !tb) part.noalias() = a.middleCols(k0, kb) * b.middleRows(k0, kb);
-    else if (ta && !tb) part.noalias() = a.middleRows(k0, kb).transpose() * b.middleRows(k0, kb);
-    else part.noalias() = a.middleCols(k0, kb) * b.middleCols(k0, kb).transpose();
-    roundToHalf(part.data(), static_cast<std::size_t>(part.size()), stochastic_, nextKey());
-    acc += part;
-    roundToHalf(acc.data(), static_cast<std::size_t>(acc.size()), stochastic_, nextKey());
-  }
-  return acc;
-}
-
-Mat Numerics::mm(const Mat& a, const Mat& b) {
-  if (fp16Partials_) return blocked(a, false, b, false);
-  Mat c;
-  c.noalias() = a * b;
-  round(c);
+  const Eigen::Index k = ta ? a.rows() : a.cols();
+  Mat c(rows, cols);
+  const double flops = 2.0 * static_cast<double>(rows) * static_cast<double>(cols) * static_cast<double>(k);
+  const Eigen::Index per = rowsPerBlock(rows, flops);
+  const Eigen::Index blocks = rows == 0 ? 0 : (rows + per - 1) / per;
+  // The rounding streams of the whole tensor, reserved before the blocks run.
+  const bool partials = fp16Partials_;
+  const std::uint64_t key = fp16_ ? nextKey() : 0;
+  const bool sr = stochastic_;
+  // Rows [r0, r0 + nr) of op(A) op(B), restricted to reduction indices [k0, k0 + kb).
+  auto slice = [&](Eigen::Index r0, Eigen::Index nr, Eigen::Index k0, Eigen::Index kb, auto o) {
+    if (!ta && !tb) o.noalias() = a.block(r0, k0, nr, kb) * b.middleRows(k0, kb);
+    else if (ta && !tb) o.noalias() = a.block(k0, r0, kb, nr).transpose() * b.middleRows(k0, kb);
+    else if (!ta && tb) o.noalias() = a.block(r0, k0, nr, kb) * b.middleCols(k0, kb).transpose();
+    else o.noalias() = a.block(k0, r0, kb, nr).transpose() * b.middleCols(k0, kb).transpose();
+  };
+  auto block = [&](std::size_t bi) {
+    const Eigen::Index r0 = static_cast<Eigen::Index>(bi) * per;
+    const Eigen::Index nr = std::min(per, rows - r0);
+    const std::size_t offset = static_cast<std::size_t>(r0 * cols);
+    const std::size_t n = static_cast<std::size_t>(nr * cols);
+    if (!partials) {
+      slice(r0, nr, 0, k, c.middleRows(r0, nr));
+      if (fp16_) roundToHalf(c.data() + offset, n, sr, key, offset);
+      return;
+    }
+    // fp16 partials: an fp32 sum per block of kAmpDepth products, rounded,
+    // accumulated in fp16. Block j's two roundings draw from streams 2j and
+    // 2j + 1 of the tensor's key.
+    Mat part(nr, cols);
+    auto acc = c.middleRows(r0, nr);
+    acc.setZero();
+    std::uint64_t j = 0;
+    for (Eigen::Index k0 = 0; k0 < k; k0 += kAmpDepth, ++j) {
+      const Eigen::Index kb = std::min<Eigen::Index>(kAmpDepth, k - k0);
+      slice(r0, nr, k0, kb, part.middleRows(0, nr));
+      roundToHalf(part.data(), n, sr, subKey(key, 2 * j), offset);
+      acc += part;
+      roundToHalf(c.data() + offset, n, sr, subKey(key, 2 * j + 1), offset);
+    }
+  };
+  if (blocks == 1) block(0);
+  else parallelFor(static_cast<std::size_t>(blocks), block);
   return c;
 }
 
-Mat Numerics::mmTN(const Mat& a, const Mat& b) {
-  if (fp16Partials_) return blocked(a, true, b, false);
-  Mat c;
-  c.noalias() = a.transpose() * b;
-  round(c);
-  return c;
-}
-
-Mat Numerics::mmNT(const Mat& a, const Mat& b) {
-  if (fp16Partials_) return blocked(a, false, b, true);
-  Mat c;
-  c.noalias() = a * b.transpose();
-  round(c);
-  return c;
-}
+Mat Numerics::mm(const Mat& a, const Mat& b) { return product(a, false, b, false); }
+Mat Numerics::mmTN(const Mat& a, const Mat& b) { return product(a, true, b, false); }
+Mat Numerics::mmNT(const Mat& a, const Mat& b) { return product(a, false, b, true); }
 
 }  // namespace ipu::emu

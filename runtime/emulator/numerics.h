@@ -14,21 +14,33 @@
 // - stochastic rounding: every rounding to fp16 is stochastic, drawn from a
 //   counter-based stream keyed by where the rounding happens (step, replica,
 //   micro batch, layer, pass, tensor), so results never depend on threads.
+//
+// Host threads: a Numerics may carry the trainer's thread pool; its matrix
+// products and roundings then split into row blocks run on every host thread
+// (nested inside the virtual IPU's task). The blocks are a function of the
+// shapes only, never of the number of threads, and a block's products and
+// random streams are those of the whole tensor, so results do not depend on
+// the threads. Kernels use `parallelFor` and `fork` for their own loops
+// (attention heads): a fork has its own rounding stream, keyed by the loop
+// index.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include <Eigen/Core>
 
 namespace ipu::emu {
+
+class ThreadPool;
 
 using Mat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
 class Numerics {
  public:
   Numerics() = default;
-  Numerics(bool fp16Compute, bool fp16Partials, bool stochastic, std::uint64_t key)
-      : fp16_(fp16Compute), fp16Partials_(fp16Compute && fp16Partials), stochastic_(stochastic), key_(key) {}
+  Numerics(bool fp16Compute, bool fp16Partials, bool stochastic, std::uint64_t key, ThreadPool* pool = nullptr)
+      : fp16_(fp16Compute), fp16Partials_(fp16Compute && fp16Partials), stochastic_(stochastic), key_(key), pool_(pool) {}
 
   bool fp16() const { return fp16_; }
   bool stochastic() const { return stochastic_; }
@@ -45,17 +57,29 @@ class Numerics {
   // callers that round on their own, e.g. the optimizer).
   std::uint64_t nextKey();
 
+  // Run f(i) for i in [0, n) on the host threads (in order on one thread
+  // without a pool). Iterations must write disjoint data.
+  void parallelFor(std::size_t n, const std::function<void(std::size_t)>& f) const;
+  // Run f(begin, end) over fixed chunks of [0, n) of about `grain` items.
+  void parallelChunks(std::size_t n, std::size_t grain, const std::function<void(std::size_t, std::size_t)>& f) const;
+  // The Numerics of iteration i of a parallel loop: the same precision and
+  // threads, its own rounding stream (subKey(base, i); take `base` from
+  // nextKey() once, before the loop).
+  Numerics fork(std::uint64_t base, std::uint64_t i) const;
+
  private:
-  Mat blocked(const Mat& a, bool ta, const Mat& b, bool tb);
+  Mat product(const Mat& a, bool ta, const Mat& b, bool tb);
 
   bool fp16_ = false;
   bool fp16Partials_ = false;
   bool stochastic_ = false;
   std::uint64_t key_ = 0;
   std::uint64_t counter_ = 0;
+  ThreadPool* pool_ = nullptr;
 };
 
-// Round a buffer to fp16 (nearest-even, or stochastic with `key`).
-void roundToHalf(float* data, std::size_t n, bool stochastic, std::uint64_t key);
+// Round a buffer to fp16 (nearest-even, or stochastic with `key`; element i
+// draws position offset + i of the stream).
+void roundToHalf(float* data, std::size_t n, bool stochastic, std::uint64_t key, std::size_t offset = 0);
 
 }  // namespace ipu::emu

@@ -18,13 +18,13 @@ float store(float x, bool fp16, bool stochastic, std::uint64_t key, std::size_t 
 
 // The fp32 value the optimizer updates: the master copy when kept.
 float current(const UpdateSpan& sp, std::size_t i) {
-  return sp.state->master.empty() ? sp.value[i] : sp.state->master[i];
+  return sp.state->master.empty() ? sp.value[i] : sp.state->master[sp.first + i];
 }
 
 void write(const UpdateSettings& s, const UpdateSpan& sp, std::size_t i, float w) {
   const std::size_t at = sp.offset + i;
   if (!sp.state->master.empty()) {
-    sp.state->master[i] = w;
+    sp.state->master[sp.first + i] = w;
     sp.value[i] = store(w, s.fp16Weights, s.stochastic, s.key, at);
   } else {
     sp.value[i] = store(w, s.fp16Weights, s.stochastic, s.key, at);
@@ -49,16 +49,16 @@ NormSums prepare(const UpdateSettings& s, UpdateSpan sp) {
     const float sb2 = static_cast<float>(std::sqrt(bc2));
     const float ib1 = static_cast<float>(1.0 / bc1);
     auto& st = *sp.state;
-    sp.u->resize(sp.n);
+    if (sp.u->size() < sp.first + sp.n) sp.u->resize(sp.first + sp.n);
     for (std::size_t i = 0; i < sp.n; ++i) {
       const float g = sp.grad[i] * s.gradScale;
-      const float m = store(st.m[i] * b1 + g * (1 - b1), s.fp16State, false, 0, 0);
-      const float v = store(st.v[i] * b2 + (1 - b2) * g * g, s.fp16State, false, 0, 0);
-      st.m[i] = m;
-      st.v[i] = v;
+      const float m = store(st.m[sp.first + i] * b1 + g * (1 - b1), s.fp16State, false, 0, 0);
+      const float v = store(st.v[sp.first + i] * b2 + (1 - b2) * g * g, s.fp16State, false, 0, 0);
+      st.m[sp.first + i] = m;
+      st.v[sp.first + i] = v;
       const float w = current(sp, i);
       const float u = (m * ib1) / (std::sqrt(v) / sb2 + eps) + wd * w;
-      (*sp.u)[i] = u;
+      (*sp.u)[sp.first + i] = u;
       sums.w2 += static_cast<double>(w) * w;
       sums.u2 += static_cast<double>(u) * u;
     }
@@ -96,7 +96,7 @@ void apply(const UpdateSettings& s, double ratio, UpdateSpan sp) {
   const float wd = decay(s);
   if (o.kind == "lamb") {
     const float step = static_cast<float>(s.lr * ratio);
-    for (std::size_t i = 0; i < sp.n; ++i) write(s, sp, i, current(sp, i) - step * (*sp.u)[i]);
+    for (std::size_t i = 0; i < sp.n; ++i) write(s, sp, i, current(sp, i) - step * (*sp.u)[sp.first + i]);
     return;
   }
   if (o.kind == "lars") {
@@ -105,8 +105,8 @@ void apply(const UpdateSettings& s, double ratio, UpdateSpan sp) {
     for (std::size_t i = 0; i < sp.n; ++i) {
       const float w = current(sp, i);
       const float g = sp.grad[i] * s.gradScale + wd * w;
-      const float v = store(mom * st.m[i] + scaled * g, s.fp16State, false, 0, 0);
-      st.m[i] = v;
+      const float v = store(mom * st.m[sp.first + i] + scaled * g, s.fp16State, false, 0, 0);
+      st.m[sp.first + i] = v;
       write(s, sp, i, w - v);
     }
     return;
@@ -125,10 +125,10 @@ void apply(const UpdateSettings& s, double ratio, UpdateSpan sp) {
       float g = sp.grad[i] * s.gradScale;
       if (decoupled) w = w * shrink;
       else g = g + wd * w;
-      const float m = store(st.m[i] * b1 + g * (1 - b1), s.fp16State, false, 0, 0);
-      const float v = store(st.v[i] * b2 + (1 - b2) * g * g, s.fp16State, false, 0, 0);
-      st.m[i] = m;
-      st.v[i] = v;
+      const float m = store(st.m[sp.first + i] * b1 + g * (1 - b1), s.fp16State, false, 0, 0);
+      const float v = store(st.v[sp.first + i] * b2 + (1 - b2) * g * g, s.fp16State, false, 0, 0);
+      st.m[sp.first + i] = m;
+      st.v[sp.first + i] = v;
       const float denom = std::sqrt(v) / sb2 + eps;
       write(s, sp, i, w - stepSize * (m / denom));
     }
@@ -141,8 +141,8 @@ void apply(const UpdateSettings& s, double ratio, UpdateSpan sp) {
     const float g = sp.grad[i] * s.gradScale + wd * w;
     float d = g;
     if (!st.m.empty()) {
-      const float v = store(mom * st.m[i] + g, s.fp16State, false, 0, 0);
-      st.m[i] = v;
+      const float v = store(mom * st.m[sp.first + i] + g, s.fp16State, false, 0, 0);
+      st.m[sp.first + i] = v;
       d = o.nesterov ? g + mom * v : v;
     }
     write(s, sp, i, w - lr * d);

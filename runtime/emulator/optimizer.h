@@ -50,15 +50,18 @@ struct NormSums {
   }
 };
 
-// Elements [0, n) of a tensor: `value` the stored weights, `grad` the summed
-// gradient (still loss-scaled), `state` this range's moments and master copy
-// (master empty when there is none). `u` is scratch of n elements.
+// n elements of a tensor: `value` the stored weights, `grad` the summed
+// gradient (still loss-scaled), `state` the moments and master copy (master
+// empty when there is none) of a range that holds these elements from index
+// `first` on. `u` is scratch indexed like the state (grown to first + n when
+// smaller; callers updating chunks of one range in parallel size it first).
 struct UpdateSpan {
   float* value = nullptr;
   const float* grad = nullptr;
   std::size_t n = 0;
   std::size_t offset = 0;       // position of element 0 in the whole tensor (random streams)
   OptimizerState* state = nullptr;
+  std::size_t first = 0;        // index of element 0 in state and u
   std::vector<float>* u = nullptr;
 };
 

@@ -1,5 +1,7 @@
 #include "runtime/emulator/thread_pool.h"
 
+#include <algorithm>
+
 namespace ipu::emu {
 
 ThreadPool::ThreadPool(int threads) {
@@ -15,53 +17,41 @@ ThreadPool::~ThreadPool() {
   for (auto& w : workers_) w.join();
 }
 
+bool ThreadPool::runOne(Job& job, std::unique_lock<std::mutex>& lock) {
+  if (job.next >= job.count) return false;
+  const std::size_t i = job.next++;
+  if (job.next == job.count) jobs_.erase(std::find(jobs_.begin(), jobs_.end(), &job));
+  lock.unlock();
+  (*job.task)(i);
+  lock.lock();
+  if (++job.finished == job.count) done_.notify_all();
+  return true;
+}
+
 void ThreadPool::run(std::size_t n, const std::function<void(std::size_t)>& task) {
   if (n == 0) return;
   if (workers_.empty() || n == 1) {
     for (std::size_t i = 0; i < n; ++i) task(i);
     return;
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    task_ = &task;
-    next_ = 0;
-    count_ = n;
-    finished_ = 0;
-    ++generation_;
-  }
-  wake_.notify_all();
-  // The caller works too.
-  for (;;) {
-    std::size_t i;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (next_ >= count_) break;
-      i = next_++;
-    }
-    task(i);
-    std::lock_guard<std::mutex> lock(mu_);
-    if (++finished_ == count_) done_.notify_all();
-  }
+  Job job;
+  job.task = &task;
+  job.count = n;
   std::unique_lock<std::mutex> lock(mu_);
-  done_.wait(lock, [this] { return finished_ == count_; });
-  task_ = nullptr;
+  jobs_.push_back(&job);
+  wake_.notify_all();
+  // The caller works through its own tasks, then waits for those others run.
+  while (runOne(job, lock)) {
+  }
+  done_.wait(lock, [&] { return job.finished == job.count; });
 }
 
 void ThreadPool::work() {
-  unsigned long long seen = 0;
+  std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    std::unique_lock<std::mutex> lock(mu_);
-    wake_.wait(lock, [&] { return stop_ || (generation_ != seen && task_ != nullptr && next_ < count_); });
+    wake_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
     if (stop_) return;
-    seen = generation_;
-    while (task_ != nullptr && next_ < count_) {
-      const std::size_t i = next_++;
-      const auto* task = task_;
-      lock.unlock();
-      (*task)(i);
-      lock.lock();
-      if (++finished_ == count_) done_.notify_all();
-    }
+    runOne(*jobs_.back(), lock);
   }
 }
 

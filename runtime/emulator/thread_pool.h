@@ -1,8 +1,15 @@
-// Host threads that run the virtual IPUs' compute phases. A BSP superstep is
-// one `run`: every task (one virtual IPU group's work for the superstep)
-// runs to completion before `run` returns, which is the sync. Tasks touch
-// only their own IPU's buffers, so the result never depends on how many
-// threads there are or which thread ran which task.
+// Host threads that run the virtual IPUs' compute phases, and the work inside
+// one virtual IPU. A BSP superstep is one `run`: every task (one virtual IPU
+// group's work for the superstep) runs to completion before `run` returns,
+// which is the sync. Tasks touch only their own IPU's buffers, so the result
+// never depends on how many threads there are or which thread ran which task.
+//
+// `run` nests: a task may itself call `run` (a kernel splitting a matrix
+// product into row blocks, attention into its heads). The nested tasks go to
+// the same threads: the caller works through its own tasks while idle threads
+// help, so one IPU alone uses every thread and several IPUs running at once
+// share them without oversubscribing the host. Callers split work in a fixed
+// way (by sizes, never by the number of threads), so nesting changes no result.
 #pragma once
 
 #include <condition_variable>
@@ -22,18 +29,23 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int threads() const { return static_cast<int>(workers_.size()) + 1; }
-  // Run task(i) for i in [0, n); returns when all are done.
+  // Run task(i) for i in [0, n); returns when all are done. May be called
+  // from inside a task.
   void run(std::size_t n, const std::function<void(std::size_t)>& task);
 
  private:
+  struct Job {
+    const std::function<void(std::size_t)>* task = nullptr;
+    std::size_t count = 0, next = 0, finished = 0;
+  };
+  // Claim and run one task of `job`; false when none is left to claim. Called with `lock` held.
+  bool runOne(Job& job, std::unique_lock<std::mutex>& lock);
   void work();
 
   std::vector<std::thread> workers_;
   std::mutex mu_;
   std::condition_variable wake_, done_;
-  const std::function<void(std::size_t)>* task_ = nullptr;
-  std::size_t next_ = 0, count_ = 0, finished_ = 0;
-  unsigned long long generation_ = 0;
+  std::vector<Job*> jobs_;   // with unclaimed tasks; the newest (innermost) is served first
   bool stop_ = false;
 };
 

@@ -312,7 +312,8 @@ void PhaseTrainer::Impl::computeStaticBytes() {
 Numerics PhaseTrainer::Impl::numerics(int replica, int micro, int layer, int pass) const {
   const std::uint64_t gmb = static_cast<std::uint64_t>(replica * GA + micro);
   return Numerics(fp16Compute, fp16Partials, stochastic,
-                  subKey(subKey(subKey(stepKey, gmb), static_cast<std::uint64_t>(layer)), static_cast<std::uint64_t>(pass)));
+                  subKey(subKey(subKey(stepKey, gmb), static_cast<std::uint64_t>(layer)), static_cast<std::uint64_t>(pass)),
+                  pool.get());
 }
 
 ShardParams PhaseTrainer::Impl::paramsFor(const Group& g, int layer) const {
@@ -524,8 +525,8 @@ void PhaseTrainer::Impl::reduceGradients() {
 bool PhaseTrainer::Impl::overflowed() const {
   for (const auto& gr : groups)
     for (const auto& s : gr.slots)
-      for (std::size_t i = s.owned.begin; i < s.owned.end; ++i)
-        if (!std::isfinite(s.grad.data()[i])) return true;
+      if (!Eigen::Map<const Eigen::ArrayXf>(s.grad.data() + s.owned.begin, static_cast<Eigen::Index>(s.owned.end - s.owned.begin)).allFinite())
+        return true;
   return false;
 }
 
@@ -564,57 +565,106 @@ void PhaseTrainer::Impl::update(double lr, float gradScale) {
                     static_cast<std::uint64_t>(s.shard + 1));
     return us;
   };
-  auto span = [&](Slot& s, OptimizerState& st) {
+  // The work: chunks of kUpdateChunk elements of every slot, all groups at
+  // once (a slot whose state is in Streaming Memory is one item: its state
+  // moves as a whole). The chunks are fixed by the sizes, and a chunk's
+  // elements draw the same random positions as in a whole-tensor update, so
+  // the threads change nothing; LAMB's and LARS's sums add the chunks' partial
+  // sums in order.
+  constexpr std::size_t kUpdateChunk = std::size_t{1} << 16;
+  struct Item {
+    std::size_t group, slot, begin, end;   // [begin, end) within the slot's owned range
+    bool whole;                            // Streaming Memory: every chunk, in order, in one item
+  };
+  std::vector<Item> items;
+  for (std::size_t i = 0; i < groups.size(); ++i)
+    for (std::size_t j = 0; j < groups[i].slots.size(); ++j) {
+      Slot& s = groups[i].slots[j];
+      const std::size_t n = s.owned.end - s.owned.begin;
+      if (needsTrustRatio(opt) && s.scratch.size() < n) s.scratch.resize(n);
+      if (s.streamed >= 0) {
+        items.push_back({i, j, 0, n, true});
+        continue;
+      }
+      std::size_t b = 0;
+      do {
+        items.push_back({i, j, b, std::min(n, b + kUpdateChunk), false});
+        b += kUpdateChunk;
+      } while (b < n);
+    }
+  // Run f on each fixed chunk of an item.
+  auto chunks = [&](const Item& it, const std::function<void(const Item&)>& f) {
+    if (!it.whole) {
+      f(it);
+      return;
+    }
+    std::size_t b = it.begin;
+    do {
+      f({it.group, it.slot, b, std::min(it.end, b + kUpdateChunk), false});
+      b += kUpdateChunk;
+    } while (b < it.end);
+  };
+  auto span = [&](Slot& s, OptimizerState& st, const Item& it) {
     UpdateSpan sp;
-    sp.value = s.value.data() + s.owned.begin;
-    sp.grad = s.grad.data() + s.owned.begin;
-    sp.n = s.owned.end - s.owned.begin;
-    sp.offset = s.owned.begin;
+    sp.value = s.value.data() + s.owned.begin + it.begin;
+    sp.grad = s.grad.data() + s.owned.begin + it.begin;
+    sp.n = it.end - it.begin;
+    sp.offset = s.owned.begin + it.begin;
     sp.state = &st;
+    sp.first = it.begin;
     sp.u = &s.scratch;
     return sp;
   };
-  // Streaming Memory: state moves to a staging buffer for the update and back.
+  // Streaming Memory: state moves to a staging buffer for the update and
+  // back; returns the bytes moved.
   auto withState = [&](Group& gr, Slot& s, const std::function<void(OptimizerState&)>& f) {
     if (s.streamed < 0) {
       f(s.state);
-      return;
+      return 0.0;
     }
     OptimizerState staging = gr.streaming[static_cast<std::size_t>(s.streamed)];
-    gr.streamedBytes += staging.bytes(fp16State ? 2 : 4);
+    double moved = staging.bytes(fp16State ? 2 : 4);
     f(staging);
     gr.streaming[static_cast<std::size_t>(s.streamed)] = std::move(staging);
-    gr.streamedBytes += gr.streaming[static_cast<std::size_t>(s.streamed)].bytes(fp16State ? 2 : 4);
+    moved += gr.streaming[static_cast<std::size_t>(s.streamed)].bytes(fp16State ? 2 : 4);
+    return moved;
   };
+  std::vector<double> moved(items.size(), 0.0);
   const bool twoPass = needsTrustRatio(opt);
   if (twoPass) {
-    pool->run(groups.size(), [&](std::size_t i) {
-      Group& gr = groups[i];
-      for (std::size_t j = 0; j < gr.slots.size(); ++j) {
-        Slot& s = gr.slots[j];
-        withState(gr, s, [&](OptimizerState& st) { s.sums = prepare(settingsFor(s), span(s, st)); });
-      }
-    });
-  }
-  pool->run(groups.size(), [&](std::size_t i) {
-    Group& gr = groups[i];
-    for (std::size_t j = 0; j < gr.slots.size(); ++j) {
-      Slot& s = gr.slots[j];
+    std::vector<NormSums> partial(items.size());
+    pool->run(items.size(), [&](std::size_t w) {
+      const Item& it = items[w];
+      Group& gr = groups[it.group];
+      Slot& s = gr.slots[it.slot];
       const UpdateSettings us = settingsFor(s);
-      double ratio = 1;
-      if (twoPass) {
-        // The whole tensor's sums: its shards on this group, and with RTS every replica's chunk.
-        NormSums total;
-        for (int r = 0; r < (rts ? R : 1); ++r) {
-          const Group& src = rts ? group(r, gr.ipu) : gr;
-          for (const auto& o : src.slots)
-            if (o.param == s.param) total += o.sums;
-        }
-        ratio = trustRatio(us, total);
+      moved[w] += withState(gr, s, [&](OptimizerState& st) {
+        chunks(it, [&](const Item& c) { partial[w] += prepare(us, span(s, st, c)); });
+      });
+    });
+    for (auto& gr : groups)
+      for (auto& s : gr.slots) s.sums = NormSums{};
+    for (std::size_t w = 0; w < items.size(); ++w) groups[items[w].group].slots[items[w].slot].sums += partial[w];
+  }
+  pool->run(items.size(), [&](std::size_t w) {
+    const Item& it = items[w];
+    Group& gr = groups[it.group];
+    Slot& s = gr.slots[it.slot];
+    const UpdateSettings us = settingsFor(s);
+    double ratio = 1;
+    if (twoPass) {
+      // The whole tensor's sums: its shards on this group, and with RTS every replica's chunk.
+      NormSums total;
+      for (int r = 0; r < (rts ? R : 1); ++r) {
+        const Group& src = rts ? group(r, gr.ipu) : gr;
+        for (const auto& o : src.slots)
+          if (o.param == s.param) total += o.sums;
       }
-      withState(gr, s, [&](OptimizerState& st) { apply(us, ratio, span(s, st)); });
+      ratio = trustRatio(us, total);
     }
+    moved[w] += withState(gr, s, [&](OptimizerState& st) { chunks(it, [&](const Item& c) { apply(us, ratio, span(s, st, c)); }); });
   });
+  for (std::size_t w = 0; w < items.size(); ++w) groups[items[w].group].streamedBytes += moved[w];
   if (rts) {
     // Every replica updated its chunk; all-gather the new weights.
     std::vector<Key2> work;
