@@ -28,14 +28,19 @@ namespace {
   std::abort();
 }
 
-std::string tableDirectory() {
-  // Rows name scripts relative to the table: the published configurations.
-  static const std::string dir = [] {
-    std::string d = "/tmp/ipu-fuzz-table-" + std::to_string(::getpid());
-    std::filesystem::create_directories(d);
-    return d;
-  }();
-  return dir;
+// A directory of this process's own, removed when it exits.
+struct ScratchDirectory {
+  std::string path = "/tmp/ipu-fuzz-table-" + std::to_string(::getpid());
+  ScratchDirectory() { std::filesystem::create_directories(path); }
+  ~ScratchDirectory() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
+const std::string& tableDirectory() {
+  static const ScratchDirectory dir;
+  return dir.path;
 }
 
 }  // namespace

@@ -34,10 +34,20 @@ bool safeName(const std::string& name) {
   return true;
 }
 
+// A directory of this process's own, removed when it exits.
+struct ScratchDirectory {
+  std::string path = "/tmp/ipu-fuzz-rundir-" + std::to_string(::getpid());
+  ~ScratchDirectory() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static const std::string root = "/tmp/ipu-fuzz-rundir-" + std::to_string(::getpid());
+  static const ScratchDirectory scratch;
+  const std::string& root = scratch.path;
   std::error_code ec;
   fs::remove_all(root, ec);
   fs::create_directories(root, ec);
