@@ -303,13 +303,32 @@ int sandboxPcall(lua_State* L) {
   return finishProtected(L, status, base);
 }
 
+// Lua runs a message handler while the error is being raised, with hooks
+// disabled (the error may come from inside the count hook): a handler that
+// loops would escape every budget. So the hook's handler is called after
+// the protected call has returned, as an ordinary call the budgets see.
+// Nothing is lost: without the debug library a handler cannot inspect the
+// stack it was raised on.
 int sandboxXpcall(lua_State* L) {
   const int n = lua_gettop(L);
   luaL_checktype(L, 2, LUA_TFUNCTION);
   lua_pushvalue(L, 1);   // f
   lua_copy(L, 2, 1);     // handler at 1
   lua_replace(L, 2);     // f at 2
-  int status = lua_pcall(L, n - 2, LUA_MULTRET, 1);
+  int status = lua_pcall(L, n - 2, LUA_MULTRET, 0);
+  if (status != LUA_OK) {
+    LuaSandbox::State* s = stateOf(L);
+    if (fatal(s, status)) return lua_error(L);
+    s->pending = false;
+    lua_pushvalue(L, 1);  // the handler
+    lua_insert(L, -2);    // handler, error
+    const int handled = lua_pcall(L, 1, 1, 0);
+    if (handled != LUA_OK && fatal(s, handled)) return lua_error(L);
+    s->pending = false;
+    lua_pushboolean(L, 0);
+    lua_insert(L, -2);
+    return 2;
+  }
   return finishProtected(L, status, 2);
 }
 

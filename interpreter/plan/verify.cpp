@@ -72,9 +72,9 @@ std::vector<Lever> tryLevers(const PhaseContext& ctx) {
   if (ctx.phase.precision.accumulators == ir::DType::FP32 && ctx.phase.precision.compute == ir::DType::FP16) {
     check::PhaseSpec variant = ctx.phase;
     variant.precision.accumulators = ir::DType::FP16;
-    // The help quotes each lever in backticks: this one names the precision too.
     const std::string& name = ctx.phase.precision.name;
-    attempt(name.empty() ? "accumulators: fp16" : "accumulators: fp16` in precision `" + name, base, nullptr, &variant);
+    attempt(name.empty() ? "accumulators: fp16" : "precision: " + name + " with { accumulators: fp16 }", base, nullptr,
+            &variant);
   }
   long long deeper = 2LL * p * base.shard * base.replicas;
   if (deeper <= pod.ipus() && static_cast<std::size_t>(2 * p) <= ctx.plan.layers.size()) {

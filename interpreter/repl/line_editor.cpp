@@ -13,6 +13,8 @@
 #include <langinfo.h>
 #include <unistd.h>
 
+#include "runtime/files/regular_file.h"
+
 namespace ipu::repl {
 
 struct LineEditor::State {
@@ -142,6 +144,9 @@ LineEditor::LineEditor(std::string historyPath, Completer completer) : state_(st
   const char* ctype = std::setlocale(LC_CTYPE, "");
   if (ctype == nullptr || std::strstr(nl_langinfo(CODESET), "UTF-8") == nullptr) std::setlocale(LC_CTYPE, "C.UTF-8");
   state_->historyPath = std::move(historyPath);
+  // libedit opens the file itself: a FIFO or device there would block (or be
+  // written to), so anything but a regular file (or nothing) means no history.
+  if (!state_->historyPath.empty() && !files::notARegularFile(state_->historyPath).empty()) state_->historyPath.clear();
   state_->completer = std::move(completer);
   state_->history = history_init();
   history(state_->history, &state_->event, H_SETSIZE, 1000);

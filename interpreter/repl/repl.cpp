@@ -12,6 +12,7 @@
 #include "interpreter/check/modules.h"
 #include "interpreter/repl/line_editor.h"
 #include "interpreter/syntax/parser.h"
+#include "runtime/files/safe_write.h"
 
 namespace ipu::repl {
 
@@ -156,21 +157,9 @@ class Loop {
     if (fs::is_directory(path, dirError))
       return {false, "", "ipu repl: `" + path + "` is a directory; name a file, e.g. `:save " +
                              (fs::path(path) / "session.ipu").string() + "`\n"};
-    std::string text = workspace_.text();
-    std::string tmp = path + ".ipu-tmp";
-    {
-      std::FILE* f = std::fopen(tmp.c_str(), "wb");
-      if (f == nullptr) return {false, "", "ipu repl: cannot write `" + path + "`: " + std::strerror(errno) + "\n"};
-      bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-      ok = std::fclose(f) == 0 && ok;
-      if (!ok) return {false, "", "ipu repl: cannot write `" + path + "`\n"};
-    }
-    std::error_code ec;
-    fs::rename(tmp, path, ec);
-    if (ec) {
-      fs::remove(tmp, ec);
-      return {false, "", "ipu repl: cannot replace `" + path + "`\n"};
-    }
+    // Through the one safe writer: mode, owner and links kept, read-only refused.
+    std::string error;
+    if (!files::writeFileSafely(path, workspace_.text(), error)) return {false, "", "ipu repl: " + error + "\n"};
     return {true, "saved " + std::to_string(workspace_.size()) + " declarations to " + path + "\n", ""};
   }
 

@@ -56,7 +56,7 @@ std::string pad(const std::string& s, std::size_t w, bool right = false) {
 std::string memoryCell(double bytes, double capacity) {
   char buf[48];
   if (capacity > 0)
-    std::snprintf(buf, sizeof buf, "%s MB %3s", check::formatCell(bytes / 1e6, 0, 9).c_str(),
+    std::snprintf(buf, sizeof buf, "%s MB %4s", check::formatCell(bytes / 1e6, 0, 9).c_str(),
                   check::formatPercent(bytes / capacity).c_str());
   else
     std::snprintf(buf, sizeof buf, "%s MB", check::formatCell(bytes / 1e6, 0, 9).c_str());

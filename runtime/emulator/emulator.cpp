@@ -209,6 +209,14 @@ Expected<RunOutcome> run(const ir::RunPlan& plan, const Options& options) {
       if (resume.phase < 0)
         return Error{code::kCheckpoint, "there is no checkpoint to resume from in `" + options.checkpointDirectory + "`",
                      "start a new run without --resume", plan.source};
+      // Verified even when it only marks its phase as done (a final
+      // checkpoint): a resume never rests on a file it has not checked.
+      const ir::PhasePlan& at = plan.phases[static_cast<std::size_t>(resume.phase)];
+      auto file = readTensorFile(resume.path);
+      if (!file) return withWhere(file.error(), at.source);
+      auto verified = verifyCheckpoint(*file, resume.path, plan, at.name, at.steps, resume.final ? 0 : resume.step,
+                                       options, at.source);
+      if (!verified) return verified.error();
     }
 
     std::map<std::pair<std::string, int>, std::shared_ptr<const TextCorpus>> corpora;

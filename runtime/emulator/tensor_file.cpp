@@ -136,8 +136,9 @@ Expected<TensorFile> readTensorFile(const std::string& path) {
       f.meta.emplace_back(key, value);
     } else if (kind == "tensor") {
       Entry e;
-      if (!(ls >> e.name >> e.rows >> e.cols >> e.offset) || e.rows < 0 || e.cols < 0 || e.offset < 0 ||
-          e.rows > (1LL << 31) || e.cols > (1LL << 31))
+      std::string rest;
+      if (!(ls >> e.name >> e.rows >> e.cols >> e.offset) || (ls >> rest) || e.rows < 0 || e.cols < 0 ||
+          e.offset < 0 || e.rows > (1LL << 31) || e.cols > (1LL << 31))
         return bad("a bad tensor line");
       entries.push_back(e);
     } else {

@@ -108,3 +108,22 @@ TEST(Json, EscapesAndKeepsOrder) {
   j["nan"] = std::nan("");
   EXPECT_EQ(j.dump(-1), "{\"z\":1,\"a\":\"q\\\"\\n\\u0001\",\"n\":0.5,\"big\":1e+20,\"nan\":null}");
 }
+
+// Bytes from a script never reach the terminal as control sequences.
+TEST(Render, ControlBytesAreEscapedInEveryPart) {
+  EXPECT_EQ(printable("a\x1b[2Jb"), "a\\x1b[2Jb");
+  EXPECT_EQ(printable("caf\xc3\xa9"), "caf\xc3\xa9");          // UTF-8 is kept
+  EXPECT_EQ(printable("x\xc2\x9by"), "x\\xc2\\x9by");           // a C1 control (CSI) is not
+  EXPECT_EQ(printable("\xff"), "\\xff");
+  SourceMap sources;
+  FileId f = sources.add("evil\x1b]0;t\x07.ipu", "let x = 1\n");
+  Diagnostic d;
+  d.code = "IPU0002";
+  d.span = Span{f, 0, 3};
+  d.message = "unexpected character `\x1b`";
+  d.help = "bell\x07";
+  d.notes.push_back(Note{Span{}, "note \x9b"});
+  const std::string out = renderHuman(d, sources, false);
+  for (char c : out) EXPECT_TRUE(c == '\n' || static_cast<unsigned char>(c) >= 0x20) << out;
+  EXPECT_NE(out.find("\\x1b"), std::string::npos) << out;
+}

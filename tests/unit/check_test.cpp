@@ -207,3 +207,35 @@ TEST(Mapping, PodLimitsAndPowerOfTwo) {
   EXPECT_TRUE(hasCode(c, code::kPodUnderused)) << c.rendered();
   EXPECT_TRUE(c.errorCodes().empty()) << c.rendered();
 }
+
+// Messages that say what is wrong, not what the parser made of it.
+TEST(Messages, MalformedNumbersChainedComparisonsAndPolyWithoutPower) {
+  test::Outcome a = test::runText("let x = 1__000\n");
+  ASSERT_EQ(a.errorCodes(), std::vector<std::string>{"IPU1017"});
+  EXPECT_NE(a.rendered().find("malformed"), std::string::npos) << a.rendered();
+  EXPECT_EQ(a.rendered().find("unknown unit"), std::string::npos) << a.rendered();
+  test::Outcome b = test::runText("let x = 1 < 2 < 3\n");
+  EXPECT_NE(b.rendered().find("comparisons do not chain"), std::string::npos) << b.rendered();
+  test::Outcome ok = test::runText("let x = 1 < 2 and 2 < 3\nlet y = 65_536\n");
+  EXPECT_TRUE(ok.errorCodes().empty()) << ok.rendered();
+}
+
+TEST(Format, PercentagesAndCellsNeverOverflow) {
+  EXPECT_EQ(check::formatPercent(0.57), "57%");
+  EXPECT_EQ(check::formatPercent(1.49), "149%");
+  EXPECT_EQ(check::formatPercent(1.25e18).find('-'), std::string::npos);
+  EXPECT_LE(check::formatPercent(1e300).size(), 10u);
+  EXPECT_EQ(check::formatCell(12.34, 1, 7), "12.3");
+  EXPECT_LE(check::formatCell(8e19, 1, 7).size(), 7u);
+  EXPECT_LE(check::formatBytes(8e25).size(), 16u) << check::formatBytes(8e25);
+}
+
+// What `ipu run` would refuse is a check error at the user's line.
+TEST(Declarations, SeqLenBeyondPositionsAndAnEmptyModelAreCheckErrors) {
+  test::Outcome empty = test::runText(
+      "import \"std/pods\"\nmodel m {}\nmapping mp for m on POD4 { replicas: 4 }\n"
+      "training t {\n  mapping: mp\n  optimizer: adam()\n"
+      "  phase p { micro_batch: 8; gradient_accumulation: 1; steps: 10; lr: 0.001 }\n}\n");
+  ASSERT_EQ(empty.errorCodes(), std::vector<std::string>{"IPU5006"}) << empty.rendered();
+  EXPECT_NE(empty.rendered().find("test.ipu:7:3"), std::string::npos) << empty.rendered();
+}

@@ -151,6 +151,14 @@ TEST(Sandbox, InstructionBudgetStopsLoopsEvenThroughPcall) {
   EXPECT_EQ(f.kind, Kind::Instructions);
   EXPECT_EQ(loadFails("xpcall(function() while true do end end, function(e) return e end)\nwhile true do end", small).kind,
             Kind::Instructions);
+  // Lua runs message handlers with hooks off: the sandbox's xpcall calls the
+  // handler afterwards, where the budget sees it.
+  EXPECT_EQ(loadFails("xpcall(function() while true do end end, function(e) while true do end end)", small).kind,
+            Kind::Instructions);
+  EXPECT_EQ(loadFails("xpcall(error, function(e) while true do end end, 'x')", small).kind, Kind::Instructions);
+  Loaded handled("ok, v = xpcall(function() error('boom') end, function(e) return 'handled: ' .. e end)\n"
+                 "assert(not ok and v:find('handled: ') == 1 and v:find('boom'))");
+  EXPECT_TRUE(handled.ok) << handled.failure.message;
   // The budget is per call: a later call starts afresh.
   Loaded l("function f() local n = 0 for i = 1, 50000 do n = n + i end return n end", small);
   ASSERT_TRUE(l.ok);

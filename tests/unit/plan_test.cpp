@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 
 #include "interpreter/check/codes.h"
 #include "interpreter/plan/codes.h"
@@ -183,4 +185,23 @@ TEST(MemoryModel, LayerCodeScalesWithTheChipsTiles) {
     EXPECT_NEAR(b.ipus[i].memory.code - base, (a.ipus[i].memory.code - base) / 2, 1.0);
   }
   for (std::size_t i = 0; i < a.layers.size(); ++i) EXPECT_DOUBLE_EQ(b.layers[i].codeBytes, a.layers[i].codeBytes / 2);
+}
+
+// The help of IPU2001 lists every single change that makes the mapping fit,
+// measured by re-planning: a balanced split of the same IPUs, and fp16
+// gradient accumulators in place of the precision's fp32 ones, when they do.
+TEST(Levers, ABalancedSplitAndFp16AccumulatorsAreSuggestedWhenTheyFit) {
+  std::ifstream in(test::sourceDir() + "/examples/bert_large_pod16.ipu");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string from = "precision: fp16_sr", to = "precision: fp16_mixed";
+  ASSERT_NE(text.find(from), std::string::npos);
+  text.replace(text.find(from), from.size(), to);
+  test::Outcome o = test::runText(text, "mixed.ipu");
+  ASSERT_EQ(o.errorCodes(), std::vector<std::string>{"IPU2001"}) << o.rendered();
+  const std::string help = o.session->diagnostics().all().front().help;
+  EXPECT_NE(help.find("`pipeline: balanced(4)`"), std::string::npos) << help;
+  EXPECT_NE(help.find("`precision: fp16_mixed with { accumulators: fp16 }`"), std::string::npos) << help;
+  // Each suggestion really fits: apply the accumulator one and re-plan.
+  text.replace(text.find(to), to.size(), "precision: fp16_mixed with { accumulators: fp16 }");
+  EXPECT_TRUE(test::runText(text, "fixed.ipu").errorCodes().empty());
 }
