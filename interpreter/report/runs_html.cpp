@@ -12,6 +12,7 @@ namespace ipu::report {
 // Generated from third_party/uplot by cmake/EmbedFiles.cmake.
 const std::string& uplotScript();
 const std::string& uplotStyle();
+const std::string& uplotLicense();
 
 namespace {
 
@@ -401,6 +402,10 @@ std::string runsReportHtml(const std::vector<ReportRun>& runs, const std::string
           "(function(){var ce=console.error;console.error=function(){ipuError(Array.prototype.join.call(arguments,' '));"
           "return ce.apply(console,arguments);};})();</script>\n";
   html += "<style>\n" + uplotStyle() + "\n" + kPageStyle + "</style>\n";
+  // uPlot's MIT licence asks for its notice in every copy: here, in a comment.
+  std::string notice = uplotLicense();
+  for (std::size_t at = notice.find("--"); at != std::string::npos; at = notice.find("--")) notice.replace(at, 2, "- -");
+  html += "<!-- The charts are drawn by uPlot 1.6.32 (https://github.com/leeoniya/uPlot), embedded below:\n" + notice + "-->\n";
   html += "<script>\n" + uplotScript() + "\n</script>\n</head>\n<body>\n";
   html += "<h1>" + escapeHtml(title) + "</h1>\n<div class=\"meta\">" + std::to_string(runs.size()) + " run" +
           (runs.size() == 1 ? "" : "s") + " from " + escapeHtml(source) + ", " + escapeHtml(store::formatTime(store::nowSeconds())) +
