@@ -79,7 +79,7 @@ options:
   --version              the version
 
 Documentation: docs/language.md, docs/plan.md, docs/cost-model.md, docs/run.md,
-docs/repl.md, docs/hooks.md, docs/emulator.md, docs/diagnostics.md.
+docs/repl.md, docs/hooks.md, docs/emulator.md, docs/tracking.md, docs/diagnostics.md.
 )";
 
 struct Options {

@@ -323,7 +323,7 @@ int showRun(store::RunStore& st, const RunsOptions& o) {
     if (a.kind == "run_directory") std::cout << "  directory  " << a.path << "\n";
   std::size_t checkpoints = std::count_if(r->artifacts.begin(), r->artifacts.end(),
                                           [](const store::Artifact& a) { return a.kind == "checkpoint"; });
-  if (checkpoints > 0) std::cout << "  checkpoints " << checkpoints << " (the last: " << r->artifacts.back().path << ")\n";
+  if (checkpoints > 0) std::cout << "  checkpoints " << checkpoints << " (--json lists them)\n";
   if (!r->metrics.empty()) {
     std::cout << p.paint(base::Style::Bold, "metrics") << "\n";
     std::vector<std::vector<std::string>> rows;

@@ -12,6 +12,7 @@ namespace ipu::report {
 // Generated from third_party/uplot by cmake/EmbedFiles.cmake.
 const std::string& uplotScript();
 const std::string& uplotStyle();
+const std::string& uplotLicense();
 
 namespace {
 
@@ -231,35 +232,48 @@ function drawScatter() {
   const p = document.getElementById("scatter-x").value, m = document.getElementById("scatter-y").value;
   const W = 700, H = 400, left = 80, right = 20, top = 20, bottom = 50;
   svg.setAttribute("viewBox", "0 0 " + W + " " + H);
-  const pts = D.runs.map((r, i) => ({ r: r, i: i, x: paramValue(r, p), y: r.metrics[m] }))
+  // A parameter with a value that is not a number (optimizer.kind) is
+  // categorical: its values, sorted, stand at equal distances.
+  const raw = D.runs.map(r => r.params[p]).filter(v => v !== undefined);
+  const categories = raw.some(v => Number.isNaN(Number(v))) ? Array.from(new Set(raw)).sort() : null;
+  const xOf = r => r.params[p] === undefined ? null : categories ? categories.indexOf(r.params[p]) : Number(r.params[p]);
+  const pts = D.runs.map((r, i) => ({ r: r, i: i, x: xOf(r), y: r.metrics[m] }))
                     .filter(q => q.x !== null && !Number.isNaN(q.x) && q.y !== undefined && q.y !== null);
   const pad = e => [e[0] - 0.05 * (e[1] - e[0]), e[1] + 0.05 * (e[1] - e[0])];  // points off the frame
-  const ex = pad(extent(pts.map(q => q.x))), ey = pad(extent(pts.map(q => q.y)));
+  const ex = categories ? [-0.5, categories.length - 0.5] : pad(extent(pts.map(q => q.x)));
+  const ey = pad(extent(pts.map(q => q.y)));
   const X = v => left + (v - ex[0]) / (ex[1] - ex[0]) * (W - left - right);
   const Y = v => top + (1 - (v - ey[0]) / (ey[1] - ey[0])) * (H - top - bottom);
   svgEl("rect", { x: left, y: top, width: W - left - right, height: H - top - bottom, class: "sc-frame" }, svg);
   for (let k = 0; k <= 4; ++k) {
     const vx = ex[0] + k * (ex[1] - ex[0]) / 4, vy = ey[0] + k * (ey[1] - ey[0]) / 4;
-    const tx = svgEl("text", { x: X(vx), y: H - bottom + 18, "text-anchor": "middle", class: "pc-tick" }, svg); tx.textContent = fmt(vx);
+    if (!categories) {
+      const tx = svgEl("text", { x: X(vx), y: H - bottom + 18, "text-anchor": "middle", class: "pc-tick" }, svg);
+      tx.textContent = fmt(vx);
+    }
     const ty = svgEl("text", { x: left - 6, y: Y(vy) + 4, "text-anchor": "end", class: "pc-tick" }, svg); ty.textContent = fmt(vy);
   }
+  if (categories) categories.forEach((c, k) => {
+    const tx = svgEl("text", { x: X(k), y: H - bottom + 18, "text-anchor": "middle", class: "pc-tick" }, svg);
+    tx.textContent = c;
+  });
   const xl = svgEl("text", { x: (left + W - right) / 2, y: H - 8, "text-anchor": "middle", class: "pc-label" }, svg); xl.textContent = p;
   const yl = svgEl("text", { x: 14, y: (top + H - bottom) / 2, "text-anchor": "middle", class: "pc-label",
                              transform: "rotate(-90 14 " + (top + H - bottom) / 2 + ")" }, svg); yl.textContent = m;
   pts.forEach(q => {
     const c = svgEl("circle", { cx: X(q.x).toFixed(1), cy: Y(q.y).toFixed(1), r: 5, fill: color(q.i), class: "sc-point" }, svg);
-    titled(c, q.r.label + "\n" + p + " = " + fmt(q.x) + "\n" + m + " = " + fmt(q.y));
+    titled(c, q.r.label + "\n" + p + " = " + (categories ? categories[q.x] : fmt(q.x)) + "\n" + m + " = " + fmt(q.y));
   });
   svg.dataset.points = String(pts.length);
 }
 
-if (D.runs.length >= 3 && metricKeys.length > 0 && allNumericParams.length > 0) {
+if (D.runs.length >= 3 && metricKeys.length > 0 && D.scatterParams.length > 0) {
   document.getElementById("many").hidden = false;
   const pm = document.getElementById("parallel-metric");
   fillSelect(pm, metricKeys, metricKeys[0]);
   pm.addEventListener("change", drawParallel);
   const sx = document.getElementById("scatter-x"), sy = document.getElementById("scatter-y");
-  fillSelect(sx, allNumericParams, numericParams.length ? numericParams[0] : allNumericParams[0]);
+  fillSelect(sx, D.scatterParams, numericParams.length ? numericParams[0] : allNumericParams.length ? allNumericParams[0] : D.scatterParams[0]);
   fillSelect(sy, metricKeys, metricKeys[0]);
   sx.addEventListener("change", drawScatter);
   sy.addEventListener("change", drawScatter);
@@ -312,7 +326,7 @@ std::string runsReportHtml(const std::vector<ReportRun>& runs, const std::string
       values[k].insert(v);
       ++present[k];
     }
-  std::vector<std::string> tableParams, numericParams;
+  std::vector<std::string> tableParams, numericParams, scatterParams;
   for (const auto& [k, vs] : values) {
     bool allNumbers = std::all_of(vs.begin(), vs.end(), [](const std::string& s) {
       char* end = nullptr;
@@ -322,6 +336,7 @@ std::string runsReportHtml(const std::vector<ReportRun>& runs, const std::string
     if (k.rfind("phases.", 0) == 0 && records.size() > 1 && vs.size() <= 1) continue;
     if (vs.size() > 1 || (present[k] != records.size() && records.size() > 1)) tableParams.push_back(k);
     if (allNumbers && vs.size() > 1) numericParams.push_back(k);
+    if (vs.size() > 1 && (k.rfind("phases.", 0) != 0 || allNumbers)) scatterParams.push_back(k);
   }
   // Keep the table readable: per-phase values only when no plain one differs.
   std::vector<std::string> plain;
@@ -348,7 +363,7 @@ std::string runsReportHtml(const std::vector<ReportRun>& runs, const std::string
     nlohmann::json params = nlohmann::json::object();
     for (const auto& k : tableParams)
       if (r.parameters.count(k)) params[k] = r.parameters.at(k);
-    for (const auto& k : numericParams)
+    for (const auto& k : scatterParams)
       if (r.parameters.count(k)) params[k] = r.parameters.at(k);
     j["params"] = params;
     nlohmann::json metrics = nlohmann::json::object();
@@ -359,6 +374,7 @@ std::string runsReportHtml(const std::vector<ReportRun>& runs, const std::string
   }
   data["tableParams"] = tableParams;
   data["numericParams"] = numericParams;
+  data["scatterParams"] = scatterParams;
   data["tableMetrics"] = tableMetrics;
 
   // One chart per metric: the union of the runs' (thinned) steps on x, each
@@ -401,6 +417,10 @@ std::string runsReportHtml(const std::vector<ReportRun>& runs, const std::string
           "(function(){var ce=console.error;console.error=function(){ipuError(Array.prototype.join.call(arguments,' '));"
           "return ce.apply(console,arguments);};})();</script>\n";
   html += "<style>\n" + uplotStyle() + "\n" + kPageStyle + "</style>\n";
+  // uPlot's MIT licence asks for its notice in every copy: here, in a comment.
+  std::string notice = uplotLicense();
+  for (std::size_t at = notice.find("--"); at != std::string::npos; at = notice.find("--")) notice.replace(at, 2, "- -");
+  html += "<!-- The charts are drawn by uPlot 1.6.32 (https://github.com/leeoniya/uPlot), embedded below:\n" + notice + "-->\n";
   html += "<script>\n" + uplotScript() + "\n</script>\n</head>\n<body>\n";
   html += "<h1>" + escapeHtml(title) + "</h1>\n<div class=\"meta\">" + std::to_string(runs.size()) + " run" +
           (runs.size() == 1 ? "" : "s") + " from " + escapeHtml(source) + ", " + escapeHtml(store::formatTime(store::nowSeconds())) +
@@ -413,7 +433,7 @@ std::string runsReportHtml(const std::vector<ReportRun>& runs, const std::string
           "<label>metric <select id=\"scatter-y\"></select></label>\n"
           "<svg id=\"scatter\" xmlns=\"http://www.w3.org/2000/svg\" width=\"700\" height=\"400\"></svg>\n</div>\n";
   html += "<p id=\"few\" class=\"meta\" hidden>Parallel coordinates and the metric-against-parameter scatter appear for three "
-          "runs or more that differ in a numeric parameter.</p>\n";
+          "runs or more that differ in a parameter.</p>\n";
   html += "<script type=\"application/json\" id=\"ipu-data\">" + scriptSafe(data.dump()) + "</script>\n";
   html += "<script>" + std::string(kPageScript) + "</script>\n</body>\n</html>\n";
   return html;

@@ -13,6 +13,7 @@
 
 #include "interpreter/runner/estimate_record.h"
 #include "interpreter/runner/run_parameters.h"
+#include "interpreter/runner/store_recorder.h"
 #include "interpreter/session/session.h"
 
 namespace ipu::runner {
@@ -101,7 +102,7 @@ long long importOne(store::RunStore& st, const fs::path& dir, std::string& probl
     if (nr.parameters.empty()) nr.parameters["training"] = nr.training;
   }
   long long id = st.createRun(nr);
-  st.addArtifact(id, {"run_directory", fs::absolute(dir).lexically_normal().string()});
+  st.addArtifact(id, {"run_directory", artifactPath(dir.string())});
 
   std::vector<store::MetricPoint> points;
   const double when = modified(dir / "metrics.jsonl");
@@ -138,7 +139,7 @@ long long importOne(store::RunStore& st, const fs::path& dir, std::string& probl
 
   std::error_code ec;
   for (const auto& e : fs::recursive_directory_iterator(dir / "checkpoints", ec))
-    if (e.path().extension() == ".ipt") st.addArtifact(id, {"checkpoint", fs::absolute(e.path()).lexically_normal().string()});
+    if (e.path().extension() == ".ipt") st.addArtifact(id, {"checkpoint", artifactPath(e.path().string())});
 
   store::RunStatus status = store::RunStatus::Killed;
   std::string reason = "no summary.json: the process ended without saying how";
@@ -176,7 +177,7 @@ ImportResult importRunDirectories(store::RunStore& st, const std::vector<std::st
     findRunDirectories(path, dirs, 0);
     if (dirs.empty()) result.problems.push_back(path + ": no run directory (with plan.json and metrics.jsonl) in it");
     for (const auto& d : dirs) {
-      const std::string absolute = fs::absolute(d).lexically_normal().string();
+      const std::string absolute = artifactPath(d.string());
       if (st.findByRunDirectory(absolute)) {
         result.skipped.push_back(d.string());
         continue;

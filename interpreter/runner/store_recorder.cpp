@@ -4,6 +4,15 @@
 
 namespace ipu::runner {
 
+std::string artifactPath(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::weakly_canonical(path, ec);
+  if (ec) p = std::filesystem::absolute(path, ec).lexically_normal();
+  std::string s = p.string();
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  return s;
+}
+
 namespace {
 constexpr std::size_t kPointsPerBatch = 1000;
 constexpr double kSecondsPerBatch = 1.0;
@@ -81,7 +90,7 @@ train::StopRequest StoreRecorder::phaseEnd(train::Source, const train::PhaseInfo
   for (const auto& [k, v] : info.metrics) add("eval." + k, lastGlobalStep_, v, now);
   flush();
   if (!info.checkpoint.empty()) {
-    const std::string path = std::filesystem::absolute(info.checkpoint).lexically_normal().string();
+    const std::string path = artifactPath(info.checkpoint);
     guarded([&] { store_.addArtifact(runId_, {"checkpoint", path}); });
   }
   return {};

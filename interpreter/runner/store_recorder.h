@@ -28,6 +28,11 @@ namespace ipu::runner {
 constexpr double kHeartbeatSeconds = 5;
 constexpr double kHeartbeatGraceSeconds = 30;
 
+// How the store names a file or directory (an artifact): absolute, symbolic
+// links resolved, no trailing separator, so `--resume=runs/x/` finds the
+// record `runs/x` made.
+std::string artifactPath(const std::string& path);
+
 class StoreRecorder : public train::Observer {
  public:
   StoreRecorder(store::RunStore& store, long long runId, bool resumed);

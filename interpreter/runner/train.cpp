@@ -12,6 +12,7 @@
 #include "interpreter/runner/progress.h"
 #include "interpreter/runner/estimate_record.h"
 #include "interpreter/runner/run_directory.h"
+#include "interpreter/runner/run_import.h"
 #include "interpreter/runner/run_parameters.h"
 #include "interpreter/runner/store_recorder.h"
 #include "runtime/emulator/emulator.h"
@@ -157,9 +158,14 @@ TrainResult train(session::Session& session, const ir::RunPlan& run, const Train
   std::unique_ptr<StoreRecorder> recorder;
   if (settings.store != nullptr) {
     try {
-      const std::string absolute = fs::absolute(dir->path()).lexically_normal().string();
+      const std::string absolute = artifactPath(dir->path());
       std::optional<long long> id;
-      if (dir->resumed()) id = settings.store->findByRunDirectory(absolute);
+      if (dir->resumed()) {
+        id = settings.store->findByRunDirectory(absolute);
+        // A run recorded without the store: bring in what it recorded first.
+        if (!id) importRunDirectories(*settings.store, {dir->path()});
+        id = settings.store->findByRunDirectory(absolute);
+      }
       if (!id) {
         store::NewRun nr;
         nr.kind = store::RunKind::Run;

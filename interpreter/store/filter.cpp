@@ -367,11 +367,21 @@ class Parser {
   }
   std::unique_ptr<Filter::Node> notExpr() {
     if (failed()) return nullptr;
+    // Nesting is recursion: bound it, so no filter can overflow the stack.
+    if (++depth_ > kMaxDepth) {
+      fail(peek().at, peek().length, "the filter nests deeper than " + std::to_string(kMaxDepth) + " levels",
+           "write it with fewer parentheses and NOTs");
+      return nullptr;
+    }
+    std::unique_ptr<Filter::Node> n;
     if (keyword(peek(), "NOT")) {
       next();
-      return binary(Op::Not, notExpr(), nullptr);
+      n = binary(Op::Not, notExpr(), nullptr);
+    } else {
+      n = primary();
     }
-    return primary();
+    --depth_;
+    return n;
   }
   std::unique_ptr<Filter::Node> primary() {
     if (failed()) return nullptr;
@@ -548,6 +558,8 @@ class Parser {
   const FieldResolver& names_;
   std::vector<Token> tokens_;
   std::size_t pos_ = 0;
+  int depth_ = 0;
+  static constexpr int kMaxDepth = 200;
   std::optional<FilterError> error_;
 };
 

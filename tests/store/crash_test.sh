@@ -74,5 +74,18 @@ iid=$(q "select max(id) from runs")
 "$IPU" runs import "$TMP/old" >"$TMP/out" || fail=1
 grep -q "already in the store" "$TMP/out" || { echo "FAIL: a second import is not skipped"; fail=1; }
 
+# Resuming a run recorded without the store: what it recorded is imported
+# first, then the record continues (one record, every step once).
+timeout --preserve-status -s INT 2 "$IPU" run "$ROOT/examples/tiny_bert.ipu" --steps 100 --threads 1 --checkpoint-every 10 \
+  --runs-dir "$TMP/unrecorded" --no-store >/dev/null 2>&1
+before=$(q "select count(*) from runs")
+late=$(ls -d "$TMP"/unrecorded/tiny_pretrain/*)
+"$IPU" run "$ROOT/examples/tiny_bert.ipu" --steps 100 --threads 1 --resume="$late/" >/dev/null 2>"$TMP/resume.err" || { echo "FAIL: resume of an unrecorded run"; tail -3 "$TMP/resume.err"; fail=1; }
+rid=$(q "select max(id) from runs")
+[ "$(q "select count(*) from runs")" = $((before + 1)) ] || { echo "FAIL: resuming an unrecorded run made $(( $(q "select count(*) from runs") - before )) records"; fail=1; }
+[ "$(q "select status from runs where id = $rid")" = finished ] || { echo "FAIL: the resumed unrecorded run is not finished"; fail=1; }
+[ "$(q "select count(distinct step) || ' ' || count(*) from metrics where run_id = $rid and key = 'loss'")" = "200 200" ] \
+  || { echo "FAIL: the resumed unrecorded run has $(q "select count(*) from metrics where run_id = $rid and key = 'loss'") loss points, expected 200"; fail=1; }
+
 [ $fail -eq 0 ] && echo "store crash tests passed"
 exit $fail

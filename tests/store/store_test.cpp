@@ -411,7 +411,7 @@ TEST_F(FilterTest, AnUnknownNameSaysWhichExist) {
 
 TEST_F(FilterTest, MalformedFiltersPointAtTheMistake) {
   struct Case {
-    const char* text;
+    std::string text;
     std::size_t offset;
     const char* says;
   } cases[] = {
@@ -429,6 +429,7 @@ TEST_F(FilterTest, MalformedFiltersPointAtTheMistake) {
       {"mapping.replicas ! 2", 17, "`!` alone"},
       {"started > 'yesterday'", 10, "not a time"},
       {"   ", 0, "empty"},
+      {std::string(100000, '(') + "x", 200, "nests deeper"},
   };
   for (const auto& c : cases) {
     FilterError e = error(c.text);
