@@ -24,6 +24,8 @@
 //
 // Each figure is measured for at least kSeconds after warm-up steps; the
 // machine may be shared, so compare the ratios printed within one run.
+// Arguments name the sections to run (sizes, reference, mapping, fp16,
+// example; the machine limit always runs); none runs them all.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -288,7 +290,13 @@ std::string cpuModel() {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  auto wanted = [&](const char* section) {
+    if (argc < 2) return true;
+    for (int i = 1; i < argc; ++i)
+      if (std::string(argv[i]) == section) return true;
+    return false;
+  };
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const std::vector<int> threadCounts = cores > 1 ? std::vector<int>{1, cores} : std::vector<int>{1};
   std::printf("host: %s, %d hardware threads; Eigen %d.%d.%d with %s\n", cpuModel().c_str(), cores, EIGEN_WORLD_VERSION,
@@ -308,6 +316,7 @@ int main() {
   fs::create_directories(dir);
   const std::vector<Size> sizes{{64, 2}, {64, 8}, {128, 2}, {128, 8}, {256, 2}, {256, 8}, {512, 2}, {512, 8}};
 
+  if (wanted("sizes")) {
   std::printf("\ntiny BERT on 1 IPU, fp32, global batch 16 (micro batch 16), seq 32, vocab 1000, AdamW: samples/s\n");
   bool printedBlas = false;
   std::printf("  hidden layers threads   emulator  PyTorch+OpenBLAS   ratio   emulator GFLOP/s   of the limit\n");
@@ -330,7 +339,9 @@ int main() {
       std::fflush(stdout);
     }
   }
+  }
 
+  if (wanted("reference")) {
   std::printf("\nfor continuity: PyTorch with the reference BLAS (netlib), hidden 64, 2 layers\n");
   {
     const Size z{64, 2};
@@ -344,8 +355,10 @@ int main() {
                   torch.blas.c_str());
     }
   }
+  }
   fs::remove_all(dir);
 
+  if (wanted("mapping")) {
   std::printf("\ncost of emulating a mapping (hidden 64, 2 layers; global batch 16, micro batch 4)\n");
   {
     const Size z{64, 2};
@@ -359,7 +372,9 @@ int main() {
                   threads, threads == 1 ? " " : "s", one, mapped, one / mapped);
     }
   }
+  }
 
+  if (wanted("fp16")) {
   std::printf("\ncost of emulating fp16 (1 IPU, 2 layers, micro batch 16, %d host threads): time per step / fp32's\n", cores);
   {
     const std::string mixed = "compute: fp16\n weights: fp16\n master_weights: fp32\n partials: fp32\n accumulators: fp32\n loss_scale: 1024";
@@ -374,7 +389,9 @@ int main() {
       std::fflush(stdout);
     }
   }
+  }
 
+  if (!wanted("example")) return 0;
   std::printf("\nexamples/tiny_bert.ipu end to end (2 phases, 300 steps, p = 2 x r = 2, %d host threads)\n", cores);
   std::ifstream in(std::string(IPU_SOURCE_DIR) + "/examples/tiny_bert.ipu");
   std::stringstream text;
