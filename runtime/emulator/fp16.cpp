@@ -132,14 +132,12 @@ constexpr float kTwoMinus24 = 5.9604644775390625e-8f;
 }  // namespace
 
 void roundNearest(float* data, std::size_t n) {
-  std::uint32_t bits[kLanes];
-  float values[kLanes];
   for (std::size_t i0 = 0; i0 < n; i0 += kLanes) {
     const std::size_t m = std::min(kLanes, n - i0);
-    std::memcpy(bits, data + i0, m * 4);
+    float* d = data + i0;
     std::uint32_t slow = 0;
     for (std::size_t i = 0; i < m; ++i) {
-      const std::uint32_t b = bits[i];
+      const std::uint32_t b = bitsOf(d[i]);
       const std::uint32_t a = b & 0x7FFFFFFFu;
       const std::uint32_t odd = (a >> 13) & 1u;
       const std::uint32_t normal = (b & 0x80000000u) | ((a + 0xFFFu + odd) & 0xFFFFE000u);
@@ -148,28 +146,26 @@ void roundNearest(float* data, std::size_t n) {
       const float y = floatOf(a) * kTwo24;
       const float units = (y + 8388608.0f) - 8388608.0f;
       const std::uint32_t subnormal = (b & 0x80000000u) | bitsOf(units * kTwoMinus24);
-      slow |= a >= kFastHigh ? 1u : 0u;
-      bits[i] = a < kFastLow ? subnormal : normal;
+      const bool rest = a >= kFastHigh;        // left as it is for the general conversion below
+      slow |= rest ? 1u : 0u;
+      d[i] = floatOf(rest ? b : (a < kFastLow ? subnormal : normal));
     }
-    std::memcpy(values, bits, m * 4);
     if (slow != 0)
       for (std::size_t i = 0; i < m; ++i)
-        if ((bitsOf(data[i0 + i]) & 0x7FFFFFFFu) >= kFastHigh) values[i] = toFloat(fromFloat(data[i0 + i]));
-    std::memcpy(data + i0, values, m * 4);
+        if ((bitsOf(d[i]) & 0x7FFFFFFFu) >= kFastHigh) d[i] = toFloat(fromFloat(d[i]));
   }
 }
 
 void roundStochastic(float* data, std::size_t n, std::uint64_t key, std::size_t offset) {
-  std::uint32_t bits[kLanes], random[kLanes];
-  float values[kLanes];
+  std::uint32_t random[kLanes];
   for (std::size_t i0 = 0; i0 < n; i0 += kLanes) {
     const std::size_t m = std::min(kLanes, n - i0);
+    float* d = data + i0;
     for (std::size_t i = 0; i < m; ++i) random[i] = static_cast<std::uint32_t>(draw64(key, offset + i0 + i) >> 32);
-    std::memcpy(bits, data + i0, m * 4);
     std::uint32_t slow = 0;
     for (std::size_t i = 0; i < m; ++i) {
       const std::uint32_t r = random[i];
-      const std::uint32_t b = bits[i];
+      const std::uint32_t b = bitsOf(d[i]);
       const std::uint32_t a = b & 0x7FFFFFFFu;
       const std::uint32_t up = (r >> 19) < (a & 0x1FFFu) ? 1u : 0u;
       const std::uint32_t normal = (b & 0x80000000u) | ((a & 0xFFFFE000u) + (up << 13));
@@ -188,14 +184,13 @@ void roundStochastic(float* data, std::size_t n, std::uint64_t key, std::size_t 
       const std::uint32_t units = lo + (r < threshold ? 1u : 0u);
       // units <= 1024 as a float without a conversion instruction (2^23 + units, less 2^23).
       const std::uint32_t subnormal = (b & 0x80000000u) | bitsOf((floatOf(0x4B000000u | units) - 8388608.0f) * kTwoMinus24);
-      slow |= a >= kFastHighStochastic ? 1u : 0u;
-      bits[i] = a < kFastLow ? subnormal : normal;
+      const bool rest = a >= kFastHighStochastic;   // left as it is for the general conversion below
+      slow |= rest ? 1u : 0u;
+      d[i] = floatOf(rest ? b : (a < kFastLow ? subnormal : normal));
     }
-    std::memcpy(values, bits, m * 4);
     if (slow != 0)
       for (std::size_t i = 0; i < m; ++i)
-        if ((bitsOf(data[i0 + i]) & 0x7FFFFFFFu) >= kFastHighStochastic) values[i] = toFloat(fromFloatStochastic(data[i0 + i], random[i]));
-    std::memcpy(data + i0, values, m * 4);
+        if ((bitsOf(d[i]) & 0x7FFFFFFFu) >= kFastHighStochastic) d[i] = toFloat(fromFloatStochastic(d[i], random[i]));
   }
 }
 

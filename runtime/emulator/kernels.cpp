@@ -9,13 +9,6 @@
 
 #include <unsupported/Eigen/SpecialFunctions>
 
-// GCC 12 reports a false "may be used uninitialized" inside its own AVX-512
-// intrinsics (_mm512_unpacklo_ps) when Eigen's vectorised exp and erf are
-// inlined here; the value it names is a deliberately undefined lane.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-
 #include "runtime/emulator/collectives.h"
 #include "runtime/emulator/fp16.h"
 #include "runtime/emulator/kernel.h"

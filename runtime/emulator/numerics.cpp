@@ -22,6 +22,20 @@ constexpr Eigen::Index kMinBlockRows = 64;
 // Element-wise work (roundings) splits into chunks of this many elements.
 constexpr std::size_t kRoundGrain = 1 << 15;
 
+// acc = round(acc + round(part)), element by element, in chunks that stay in
+// the first-level cache between the three steps; element i of the two
+// roundings draws position offset + i of streams keyPart and keyAcc.
+void addRounded(float* acc, float* part, std::size_t n, bool stochastic, std::uint64_t keyPart, std::uint64_t keyAcc,
+                std::size_t offset) {
+  constexpr std::size_t kChunk = 256;
+  for (std::size_t i0 = 0; i0 < n; i0 += kChunk) {
+    const std::size_t m = std::min(kChunk, n - i0);
+    roundToHalf(part + i0, m, stochastic, keyPart, offset + i0);
+    for (std::size_t i = i0; i < i0 + m; ++i) acc[i] += part[i];
+    roundToHalf(acc + i0, m, stochastic, keyAcc, offset + i0);
+  }
+}
+
 Eigen::Index rowsPerBlock(Eigen::Index rows, double flops) {
   const Eigen::Index blocks = std::min<Eigen::Index>(kMaxBlocks, static_cast<Eigen::Index>(flops / kTaskFlops));
   if (blocks <= 1 || rows < 2 * kMinBlockRows) return rows;
@@ -114,9 +128,7 @@ Mat Numerics::product(const Mat& a, bool ta, const Mat& b, bool tb) {
     for (Eigen::Index k0 = 0; k0 < k; k0 += kAmpDepth, ++j) {
       const Eigen::Index kb = std::min<Eigen::Index>(kAmpDepth, k - k0);
       slice(r0, nr, k0, kb, part.middleRows(0, nr));
-      roundToHalf(part.data(), n, sr, subKey(key, 2 * j), offset);
-      acc += part;
-      roundToHalf(c.data() + offset, n, sr, subKey(key, 2 * j + 1), offset);
+      addRounded(c.data() + offset, part.data(), n, sr, subKey(key, 2 * j), subKey(key, 2 * j + 1), offset);
     }
   };
   if (blocks == 1) block(0);

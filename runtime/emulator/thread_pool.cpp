@@ -1,6 +1,7 @@
 #include "runtime/emulator/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace ipu::emu {
 
@@ -20,7 +21,10 @@ ThreadPool::~ThreadPool() {
 bool ThreadPool::runOne(Job& job, std::unique_lock<std::mutex>& lock) {
   if (job.next >= job.count) return false;
   const std::size_t i = job.next++;
-  if (job.next == job.count) jobs_.erase(std::find(jobs_.begin(), jobs_.end(), &job));
+  if (job.next == job.count) {
+    jobs_.erase(std::find(jobs_.begin(), jobs_.end(), &job));
+    pending_.store(jobs_.size(), std::memory_order_relaxed);
+  }
   lock.unlock();
   (*job.task)(i);
   lock.lock();
@@ -39,6 +43,7 @@ void ThreadPool::run(std::size_t n, const std::function<void(std::size_t)>& task
   job.count = n;
   std::unique_lock<std::mutex> lock(mu_);
   jobs_.push_back(&job);
+  pending_.store(jobs_.size(), std::memory_order_relaxed);
   wake_.notify_all();
   // The caller works through its own tasks, then waits for those others run.
   while (runOne(job, lock)) {
@@ -46,9 +51,19 @@ void ThreadPool::run(std::size_t n, const std::function<void(std::size_t)>& task
   done_.wait(lock, [&] { return job.finished == job.count; });
 }
 
+// An idle worker polls for new work for a short while before it sleeps: a
+// kernel's parallel regions follow each other within microseconds, and waking
+// a sleeping thread costs more than that.
 void ThreadPool::work() {
+  constexpr auto kPoll = std::chrono::microseconds(50);
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
+    if (jobs_.empty() && !stop_) {
+      lock.unlock();
+      const auto until = std::chrono::steady_clock::now() + kPoll;
+      while (pending_.load(std::memory_order_relaxed) == 0 && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+      lock.lock();
+    }
     wake_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
     if (stop_) return;
     runOne(*jobs_.back(), lock);

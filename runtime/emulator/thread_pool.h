@@ -12,6 +12,7 @@
 // way (by sizes, never by the number of threads), so nesting changes no result.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <functional>
@@ -46,6 +47,7 @@ class ThreadPool {
   std::mutex mu_;
   std::condition_variable wake_, done_;
   std::vector<Job*> jobs_;   // with unclaimed tasks; the newest (innermost) is served first
+  std::atomic<std::size_t> pending_{0};   // jobs_.size(), readable without the lock (idle workers poll it)
   bool stop_ = false;
 };
 

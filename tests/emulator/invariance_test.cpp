@@ -118,6 +118,25 @@ TEST(MappingInvariance, HostThreadsDoNotMatter) {
   expectClose(one, reference(), "heads on different IPUs, r=2, t=2");
 }
 
+// One IPU uses every host thread: matrix products split into row blocks,
+// attention into its heads, the optimizer into chunks, roundings into chunks.
+// The splits depend on the sizes only, so the results do not depend on the
+// threads, in fp32 and with fp16 partials and stochastic rounding (every
+// rounding stream keyed by position). Sizes large enough that every split
+// has several parts.
+TEST(MappingInvariance, ThreadsInsideOneIpuAreBitExact) {
+  TinyBert tb = base();
+  tb.model = "bert(layers: 2, hidden: 128, heads: 4, ffn: 1024, vocab: 400, positions: 64)";
+  tb.phase = "seq_len: 32\n masked_tokens: 5\n micro_batch: 16\n gradient_accumulation: 1\n steps: 10\n lr: 0.002";
+  for (const std::string optimizer : {"adamw(weight_decay: 0.01)", "lamb(weight_decay: 0.01, exclude: [bias, norm])"}) {
+    tb.optimizer = optimizer;
+    tb.precision = "compute: fp32";
+    expectIdentical(train(tb, 1), train(tb, 3), "fp32, " + optimizer + ": 1 vs 3 host threads");
+    tb.precision = "compute: fp16\n weights: fp16\n partials: fp16\n accumulators: fp16\n stochastic_rounding: on\n loss_scale: 256";
+    expectIdentical(train(tb, 1), train(tb, 3), "fp16 partials, stochastic rounding, " + optimizer + ": 1 vs 3 host threads");
+  }
+}
+
 TEST(MappingInvariance, ReplicasMatchGradientAccumulation) {
   TinyBert tb = base();
   tb.mapping = "replicas: 4";
