@@ -183,12 +183,6 @@ int cmdPlan(const Options& o) {
 // formatter bug must never damage a script.
 int cmdEstimate(const Options& o) {
   if (o.files.size() != 1) return usage("`estimate` takes one script");
-  std::string storeError;
-  auto runStore = openRecordingStore(o, storeError);
-  if (!storeError.empty()) {
-    std::cerr << "ipu estimate: error: " << storeError << "\n  help: --no-store estimates without recording\n";
-    return kUserError;
-  }
   session::Session s;
   showHookOutput(s);
   auto file = s.readFile(o.files[0]);
@@ -209,7 +203,13 @@ int cmdEstimate(const Options& o) {
   }
   // An estimate with errors (a phase the model cannot estimate, a failing
   // hook) is not kept: the store holds predictions one can compare against.
-  if (runStore && est != nullptr && plan != nullptr && !s.diagnostics().hasErrors()) {
+  if (est != nullptr && plan != nullptr && !s.diagnostics().hasErrors() && !o.noStore) {
+    std::string storeError;
+    auto runStore = openRecordingStore(o, storeError);
+    if (!runStore) {
+      std::cerr << "ipu estimate: error: not recorded: " << storeError << "\n  help: --no-store estimates without recording\n";
+      return kUserError;
+    }
     try {
       auto ids = runner::recordEstimate(*runStore, *plan, *est, s.rootText());
       for (long long id : ids) std::cerr << "recorded as run " << id << " in " << runStore->location() << "\n";
@@ -297,12 +297,6 @@ void reportStoreRecord(const runner::TrainResult& r, const store::RunStore* runS
 
 int cmdRun(const Options& o) {
   if (o.files.size() != 1) return usage("`run` takes one script");
-  std::string storeError;
-  auto runStore = openRecordingStore(o, storeError);
-  if (!storeError.empty()) {
-    std::cerr << "ipu run: error: " << storeError << "\n  help: --no-store runs without recording in the store\n";
-    return kUserError;
-  }
   session::Session s;
   showHookOutput(s);
   auto file = s.readFile(o.files[0]);
@@ -313,6 +307,13 @@ int cmdRun(const Options& o) {
   }
   printDiagnostics(s, false, o.color);  // warnings
   s.diagnostics().clear();
+  // Opened once the script is known to plan: a mistake in it creates no store.
+  std::string storeError;
+  auto runStore = openRecordingStore(o, storeError);
+  if (!storeError.empty()) {
+    std::cerr << "ipu run: error: " << storeError << "\n  help: --no-store runs without recording in the store\n";
+    return kUserError;
+  }
   std::signal(SIGINT, onInterrupt);
   const std::string dir = std::filesystem::absolute(o.files[0]).parent_path().string();
   int status = kOk;

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdint>
 #include <ctime>
+#include <limits>
+#include <map>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -75,6 +77,47 @@ void findRunDirectories(const fs::path& p, std::vector<fs::path>& out, int depth
   for (const auto& c : children) findRunDirectories(c, out, depth + 1);
 }
 
+}  // namespace
+
+std::vector<store::MetricPoint> pointsOfRunDirectory(const std::string& directory, long long beforeStep) {
+  const fs::path dir(directory);
+  std::vector<store::MetricPoint> points;
+  const double when = modified(dir / "metrics.jsonl");
+  std::ifstream metrics(dir / "metrics.jsonl");
+  std::string line;
+  long long lastStep = 0;
+  while (std::getline(metrics, line)) {
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) continue;  // a line cut by a crash
+    long long g = j.value("global_step", 0LL);
+    if (g >= beforeStep) continue;
+    lastStep = std::max(lastStep, g);
+    for (const auto& [k, v] : j.items()) {
+      if (k == "phase" || k == "step" || k == "global_step") continue;
+      if (v.is_boolean()) points.push_back({k, g, v.get<bool>() ? 1.0 : 0.0, when});
+      else if (v.is_number()) points.push_back({k, g, v.get<double>(), when});
+      else if (v.is_null()) points.push_back({k, g, std::nan(""), when});
+    }
+  }
+  // The held-out evaluations, at the last step of their phase. A phase that
+  // was resumed has several phase_start events and one phase_end.
+  std::ifstream events(dir / "events.jsonl");
+  std::map<std::string, long long> phaseSteps;
+  long long ended = 0;
+  while (std::getline(events, line)) {
+    nlohmann::json e = nlohmann::json::parse(line, nullptr, false);
+    if (e.is_discarded() || !e.is_object() || e.value("event", "") != "phase_end") continue;
+    ended += e.value("steps_run", 0LL);
+    const long long at = std::min(ended, lastStep);
+    if (at >= beforeStep || !e.contains("evaluation") || !e["evaluation"].is_object()) continue;
+    for (const auto& [k, v] : e["evaluation"].items())
+      if (v.is_number()) points.push_back({"eval." + k, at, v.get<double>(), when});
+  }
+  return points;
+}
+
+namespace {
+
 long long importOne(store::RunStore& st, const fs::path& dir, std::string& problem) {
   const std::string planJson = readText(dir / "plan.json");
   nlohmann::json plan = nlohmann::json::parse(planJson, nullptr, false);
@@ -104,37 +147,8 @@ long long importOne(store::RunStore& st, const fs::path& dir, std::string& probl
   long long id = st.createRun(nr);
   st.addArtifact(id, {"run_directory", artifactPath(dir.string())});
 
-  std::vector<store::MetricPoint> points;
   const double when = modified(dir / "metrics.jsonl");
-  std::ifstream metrics(dir / "metrics.jsonl");
-  std::string line;
-  long long lastStep = 0;
-  while (std::getline(metrics, line)) {
-    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) continue;  // a line cut by a crash
-    long long g = j.value("global_step", 0LL);
-    lastStep = std::max(lastStep, g);
-    for (const auto& [k, v] : j.items()) {
-      if (k == "phase" || k == "step" || k == "global_step") continue;
-      if (v.is_boolean()) points.push_back({k, g, v.get<bool>() ? 1.0 : 0.0, when});
-      else if (v.is_number()) points.push_back({k, g, v.get<double>(), when});
-      else if (v.is_null()) points.push_back({k, g, std::nan(""), when});
-    }
-    if (points.size() >= 5000) {
-      st.appendMetrics(id, points);
-      points.clear();
-    }
-  }
-  std::ifstream events(dir / "events.jsonl");
-  long long phaseEndStep = 0;
-  while (std::getline(events, line)) {
-    nlohmann::json e = nlohmann::json::parse(line, nullptr, false);
-    if (e.is_discarded() || !e.is_object() || e.value("event", "") != "phase_end") continue;
-    phaseEndStep += e.value("steps_run", 0LL);
-    if (e.contains("evaluation") && e["evaluation"].is_object())
-      for (const auto& [k, v] : e["evaluation"].items())
-        if (v.is_number()) points.push_back({"eval." + k, std::min(phaseEndStep, lastStep), v.get<double>(), when});
-  }
+  std::vector<store::MetricPoint> points = pointsOfRunDirectory(dir.string(), std::numeric_limits<long long>::max());
   st.appendMetrics(id, points);
 
   std::error_code ec;

@@ -20,6 +20,10 @@ struct ImportResult {
   std::vector<std::string> problems;                         // "DIR: why"
 };
 
+// The metric points a run directory holds (metrics.jsonl, and the held-out
+// evaluations of events.jsonl as `eval.<name>`), at steps before `beforeStep`.
+std::vector<store::MetricPoint> pointsOfRunDirectory(const std::string& directory, long long beforeStep);
+
 // Each path is a run directory or a folder holding run directories (searched
 // recursively, e.g. `runs/`). Throws store::StoreError on a store failure.
 ImportResult importRunDirectories(store::RunStore& store, const std::vector<std::string>& paths);

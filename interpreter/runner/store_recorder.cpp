@@ -2,6 +2,8 @@
 
 #include <filesystem>
 
+#include "interpreter/runner/run_import.h"
+
 namespace ipu::runner {
 
 std::string artifactPath(const std::string& path) {
@@ -18,8 +20,9 @@ constexpr std::size_t kPointsPerBatch = 1000;
 constexpr double kSecondsPerBatch = 1.0;
 }  // namespace
 
-StoreRecorder::StoreRecorder(store::RunStore& store, long long runId, bool resumed)
-    : store_(store), runId_(runId), resumed_(resumed), lastFlush_(std::chrono::steady_clock::now()) {
+StoreRecorder::StoreRecorder(store::RunStore& store, long long runId, std::string resumeDirectory)
+    : store_(store), runId_(runId), resumeDirectory_(std::move(resumeDirectory)),
+      lastFlush_(std::chrono::steady_clock::now()) {
   heartbeat_ = std::thread([this] { beat(); });
 }
 
@@ -60,11 +63,16 @@ void StoreRecorder::add(const std::string& key, long long step, double value, do
 }
 
 train::StopRequest StoreRecorder::step(train::Source, const train::StepInfo& s, std::map<std::string, double>& logged) {
-  if (resumed_ && !reopened_) {
-    // Points from here on were recorded by the interrupted run and are about
-    // to be recorded again.
+  if (!resumeDirectory_.empty() && !reopened_) {
+    // Resumed from a checkpoint: the store's points are made those of the
+    // run directory before this step (which the run directory has already
+    // trimmed to). The directory's log is the complete one: a killed process
+    // loses the points it had not yet written to the store, not its lines.
     reopened_ = true;
-    guarded([&] { store_.reopenRun(runId_, s.globalStep); });
+    guarded([&] {
+      store_.reopenRun(runId_, 0);
+      store_.appendMetrics(runId_, pointsOfRunDirectory(resumeDirectory_, s.globalStep));
+    });
   }
   const double now = store::nowSeconds();
   const long long g = s.globalStep;

@@ -35,7 +35,9 @@ std::string artifactPath(const std::string& path);
 
 class StoreRecorder : public train::Observer {
  public:
-  StoreRecorder(store::RunStore& store, long long runId, bool resumed);
+  // `resumeDirectory`: the run directory of a resumed run ("" for a new one);
+  // its metrics.jsonl is the record the store's is made to match.
+  StoreRecorder(store::RunStore& store, long long runId, std::string resumeDirectory);
   ~StoreRecorder() override;
   StoreRecorder(const StoreRecorder&) = delete;
   StoreRecorder& operator=(const StoreRecorder&) = delete;
@@ -59,7 +61,8 @@ class StoreRecorder : public train::Observer {
 
   store::RunStore& store_;
   long long runId_;
-  bool resumed_, reopened_ = false;
+  std::string resumeDirectory_;
+  bool reopened_ = false;
   long long lastGlobalStep_ = 0;
   std::vector<store::MetricPoint> buffer_;
   std::chrono::steady_clock::time_point lastFlush_;

@@ -179,7 +179,7 @@ TrainResult train(session::Session& session, const ir::RunPlan& run, const Train
         id = settings.store->createRun(nr);
         settings.store->addArtifact(*id, {"run_directory", absolute});
       }
-      recorder = std::make_unique<StoreRecorder>(*settings.store, *id, dir->resumed());
+      recorder = std::make_unique<StoreRecorder>(*settings.store, *id, dir->resumed() ? dir->path() : std::string());
       result.storeRunId = *id;
     } catch (const store::StoreError& e) {
       result.storeFailure = e.what();

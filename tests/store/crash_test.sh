@@ -14,6 +14,17 @@ trap 'rm -rf "$TMP"' EXIT
 fail=0
 export IPU_STORE="$TMP/ipu.db"
 q() { python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(sys.argv[2]).fetchone()[0])" "$IPU_STORE" "$1"; }
+# Ctrl-C once a run directory under $1 has $2 lines in metrics.jsonl (not
+# after a fixed time: on a loaded machine the run may not have started yet).
+interrupt_after() {
+  local root="$1" lines="$2" pid="$3"
+  for _ in $(seq 1 1200); do
+    local f; f=$(ls "$root"/*/*/metrics.jsonl 2>/dev/null | head -1)
+    [ -n "$f" ] && [ "$(wc -l <"$f")" -ge "$lines" ] && break
+    sleep 0.1
+  done
+  kill -INT "$pid"; wait "$pid"
+}
 
 # kill -9 once the store holds some steps.
 "$IPU" run "$ROOT/examples/tiny_bert.ipu" --steps 150 --threads 1 --checkpoint-every 20 --runs-dir "$TMP/runs" >/dev/null 2>"$TMP/run.err" &
@@ -56,7 +67,8 @@ lines=$(wc -l <"$dir/metrics.jsonl")
 [ "$(q "select count(distinct step) from metrics where run_id = $id and key = 'loss'")" = 250 ] || { echo "FAIL: a step recorded twice"; fail=1; }
 
 # Ctrl-C: cancelled.
-timeout --preserve-status -s INT 3 "$IPU" run "$ROOT/examples/tiny_bert.ipu" --steps 600 --threads 1 --runs-dir "$TMP/cancel" >/dev/null 2>&1
+"$IPU" run "$ROOT/examples/tiny_bert.ipu" --steps 600 --threads 1 --runs-dir "$TMP/cancel" >/dev/null 2>&1 &
+interrupt_after "$TMP/cancel" 5 $!
 [ "$(q "select status || ' ' || stop_reason from runs order by id desc")" = "cancelled Ctrl-C" ] \
   || { echo "FAIL: Ctrl-C is recorded as: $(q "select status from runs order by id desc")"; fail=1; }
 
@@ -76,8 +88,9 @@ grep -q "already in the store" "$TMP/out" || { echo "FAIL: a second import is no
 
 # Resuming a run recorded without the store: what it recorded is imported
 # first, then the record continues (one record, every step once).
-timeout --preserve-status -s INT 2 "$IPU" run "$ROOT/examples/tiny_bert.ipu" --steps 100 --threads 1 --checkpoint-every 10 \
-  --runs-dir "$TMP/unrecorded" --no-store >/dev/null 2>&1
+"$IPU" run "$ROOT/examples/tiny_bert.ipu" --steps 100 --threads 1 --checkpoint-every 10 \
+  --runs-dir "$TMP/unrecorded" --no-store >/dev/null 2>&1 &
+interrupt_after "$TMP/unrecorded" 25 $!
 before=$(q "select count(*) from runs")
 late=$(ls -d "$TMP"/unrecorded/tiny_pretrain/*)
 "$IPU" run "$ROOT/examples/tiny_bert.ipu" --steps 100 --threads 1 --resume="$late/" >/dev/null 2>"$TMP/resume.err" || { echo "FAIL: resume of an unrecorded run"; tail -3 "$TMP/resume.err"; fail=1; }
