@@ -78,7 +78,7 @@ HookSet::HookSet(const check::CheckedProgram& program, base::SourceMap& sources,
     LuaFailure failure;
     const long long spent = std::chrono::duration_cast<std::chrono::milliseconds>(
                                 std::chrono::steady_clock::now() - loadStart).count();
-    const long long left = std::max(0LL, limits.millisecondsToLoadAll - spent);
+    const long long left = std::max(0LL, limits.millisecondsShared - spent);
     if (!h->sandbox->load(spec.source, failure, std::min(limits.millisecondsPerCall, left))) {
       report(*h, failure, "", "while loading");
       anyFailed = true;

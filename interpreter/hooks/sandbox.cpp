@@ -565,6 +565,8 @@ LuaSandbox::~LuaSandbox() {
 
 bool LuaSandbox::ok() const { return L_ != nullptr; }
 
+const SandboxLimits& LuaSandbox::limits() const { return state_->limits; }
+
 void LuaSandbox::setCurrentCall(void* call) {
   if (L_ == nullptr) return;
   HostSide host(state_.get());
@@ -611,8 +613,9 @@ bool LuaSandbox::protectedCall(int args, int results, LuaFailure& failure, long 
   if (timedOut) {
     failure.kind = LuaFailure::Kind::Time;
     failure.message = budget < s->limits.millisecondsPerCall
-                          ? "ran out of the " + std::to_string(s->limits.millisecondsToLoadAll) +
-                                " ms the top levels of all the script's hooks share (the hooks before it used most)"
+                          ? "ran out of the " + std::to_string(s->limits.millisecondsShared) +
+                                " ms it shares with the calls before it (all hooks' top levels, or one placement's "
+                                "calls), which used most"
                           : "ran for more than its budget of " + std::to_string(budget) +
                                 " ms (an endless loop, or work on huge values?)";
   } else if (status == LUA_ERRMEM || (s->pending && s->pendingKind == LuaFailure::Kind::Memory)) {
@@ -718,7 +721,8 @@ int trampoline(lua_State* L) {
 }  // namespace
 
 bool LuaSandbox::call(const std::string& name, int results, const std::function<int(lua_State*)>& pushArgs,
-                      const std::function<bool(lua_State*, LuaFailure&)>& readResults, LuaFailure& failure) {
+                      const std::function<bool(lua_State*, LuaFailure&)>& readResults, LuaFailure& failure,
+                      long long milliseconds) {
   if (L_ == nullptr || !hasFunction(name)) {
     failure = LuaFailure{LuaFailure::Kind::Runtime, 0, "the hook defines no function `" + name + "`", {}};
     return false;
@@ -726,7 +730,7 @@ bool LuaSandbox::call(const std::string& name, int results, const std::function<
   CallRequest req{&name, &pushArgs, results};
   lua_pushcfunction(L_, trampoline);
   lua_pushlightuserdata(L_, &req);
-  if (!protectedCall(1, results, failure)) return false;
+  if (!protectedCall(1, results, failure, milliseconds)) return false;
   HostSide host(state_.get());
   const int top = lua_gettop(L_);
   bool ok = readResults(L_, failure);
