@@ -69,6 +69,15 @@ for code in "${hostile[@]}"; do
   said "hook$n.ipu:3:" "hostile hook $n is reported at the hook's line"
   [ $(( $(date +%s) - start )) -le 15 ] || { echo "FAIL: hostile hook $n took more than 15 s"; fail=1; }
 done
+# Many slow hooks share one budget for their top levels (10 s), not 2 s each.
+python3 -c '
+print("import \"std/pods\"")
+for i in range(30): print("hook h%d = lua \"\"\"\nwhile true do local s = string.rep(\"x\", 1e5) end\n\"\"\"" % i)
+' > many.ipu
+start=$(date +%s)
+expect 1 "30 slow hooks" -- "$IPU" check many.ipu
+[ "$(grep -c 'error\[IPU4003\]' "$TMP/err")" = 30 ] || { echo "FAIL: not every slow hook is IPU4003"; fail=1; }
+[ $(( $(date +%s) - start )) -le 25 ] || { echo "FAIL: 30 slow hooks took more than 25 s to check"; fail=1; }
 # A ctx kept past its call cannot be read; ctx:stop wants text.
 cat > stale.ipu <<'EOF'
 import "std/pods"

@@ -1,6 +1,7 @@
 #include "interpreter/hooks/hook_set.h"
 
 #include <algorithm>
+#include <chrono>
 #include <regex>
 #include <set>
 
@@ -63,6 +64,9 @@ HookSet::HookSet(const check::CheckedProgram& program, base::SourceMap& sources,
                  PrintLine print, SandboxLimits limits)
     : program_(program), sources_(sources), diags_(diags) {
   bool anyFailed = false;
+  // All top levels together share one budget, so a script with many slow
+  // hooks cannot make `ipu check` take (hooks x per-call budget).
+  const auto loadStart = std::chrono::steady_clock::now();
   for (const auto& spec : program.hooks) {
     auto h = std::make_unique<LoadedHook>();
     h->spec = &spec;
@@ -72,7 +76,10 @@ HookSet::HookSet(const check::CheckedProgram& program, base::SourceMap& sources,
           if (print) print(name, line);
         });
     LuaFailure failure;
-    if (!h->sandbox->load(spec.source, failure)) {
+    const long long spent = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::chrono::steady_clock::now() - loadStart).count();
+    const long long left = std::max(0LL, limits.millisecondsShared - spent);
+    if (!h->sandbox->load(spec.source, failure, std::min(limits.millisecondsPerCall, left))) {
       report(*h, failure, "", "while loading");
       anyFailed = true;
     }

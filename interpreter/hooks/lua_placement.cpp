@@ -1,5 +1,7 @@
 #include "interpreter/hooks/lua_placement.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 
 extern "C" {
@@ -23,10 +25,17 @@ std::optional<std::vector<int>> LuaPlacement::place(const plan::PlacementRequest
   }
   std::vector<int> ipus;
   ipus.reserve(layers.size());
+  // The calls for one placement share a budget, so a slow function times
+  // thousands of layers cannot make planning hang.
+  const SandboxLimits& limits = hook->sandbox->limits();
+  const auto start = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < layers.size(); ++i) {
     const ir::Layer& l = layers[i];
     LuaFailure failure;
     int ipu = -1;
+    const long long spent =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+    const long long left = std::min(limits.millisecondsPerCall, std::max(0LL, limits.millisecondsShared - spent));
     bool ok = hook->sandbox->call(
         req.function, 1,
         [&](lua_State* L) {
@@ -131,7 +140,7 @@ std::optional<std::vector<int>> LuaPlacement::place(const plan::PlacementRequest
           ipu = static_cast<int>(v);
           return true;
         },
-        failure);
+        failure, left);
     if (!ok) {
       hooks_.report(*hook, failure, req.function,
                     "placing `" + l.name + "` (mapping `" + req.mapping + "`, phase `" + req.phase + "`)", req.at);

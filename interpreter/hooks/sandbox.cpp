@@ -565,6 +565,8 @@ LuaSandbox::~LuaSandbox() {
 
 bool LuaSandbox::ok() const { return L_ != nullptr; }
 
+const SandboxLimits& LuaSandbox::limits() const { return state_->limits; }
+
 void LuaSandbox::setCurrentCall(void* call) {
   if (L_ == nullptr) return;
   HostSide host(state_.get());
@@ -587,7 +589,7 @@ int LuaSandbox::fail(lua_State* L, LuaFailure::Kind kind, const char* message) {
   return luaL_error(L, "%s", message);
 }
 
-bool LuaSandbox::protectedCall(int args, int results, LuaFailure& failure) {
+bool LuaSandbox::protectedCall(int args, int results, LuaFailure& failure, long long milliseconds) {
   State* s = state_.get();
   const int fn = lua_gettop(L_) - args;
   lua_pushcfunction(L_, messageHandler);
@@ -598,7 +600,8 @@ bool LuaSandbox::protectedCall(int args, int results, LuaFailure& failure) {
   s->errorLine = 0;
   s->lastLine = 0;
   s->timedOut = false;
-  s->deadline = Clock::now() + std::chrono::milliseconds(s->limits.millisecondsPerCall);
+  const long long budget = milliseconds >= 0 ? milliseconds : s->limits.millisecondsPerCall;
+  s->deadline = Clock::now() + std::chrono::milliseconds(budget);
   int status = lua_pcall(L_, args, results, fn);
   s->deadline = Clock::time_point::max();
   const bool timedOut = s->timedOut;
@@ -609,8 +612,12 @@ bool LuaSandbox::protectedCall(int args, int results, LuaFailure& failure) {
   HostSide host(s);
   if (timedOut) {
     failure.kind = LuaFailure::Kind::Time;
-    failure.message = "ran for more than its budget of " + std::to_string(s->limits.millisecondsPerCall) +
-                      " ms (an endless loop, or work on huge values?)";
+    failure.message = budget < s->limits.millisecondsPerCall
+                          ? "ran out of the " + std::to_string(s->limits.millisecondsShared) +
+                                " ms it shares with the calls before it (all hooks' top levels, or one placement's "
+                                "calls), which used most"
+                          : "ran for more than its budget of " + std::to_string(budget) +
+                                " ms (an endless loop, or work on huge values?)";
   } else if (status == LUA_ERRMEM || (s->pending && s->pendingKind == LuaFailure::Kind::Memory)) {
     failure.kind = LuaFailure::Kind::Memory;
     failure.message = "used its memory budget of " + std::to_string(s->limits.memoryBytes >> 20) + " MB";
@@ -634,7 +641,7 @@ bool LuaSandbox::protectedCall(int args, int results, LuaFailure& failure) {
   return false;
 }
 
-bool LuaSandbox::load(const std::string& source, LuaFailure& failure) {
+bool LuaSandbox::load(const std::string& source, LuaFailure& failure, long long milliseconds) {
   if (L_ == nullptr) {
     failure = LuaFailure{LuaFailure::Kind::Memory, 0, "cannot create a Lua state", {}};
     return false;
@@ -661,7 +668,7 @@ bool LuaSandbox::load(const std::string& source, LuaFailure& failure) {
     lua_pop(L_, 1);
     return false;
   }
-  return protectedCall(0, 0, failure);
+  return protectedCall(0, 0, failure, milliseconds);
 }
 
 bool LuaSandbox::hasFunction(const std::string& name) const {
@@ -714,7 +721,8 @@ int trampoline(lua_State* L) {
 }  // namespace
 
 bool LuaSandbox::call(const std::string& name, int results, const std::function<int(lua_State*)>& pushArgs,
-                      const std::function<bool(lua_State*, LuaFailure&)>& readResults, LuaFailure& failure) {
+                      const std::function<bool(lua_State*, LuaFailure&)>& readResults, LuaFailure& failure,
+                      long long milliseconds) {
   if (L_ == nullptr || !hasFunction(name)) {
     failure = LuaFailure{LuaFailure::Kind::Runtime, 0, "the hook defines no function `" + name + "`", {}};
     return false;
@@ -722,7 +730,7 @@ bool LuaSandbox::call(const std::string& name, int results, const std::function<
   CallRequest req{&name, &pushArgs, results};
   lua_pushcfunction(L_, trampoline);
   lua_pushlightuserdata(L_, &req);
-  if (!protectedCall(1, results, failure)) return false;
+  if (!protectedCall(1, results, failure, milliseconds)) return false;
   HostSide host(state_.get());
   const int top = lua_gettop(L_);
   bool ok = readResults(L_, failure);

@@ -27,6 +27,7 @@ struct SandboxLimits {
   long long instructionsPerCall = 20'000'000;  // Lua VM instructions per top-level run or hook call
   std::size_t memoryBytes = 64u << 20;         // everything the state allocates
   long long millisecondsPerCall = 2'000;       // wall clock per top-level run or hook call
+  long long millisecondsShared = 10'000;        // wall clock for a series: all top levels, one placement
 };
 
 struct LuaFrame {
@@ -53,8 +54,9 @@ class LuaSandbox {
   bool ok() const;  // the state could be created
 
   // Compiles the hook's code (text only) and runs its top level, which
-  // normally just defines functions.
-  bool load(const std::string& source, LuaFailure& failure);
+  // normally just defines functions; `milliseconds` (when >= 0) replaces the
+  // time budget for this run (what is left of a budget shared by all hooks).
+  bool load(const std::string& source, LuaFailure& failure, long long milliseconds = -1);
 
   // A global function the code defined.
   bool hasFunction(const std::string& name) const;
@@ -64,10 +66,14 @@ class LuaSandbox {
   // `pushArgs` (on the state) and reads the results with `readResults` (the
   // results are on the stack top; return false with `failure` set to refuse
   // them). Budgets are reset for each call.
+  // `milliseconds` (when >= 0) replaces the time budget for this call (what
+  // is left of a budget shared by a series of calls, like a placement's).
   bool call(const std::string& name, int results, const std::function<int(lua_State*)>& pushArgs,
-            const std::function<bool(lua_State*, LuaFailure&)>& readResults, LuaFailure& failure);
+            const std::function<bool(lua_State*, LuaFailure&)>& readResults, LuaFailure& failure,
+            long long milliseconds = -1);
 
   lua_State* state() { return L_; }
+  const SandboxLimits& limits() const;
 
   // The host call in progress, for host functions the hook calls back (ctx
   // methods): set for the duration of one call, null otherwise.
@@ -84,7 +90,7 @@ class LuaSandbox {
   static int fail(lua_State* L, LuaFailure::Kind kind, const char* message);
 
  private:
-  bool protectedCall(int args, int results, LuaFailure& failure);
+  bool protectedCall(int args, int results, LuaFailure& failure, long long milliseconds = -1);
   std::string name_;
   lua_State* L_ = nullptr;
   std::unique_ptr<State> state_;

@@ -140,7 +140,7 @@ bool writeFileSafely(const std::string& path, const std::string& text, std::stri
       }
       // The group could not be kept, or the rename failed: in place instead.
     } else if (!exists) {
-      error = "cannot create `" + path + "`: " + std::strerror(errno) + " (is `" + directoryOf(target) +
+      error = "cannot write `" + path + "`: " + std::strerror(errno) + " (is `" + directoryOf(target) +
               "` a writable directory?)";
       return false;
     }
