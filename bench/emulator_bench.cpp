@@ -397,7 +397,7 @@ int main(int argc, char** argv) {
   }
 
   if (!wanted("example")) return 0;
-  std::printf("\nexamples/tiny_bert.ipu end to end (2 phases, 300 steps, p = 2 x r = 2, %d host threads)\n", cores);
+  std::printf("\nexamples/tiny_bert.ipu end to end (both phases, p = 2 x r = 2, %d host threads)\n", cores);
   std::ifstream in(std::string(IPU_SOURCE_DIR) + "/examples/tiny_bert.ipu");
   std::stringstream text;
   text << in.rdbuf();

@@ -133,6 +133,16 @@ TEST(Fp16, BufferRoundingMatchesElementConversion) {
     ASSERT_EQ(bits(a[i]), bits(nearest)) << x[i];
     ASSERT_EQ(bits(b[i]), bits(stochastic)) << x[i];
   }
+  // A part of a tensor (a row block, a chunk) rounded on its own draws the
+  // positions it has in the whole tensor.
+  std::vector<float> c = x;
+  const std::size_t from = 1001;
+  fp16::roundStochastic(c.data(), from, key);
+  fp16::roundStochastic(c.data() + from, c.size() - from, key, from);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if (std::isnan(b[i])) continue;
+    ASSERT_EQ(bits(c[i]), bits(b[i])) << i;
+  }
 }
 
 TEST(Fp16, OverflowUnderflowAndSpecials) {
