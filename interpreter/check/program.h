@@ -24,6 +24,9 @@ struct ModelSpec {
   std::vector<LayerFacts> layers;                   // structural facts (parameters; no phase costs)
   double parameters = 0;                            // unique: tied weights counted once
   std::string family;
+  // The model's closure, so that its layers can be costed again for another
+  // micro batch (the mapping search varies it) without re-reading the script.
+  std::shared_ptr<const ModelValue> value;
 };
 
 struct StageSpec {

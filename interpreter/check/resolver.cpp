@@ -117,6 +117,7 @@ std::shared_ptr<const ModelSpec> Resolver::model(const Value& v) {
   auto spec = std::make_shared<ModelSpec>();
   spec->name = v.model->name;
   spec->span = v.model->span;
+  spec->value = v.model;
   PhaseContext structural;
   spec->structure = expandModel(ev_, *v.model, structural);
   // Without a phase, the phase variables are unknown: a parameter count that

@@ -17,6 +17,7 @@
 #include "interpreter/base/terminal.h"
 #include "interpreter/cli/calibrate_command.h"
 #include "interpreter/cli/output_file.h"
+#include "interpreter/cli/search_command.h"
 #include "interpreter/repl/repl.h"
 #include "interpreter/report/estimate_report.h"
 #include "interpreter/report/plan_report.h"
@@ -44,6 +45,8 @@ commands:
                   per IPU against its capacity, batch figures, pipeline schedule
   fmt FILE...     format scripts in the canonical style (in place)
   estimate FILE   predict step time, throughput and time to train of every phase
+  search FILE     find the fastest mappings of each phase that fit (docs/search.md;
+                  `ipu search --help` lists its options)
   calibrate TABLE fit the cost model to measured throughput (a CSV table; see
                   docs/cost-model.md) and print the parameters as an .ipu module
   run FILE        train the script's runs on the emulator (small models), with a
@@ -328,6 +331,7 @@ int main(int argc, char** argv) {
     std::cerr << kUsageText;
     return kUsage;
   }
+  if (args[0] == "search") return cli::searchCommand(std::vector<std::string>(args.begin() + 1, args.end()));
   Options o;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -427,6 +431,6 @@ int main(int argc, char** argv) {
     return repl::runRepl(ro);
   }
   if (o.command == "run") return cmdRun(o);
-  std::string hint = base::didYouMean(o.command, {"check", "plan", "fmt", "estimate", "calibrate", "run", "repl"});
+  std::string hint = base::didYouMean(o.command, {"check", "plan", "fmt", "estimate", "search", "calibrate", "run", "repl"});
   return usage("unknown command `" + o.command + "`" + (hint.empty() ? "" : "; " + hint));
 }
