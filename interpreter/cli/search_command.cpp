@@ -62,6 +62,9 @@ std::string fixed(double x, int digits) {
   return buf;
 }
 
+// Throughput: whole numbers from 100 up, else three significant digits.
+std::string rate(double x) { return x >= 100 ? commas(x) : x >= 10 ? fixed(x, 1) : fixed(x, 2); }
+
 std::string duration(double s) {
   if (s < 120) return fixed(s, 1) + " s";
   if (s < 7200) return fixed(s / 60, 1) + " min";
@@ -333,7 +336,11 @@ int searchCommand(const std::vector<std::string>& args) {
         j["top"] = nlohmann::json::array();
         for (const auto& c : r.top) j["top"].push_back(toJson(c));
         j["pareto"] = nlohmann::json::array();
-        for (const auto& c : r.pareto) j["pareto"].push_back(toJson(c));
+        for (std::size_t k = 0; k < r.pareto.size(); ++k) {
+          nlohmann::json row = toJson(r.pareto[k]);
+          row["at_most_ipus"] = r.paretoLimits[k];
+          j["pareto"].push_back(row);
+        }
         if (r.declared) {
           j["declared"] = toJson(*r.declared);
           j["declared"]["name"] = ph.mapping->name;
@@ -378,7 +385,7 @@ int searchCommand(const std::vector<std::string>& args) {
                             std::to_string(c.replicas), std::to_string(c.microBatch), std::to_string(c.gradientAccumulation),
                             search::name(c.split), layersPerIpu(c), ir::name(c.recompute),
                             c.optimizerStateStreaming ? "streaming" : "on_chip", rts(c), phased(c),
-                            commas(c.samplesPerSecond), duration(c.timeToTrain),
+                            rate(c.samplesPerSecond), duration(c.timeToTrain),
                             gib(c.peakMemoryBytes) + " (IPU " + std::to_string(c.peakIpu) + ")"}});
       }
       printTable(std::cout,
@@ -390,19 +397,21 @@ int searchCommand(const std::vector<std::string>& args) {
       if (r.declared) {
         const auto& d = *r.declared;
         const auto& best = r.top.front();
-        std::cout << "  yours (`" << ph.mapping->name << "`): " << commas(d.samplesPerSecond) << " samples/s, "
+        std::cout << "  yours (`" << ph.mapping->name << "`): " << rate(d.samplesPerSecond) << " samples/s, "
                   << d.ipusUsed << " IPUs, peak " << gib(d.peakMemoryBytes) << (d.fits ? "" : " (does not fit)") << "; ";
-        if (!d.fits) std::cout << "the best fits and runs at " << commas(best.samplesPerSecond) << " samples/s\n";
+        if (!d.fits) std::cout << "the best fits and runs at " << rate(best.samplesPerSecond) << " samples/s\n";
         else if (best.split == search::Split::Declared || best.stepTime >= d.stepTime) std::cout << "yours is the best\n";
         else std::cout << "the best is " << fixed(d.stepTime / best.stepTime, 2) << "x faster\n";
       }
       if (r.pareto.size() > 1) {
-        std::cout << "\n  IPUs against throughput (the fastest with at most that many IPUs):\n";
+        std::cout << "\n  IPUs against throughput (the fastest mapping within each pod size):\n";
         std::vector<Row> prow;
-        for (const auto& c : r.pareto)
-          prow.push_back(Row{{std::to_string(c.ipusUsed), commas(c.samplesPerSecond),
-                              commas(c.samplesPerSecond / std::max(1, c.ipusUsed)), candidateLine(c)}});
-        printTable(std::cout, {"IPUs", "samples/s", "per IPU", "mapping"}, prow, {true, true, true, false}, painter);
+        for (std::size_t k = 0; k < r.pareto.size(); ++k) {
+          const auto& c = r.pareto[k];
+          prow.push_back(Row{{std::to_string(r.paretoLimits[k]), std::to_string(c.ipusUsed), rate(c.samplesPerSecond),
+                              rate(c.samplesPerSecond / std::max(1, c.ipusUsed)), candidateLine(c)}});
+        }
+        printTable(std::cout, {"at most", "IPUs", "samples/s", "per IPU", "mapping"}, prow, {true, true, true, true, false}, painter);
       }
       std::cout << "\n";
     }

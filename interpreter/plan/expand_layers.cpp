@@ -1,5 +1,6 @@
 #include "interpreter/plan/expand_layers.h"
 
+#include <cstring>
 #include <map>
 
 namespace ipu::plan {
@@ -71,7 +72,13 @@ void expandLayers(PhaseContext& ctx) {
   for (std::size_t i = 0; i < n; ++i) {
     const ir::Layer& l = p.layers[i];
     std::string key = l.definition;
-    for (const auto& a : l.attributes) key += "|" + a.name + "=" + std::to_string(a.number) + a.text;
+    // The number's bytes, not its decimal text: this runs for every plan the
+    // mapping search makes, and formatting doubles dominated it.
+    for (const auto& a : l.attributes) {
+      char bits[sizeof(double)];
+      std::memcpy(bits, &a.number, sizeof bits);
+      key.append("|").append(a.name).append("=").append(bits, sizeof bits).append(a.text);
+    }
     ctx.codeClass[i] = classes.emplace(key, static_cast<int>(classes.size())).first->second;
     if (l.tiedTo.empty()) continue;
     for (std::size_t k = 0; k < n; ++k) {

@@ -316,11 +316,13 @@ class Searcher {
     out.counts.prunedMemory = counts_.prunedMemory;
     out.counts.rejectedMemory = counts_.rejectedMemory;
     out.top = top_;
-    // Pareto: per IPU count, the fastest; kept when faster than every smaller count.
+    // Pareto: per pod size (powers of two up to the limit), the fastest
+    // mapping within it; kept when faster than every smaller size's.
     double bestSoFar = std::numeric_limits<double>::infinity();
-    for (const auto& [ipus, c] : bestPerIpus_)
+    for (const auto& [limit, c] : bestWithin_)
       if (c.stepTime < bestSoFar) {
         out.pareto.push_back(c);
+        out.paretoLimits.push_back(limit);
         bestSoFar = c.stepTime;
       }
     if (top_.empty()) {
@@ -471,13 +473,17 @@ class Searcher {
     return out;
   }
 
+  // The Pareto table's rows: pod sizes 1, 2, 4, ... below the limit, and the limit.
+  int rowFor(int ipus) const {
+    int row = 1;
+    while (row < ipus) row *= 2;
+    return std::min(row, maxIpus_);
+  }
+
+  // The fastest step among kept mappings within the Pareto row a count falls in.
   double bestStepAtOrBelow(int ipus) const {
-    double best = std::numeric_limits<double>::infinity();
-    for (const auto& [count, c] : bestPerIpus_) {
-      if (count > ipus) break;
-      best = std::min(best, c.stepTime);
-    }
-    return best;
+    auto it = bestWithin_.find(rowFor(ipus));
+    return it == bestWithin_.end() ? std::numeric_limits<double>::infinity() : it->second.stepTime;
   }
 
   // Nothing in the group can enter the top list or the Pareto table.
@@ -689,8 +695,13 @@ class Searcher {
 
   void keep(const Candidate& c) {
     if (!c.fits) return;
-    auto it = bestPerIpus_.find(c.ipusUsed);
-    if (it == bestPerIpus_.end() || orderKey(c) < orderKey(it->second)) bestPerIpus_[c.ipusUsed] = c;
+    for (int row = rowFor(c.ipusUsed);; row = rowFor(row + 1)) {
+      auto it = bestWithin_.find(row);
+      if (it == bestWithin_.end() || std::make_tuple(c.stepTime, c.ipusUsed) < std::make_tuple(it->second.stepTime, it->second.ipusUsed) ||
+          (c.stepTime == it->second.stepTime && c.ipusUsed == it->second.ipusUsed && orderKey(c) < orderKey(it->second)))
+        bestWithin_[row] = c;
+      if (row >= maxIpus_) break;
+    }
     for (const auto& k : top_)
       if (sameMapping(k, c)) return;
     auto pos = std::upper_bound(top_.begin(), top_.end(), c, [](const Candidate& a, const Candidate& b) { return orderKey(a) < orderKey(b); });
@@ -721,7 +732,7 @@ class Searcher {
   Progress progress_;
   Clock::time_point start_;
   std::vector<Candidate> top_;
-  std::map<int, Candidate> bestPerIpus_;
+  std::map<int, Candidate> bestWithin_;  // Pareto row (most IPUs) -> fastest kept within it
   std::optional<Candidate> leastMemory_;
   std::map<std::tuple<int, long long, int>, std::vector<double>> layerTimes_;
   double params_ = 0, weightBytes_ = 0, accumulatorBytes_ = 0, stateBytesPerParam_ = 0, codeBase_ = 0, capacity_ = 0;

@@ -103,7 +103,9 @@ struct PhaseResult {
   long long globalBatch = 0;
   int podIpus = 0, maxIpus = 0;
   std::vector<Candidate> top;      // fitting, best first
-  std::vector<Candidate> pareto;   // fitting: best per IPU count, each faster than every smaller count
+  std::vector<Candidate> pareto;   // fitting: the fastest within each pod size (1, 2, 4, ... IPUs, and the limit),
+                                   // kept when faster than every smaller size's
+  std::vector<int> paretoLimits;   // the pod size of each Pareto row
   std::optional<Candidate> declared;      // the script's mapping, as written
   std::optional<Candidate> leastMemory;   // when nothing fits: the smallest peak found
   std::vector<std::string> relax;         // when nothing fits: which constraint to relax
