@@ -138,6 +138,8 @@ int tailStart(const std::vector<check::LayerFacts>& layers) {
 // the last IPU backwards (each takes as many layers as the bound allows,
 // which leaves the smallest possible remainder to IPU 0), O(n log(1/eps)).
 // Returns the first layer of each part and c, or nothing when c < parts.
+}  // namespace
+
 std::vector<int> optimalCuts(const std::vector<double>& w, double tail, int parts) {
   const int c = static_cast<int>(w.size());
   if (parts < 1 || c < parts) return {};
@@ -200,6 +202,8 @@ std::vector<int> optimalCuts(const std::vector<double>& w, double tail, int part
   return cuts;
 }
 
+namespace {
+
 struct Group {
   int t = 1, p = 1, r = 1;
   long long b = 0, ga = 0;
@@ -230,10 +234,21 @@ const char* largestComponent(const ir::MemoryBreakdown& m, double* bytes) {
   return best->second;
 }
 
+// Phased execution's rungs in the order the search climbs them: resident,
+// 2, 4, ... sub-graphs, then weights streamed layer by layer.
+int rung(const Candidate& c) { return c.weightsStreaming ? std::numeric_limits<int>::max() : c.phases; }
+
 auto orderKey(const Candidate& c) {
   return std::make_tuple(c.score, c.ipusUsed, c.shard, c.pipeline, c.replicas, c.microBatch, static_cast<int>(c.recompute),
-                         c.optimizerStateStreaming, c.rtsOptimizerState, c.phases, c.weightsStreaming, c.rtsWeights,
-                         static_cast<int>(c.split));
+                         c.optimizerStateStreaming, c.rtsOptimizerState, rung(c), c.rtsWeights, static_cast<int>(c.split));
+}
+
+// The same mapping but for its phased-execution rung.
+bool sameButRung(const Candidate& a, const Candidate& b) {
+  return a.shard == b.shard && a.pipeline == b.pipeline && a.replicas == b.replicas && a.microBatch == b.microBatch &&
+         a.recompute == b.recompute && a.optimizerStateStreaming == b.optimizerStateStreaming &&
+         a.rtsOptimizerState == b.rtsOptimizerState && a.rtsWeights == b.rtsWeights && a.stages == b.stages &&
+         rung(a) > 1 && rung(b) > 1;
 }
 
 bool sameMapping(const Candidate& a, const Candidate& b) {
@@ -702,8 +717,16 @@ class Searcher {
         bestWithin_[row] = c;
       if (row >= maxIpus_) break;
     }
-    for (const auto& k : top_)
-      if (sameMapping(k, c)) return;
+    // More sub-graphs than needed, for no gain, is not another answer.
+    for (auto it = top_.begin(); it != top_.end(); ++it) {
+      if (sameMapping(*it, c)) return;
+      if (!sameButRung(*it, c)) continue;
+      if (it->stepTime <= c.stepTime && rung(*it) < rung(c)) return;
+      if (c.stepTime <= it->stepTime && rung(c) < rung(*it)) {
+        top_.erase(it);
+        break;
+      }
+    }
     auto pos = std::upper_bound(top_.begin(), top_.end(), c, [](const Candidate& a, const Candidate& b) { return orderKey(a) < orderKey(b); });
     top_.insert(pos, c);
     if (static_cast<int>(top_.size()) > std::max(1, o_.top)) top_.pop_back();

@@ -123,6 +123,12 @@ PhaseResult searchPhase(const check::PhaseSpec& phase, check::Evaluator& evaluat
 // `mapping` field, the settings. Used by the search itself, `--write` and the tests.
 check::MappingSpec mappingOf(const check::PhaseSpec& phase, const Candidate& c);
 
+// The contiguous split of a chain of layer times into exactly `parts` pipeline
+// IPUs that minimises the slowest, IPU 0 also carrying `tail` (the tied heads
+// placed back on it): the first layer of each part, then w.size(). Empty when
+// there are fewer layers than parts. Exposed for the tests.
+std::vector<int> optimalCuts(const std::vector<double>& w, double tail, int parts);
+
 // The candidate as `.ipu` source: a `mapping NAME for MODEL on POD { ... }`.
 std::string mappingSource(const check::PhaseSpec& phase, const Candidate& c, const std::string& name);
 
