@@ -7,6 +7,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,15 @@ struct StageSpec {
   std::vector<int> leaves;  // indices into the model's layers
 };
 
+// `search { ... }` in a mapping: the mapping is chosen by the mapping search
+// for each phase that uses it (the session runs it after checking).
+struct SearchSpec {
+  std::string objective = "throughput";  // throughput, time_to_train, throughput_per_ipu
+  int maxIpus = 0;                       // 0: the pod's
+  double headroom = 0;
+  Span span;
+};
+
 struct MappingSpec {
   std::string name;
   Span span;
@@ -47,6 +57,7 @@ struct MappingSpec {
   std::string luaFunction;
   bool placementErrors = false;   // the pipeline had errors: checks that build on it are skipped
   ir::Mapping mapping;            // t, r, phases, recompute, offload, RTS, AMP
+  std::optional<SearchSpec> search;  // chosen by a search (the fields written beside it stay fixed)
   Span spanOf(const std::string& field) const;
 };
 

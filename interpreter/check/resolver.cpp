@@ -314,6 +314,15 @@ std::shared_ptr<const MappingSpec> Resolver::mapping(const Value& v) {
     else note(*rts);
   }
 
+  if (const Value* sv = rec.get("search"); sv != nullptr && sv->kind == ValueKind::Record) {
+    SearchSpec search;
+    search.objective = sym(*sv->record, "objective", "throughput");
+    search.maxIpus = static_cast<int>(num(*sv->record, "max_ipus", 0));
+    search.headroom = num(*sv->record, "headroom", 0);
+    search.span = spec->spanOf("search");
+    spec->search = search;
+  }
+
   // Placement.
   const Value* pipe = rec.get("pipeline");
   if (pipe == nullptr || pipe->isUnknown()) {
@@ -393,7 +402,8 @@ std::shared_ptr<const MappingSpec> Resolver::mapping(const Value& v) {
                   "each replica uses " + std::to_string(perReplica) +
                       " IPUs, not a power of two: the partition rounds up and the rest idle",
                   "a pipeline over a power-of-two number of IPUs uses them all");
-    if (used < pd.ipus() && mp.replicas * 2 * perReplica <= pd.ipus() && !rec.hadErrors && !spec->placementErrors)
+    if (used < pd.ipus() && mp.replicas * 2 * perReplica <= pd.ipus() && !rec.hadErrors && !spec->placementErrors &&
+        rec.get("search") == nullptr)  // a search chooses how many IPUs to use
       ev_.warning(code::kPodUnderused, spec->spanOf("replicas"),
                   "mapping `" + rec.name + "` uses " + std::to_string(used) + " of `" + pd.name + "`'s " +
                       std::to_string(pd.ipus()) + " IPUs",

@@ -117,9 +117,15 @@ void printTable(std::ostream& os, const std::vector<std::string>& header, const 
   }
 }
 
+std::string phased(const search::Candidate& c);
+
 std::string candidateLine(const search::Candidate& c) {
-  return "t " + std::to_string(c.shard) + ", p " + std::to_string(c.pipeline) + ", r " + std::to_string(c.replicas) +
-         ", micro batch " + std::to_string(c.microBatch) + " x GA " + std::to_string(c.gradientAccumulation);
+  std::string s = "t " + std::to_string(c.shard) + ", p " + std::to_string(c.pipeline) + ", r " + std::to_string(c.replicas) +
+                  ", micro batch " + std::to_string(c.microBatch) + " x GA " + std::to_string(c.gradientAccumulation);
+  if (c.recompute != ir::Recompute::None) s += std::string(", recompute ") + ir::name(c.recompute);
+  if (c.optimizerStateStreaming) s += ", state streaming";
+  if (c.phases > 1 || c.weightsStreaming) s += ", phased " + phased(c);
+  return s;
 }
 
 nlohmann::json toJson(const search::Candidate& c) {

@@ -306,8 +306,12 @@ class Searcher {
         out.error = problem;
         return out;
       }
-      out.declared = d;
-      if (d.ipusUsed <= maxIpus_ && allowed(d) && declared_.pipelineKind != check::MappingSpec::PipelineKind::Lua) keep(d);
+      // A Lua placement needs the hooks, which the search does not run: such
+      // a mapping is neither compared nor kept.
+      if (declared_.pipelineKind != check::MappingSpec::PipelineKind::Lua) {
+        out.declared = d;
+        if (d.ipusUsed <= maxIpus_ && allowed(d)) keep(d);
+      }
     }
     if (gb_ <= 0 || n_ == 0) {
       out.error = "phase `" + phase_.name + "` has no global batch or no layers to map";
@@ -833,6 +837,21 @@ std::string mappingSource(const check::PhaseSpec& phase, const Candidate& c, con
   }
   s += "}\n";
   return s;
+}
+
+bool applyCandidate(check::PhaseSpec& phase, check::Evaluator& evaluator, const Candidate& c) {
+  LayerCosts costs(evaluator, phase);
+  check::PhaseSpec* costed = costs.phaseFor(c.microBatch);
+  if (costed == nullptr) return false;
+  std::vector<check::LayerFacts> layers = costed->layers;
+  auto mapping = std::make_shared<check::MappingSpec>(mappingOf(phase, c));
+  phase.layers = std::move(layers);
+  phase.mapping = mapping;
+  phase.batch.microBatch = c.microBatch;
+  phase.batch.gradientAccumulation = c.gradientAccumulation;
+  phase.batch.replicas = c.replicas;
+  phase.batch.derived = "gradient_accumulation";
+  return true;
 }
 
 PhaseResult searchPhase(const check::PhaseSpec& phase, check::Evaluator& evaluator, const base::SourceMap& sources,

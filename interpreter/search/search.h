@@ -129,6 +129,11 @@ check::MappingSpec mappingOf(const check::PhaseSpec& phase, const Candidate& c);
 // there are fewer layers than parts. Exposed for the tests.
 std::vector<int> optimalCuts(const std::vector<double>& w, double tail, int parts);
 
+// Make `phase` use the candidate: its mapping (keeping the declared one's
+// name, spans and search), its batch figures, and its layers costed for the
+// candidate's micro batch. False when the layers cannot be costed.
+bool applyCandidate(check::PhaseSpec& phase, check::Evaluator& evaluator, const Candidate& c);
+
 // The candidate as `.ipu` source: a `mapping NAME for MODEL on POD { ... }`.
 std::string mappingSource(const check::PhaseSpec& phase, const Candidate& c, const std::string& name);
 

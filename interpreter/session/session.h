@@ -70,6 +70,7 @@ class Session {
   check::Checker* checker() { return checker_.get(); }
 
  private:
+  void resolveSearches();
 
   base::SourceMap sources_;
   base::Diagnostics diags_;
