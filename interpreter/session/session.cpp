@@ -16,7 +16,7 @@
 
 namespace ipu::session {
 
-Session::Session() = default;
+Session::Session() : prelude_(&check::Prelude::get()), sources_(prelude_->sources()) {}
 Session::~Session() = default;
 
 std::optional<base::FileId> Session::readFile(const std::string& path) {
@@ -51,7 +51,7 @@ const check::CheckedProgram* Session::check(base::FileId file) {
   placement_.reset();
   hooks_.reset();
   root_ = file;
-  checker_ = std::make_unique<check::Checker>(sources_, diags_);
+  checker_ = std::make_unique<check::Checker>(sources_, diags_, prelude_, &moduleCache_);
   program_ = checker_->checkFile(file);
   if (program_) {
     // Loading runs each hook's top level (in its sandbox) and resolves the

@@ -71,8 +71,10 @@ class Session {
 
  private:
 
-  base::SourceMap sources_;
+  const check::Prelude* prelude_;   // the standard library, shared by every session
+  base::SourceMap sources_;         // starts with the prelude's files
   base::Diagnostics diags_;
+  check::ModuleCache moduleCache_;  // the user's modules, parsed once per text
   base::FileId root_ = base::kNoFile;
   std::unique_ptr<check::Checker> checker_;
   std::unique_ptr<check::CheckedProgram> program_;
