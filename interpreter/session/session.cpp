@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "interpreter/check/codes.h"
+#include "interpreter/check/resolver.h"
 #include "interpreter/hooks/hook_set.h"
 #include "interpreter/hooks/lua_placement.h"
 #include "interpreter/hooks/run_hooks.h"
@@ -50,6 +51,7 @@ base::FileId Session::addSource(std::string name, std::string text) { return sou
 const check::CheckedProgram* Session::check(base::FileId file) {
   placement_.reset();
   hooks_.reset();
+  layerCosts_.reset();  // keyed by the old checker's model values
   root_ = file;
   checker_ = std::make_unique<check::Checker>(sources_, diags_, prelude_, &moduleCache_);
   program_ = checker_->checkFile(file);
