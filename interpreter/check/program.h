@@ -25,9 +25,6 @@ struct ModelSpec {
   std::vector<LayerFacts> layers;                   // structural facts (parameters; no phase costs)
   double parameters = 0;                            // unique: tied weights counted once
   std::string family;
-  // The model's closure, so that its layers can be costed again for another
-  // micro batch (the mapping search varies it) without re-reading the script.
-  std::shared_ptr<const ModelValue> value;
 };
 
 struct StageSpec {
@@ -93,7 +90,13 @@ struct PhaseSpec {
   ir::Batch batch;
   long long seqLen = 0, maskedTokens = 0, imageSize = 0, steps = 0;
   double epochs = 0;
-  std::vector<LayerFacts> layers;  // the model's layers costed for this phase
+  // The model's layers costed for this phase (shared: variants with the same
+  // micro batch and shapes reuse them, see LayerCostCache).
+  std::shared_ptr<const std::vector<LayerFacts>> layers = std::make_shared<std::vector<LayerFacts>>();
+  // What re-deriving the phase for a mapping variant needs (Resolver::rederive):
+  // the model's closure and the learning rate as written.
+  std::shared_ptr<const ModelValue> modelValue;
+  Value lrValue;
   Span lrSpan;                     // where `lr` was written (its `lua NAME` for a Lua schedule)
   Span lossScaleSpan;              // where the precision's `loss_scale` was written
 };

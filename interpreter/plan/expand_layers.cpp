@@ -44,7 +44,7 @@ void expandLayers(PhaseContext& ctx) {
   // chip with fewer tiles holds proportionally less.
   constexpr double kCodeReferenceTiles = 1472;
   const double codeScale = p.pod.machine.chip.tiles > 0 ? p.pod.machine.chip.tiles / kCodeReferenceTiles : 1.0;
-  for (const auto& f : ph.layers) {
+  for (const auto& f : *ph.layers) {
     ir::Layer l;
     l.name = f.path;
     l.op = f.op;

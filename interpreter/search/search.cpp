@@ -275,10 +275,10 @@ class Searcher {
     maxIpus_ = o_.maxIpus > 0 ? std::min(o_.maxIpus, podIpus_) : podIpus_;
     out.podIpus = podIpus_;
     out.maxIpus = maxIpus_;
-    n_ = static_cast<int>(phase_.layers.size());
-    chain_ = tailStart(phase_.layers);
+    n_ = static_cast<int>(phase_.layers->size());
+    chain_ = tailStart(*phase_.layers);
     overhead_ = declared_.pod.machine.chip.calibration.stepOverheadSeconds;
-    for (const auto& l : phase_.layers) params_ += l.params;
+    for (const auto& l : *phase_.layers) params_ += l.params;
     weightBytes_ = ir::bytesOf(phase_.precision.weights);
     accumulatorBytes_ = ir::bytesOf(phase_.precision.accumulators);
     stateBytesPerParam_ = phase_.optimizer.moments * ir::bytesOf(phase_.precision.optimizerState) +
@@ -431,6 +431,7 @@ class Searcher {
         if (f.pipeline && *f.pipeline != p) continue;
         for (int r = 1; t * p * r <= maxIpus_; ++r) {
           if (gb_ % r != 0 || (f.replicas && *f.replicas != r)) continue;
+          if (declared_.pod.powerOfTwoReplicas && (r & (r - 1)) != 0) continue;  // the pod runs replicas in rings of 2^k
           const long long perReplica = gb_ / r;
           for (long long b = 1; b <= perReplica; ++b) {
             if (perReplica % b != 0 || (f.microBatch && *f.microBatch != b)) continue;
@@ -843,9 +844,11 @@ bool applyCandidate(check::PhaseSpec& phase, check::Evaluator& evaluator, const 
   LayerCosts costs(evaluator, phase);
   check::PhaseSpec* costed = costs.phaseFor(c.microBatch);
   if (costed == nullptr) return false;
-  std::vector<check::LayerFacts> layers = costed->layers;
+  auto layers = costed->layers;
   auto mapping = std::make_shared<check::MappingSpec>(mappingOf(phase, c));
   phase.layers = std::move(layers);
+  phase.lr = costed->lr;
+  phase.steps = costed->steps;
   phase.mapping = mapping;
   phase.batch.microBatch = c.microBatch;
   phase.batch.gradientAccumulation = c.gradientAccumulation;

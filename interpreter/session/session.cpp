@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "interpreter/check/codes.h"
+#include "interpreter/check/resolver.h"
 #include "interpreter/hooks/hook_set.h"
 #include "interpreter/hooks/lua_placement.h"
 #include "interpreter/hooks/run_hooks.h"
@@ -18,7 +19,7 @@
 
 namespace ipu::session {
 
-Session::Session() = default;
+Session::Session() : prelude_(&check::Prelude::get()), sources_(prelude_->sources()) {}
 Session::~Session() = default;
 
 std::optional<base::FileId> Session::readFile(const std::string& path) {
@@ -52,8 +53,9 @@ base::FileId Session::addSource(std::string name, std::string text) { return sou
 const check::CheckedProgram* Session::check(base::FileId file) {
   placement_.reset();
   hooks_.reset();
+  layerCosts_.reset();  // keyed by the old checker's model values
   root_ = file;
-  checker_ = std::make_unique<check::Checker>(sources_, diags_);
+  checker_ = std::make_unique<check::Checker>(sources_, diags_, prelude_, &moduleCache_);
   program_ = checker_->checkFile(file);
   if (program_) {
     // Loading runs each hook's top level (in its sandbox) and resolves the
