@@ -425,6 +425,14 @@ class Searcher {
     std::vector<Group> groups;
     const Fixed& f = o_.fixed;
     std::vector<ir::Recompute> recomputes = {ir::Recompute::None, ir::Recompute::EveryLayer, ir::Recompute::Stage};
+    // The global batch's divisors, ascending, by trial division up to its square root.
+    std::vector<long long> divisors, large;
+    for (long long d = 1; d <= gb_ / d; ++d)
+      if (gb_ % d == 0) {
+        divisors.push_back(d);
+        if (d != gb_ / d) large.push_back(gb_ / d);
+      }
+    divisors.insert(divisors.end(), large.rbegin(), large.rend());
     for (int t = 1; t <= maxIpus_; t *= 2) {
       if (f.shard && *f.shard != t) continue;
       for (int p = 1; t * p <= maxIpus_ && p <= chain_; ++p) {
@@ -433,7 +441,7 @@ class Searcher {
           if (gb_ % r != 0 || (f.replicas && *f.replicas != r)) continue;
           if (declared_.pod.powerOfTwoReplicas && (r & (r - 1)) != 0) continue;  // the pod runs replicas in rings of 2^k
           const long long perReplica = gb_ / r;
-          for (long long b = 1; b <= perReplica; ++b) {
+          for (long long b : divisors) {
             if (perReplica % b != 0 || (f.microBatch && *f.microBatch != b)) continue;
             for (ir::Recompute rc : recomputes) {
               if (f.recompute && *f.recompute != rc) continue;
