@@ -109,10 +109,12 @@ void printTable(std::ostream& os, const std::vector<std::string>& header, const 
     for (std::size_t i = 0; i < r.cells.size() && i < w.size(); ++i) w[i] = std::max(w[i], r.cells[i].size());
   std::string line = " ";
   for (std::size_t i = 0; i < header.size(); ++i) line += " " + pad(header[i], w[i], right[i]);
+  while (!line.empty() && line.back() == ' ') line.pop_back();
   os << painter.paint(base::Style::Bold, line) << "\n";
   for (const auto& r : rows) {
     std::string l = " ";
     for (std::size_t i = 0; i < r.cells.size(); ++i) l += " " + pad(r.cells[i], w[i], right[i]);
+    while (!l.empty() && l.back() == ' ') l.pop_back();
     os << l << "\n";
   }
 }
