@@ -40,7 +40,7 @@ const char* kUsageText = R"(usage: ipu <command> [options] FILE
 Plan and simulate training on Graphcore IPU pods from `.ipu` scripts.
 
 commands:
-  check FILE      parse and check a script; report every error (silent when clean)
+  check FILE...   parse and check scripts; report every error (silent when clean)
   plan FILE       compile the script's runs into plans: placement per IPU, memory
                   per IPU against its capacity, batch figures, pipeline schedule
   fmt FILE...     format scripts in the canonical style (in place)
@@ -126,15 +126,50 @@ void showHookOutput(session::Session& s) {
   s.setHookOutput([](const std::string& hook, const std::string& line) { std::cerr << "[" << hook << "] " << line << "\n"; });
 }
 
+// Several files are checked one after the other in this process: the
+// standard library is loaded once (the prelude) and each file gets a session
+// of its own, so one file's declarations never leak into another's.
 int cmdCheck(const Options& o) {
-  if (o.files.size() != 1) return usage("`check` takes one script");
-  session::Session s;
-  showHookOutput(s);
-  auto file = s.readFile(o.files[0]);
-  // `check` runs the planner too, so that a mapping that cannot fit is a check error.
-  if (file) s.plan(*file);
-  printDiagnostics(s, o.json, o.color);
-  return s.diagnostics().hasErrors() ? kUserError : kOk;
+  if (o.files.empty()) return usage("`check` takes one or more scripts");
+  if (o.files.size() == 1) {
+    session::Session s;
+    showHookOutput(s);
+    auto file = s.readFile(o.files[0]);
+    // `check` runs the planner too, so that a mapping that cannot fit is a check error.
+    if (file) s.plan(*file);
+    printDiagnostics(s, o.json, o.color);
+    return s.diagnostics().hasErrors() ? kUserError : kOk;
+  }
+  bool errors = false;
+  ir::Json files = ir::Json::array();
+  long long errorCount = 0, warningCount = 0;
+  for (const auto& path : o.files) {
+    session::Session s;
+    showHookOutput(s);
+    if (auto file = s.readFile(path)) s.plan(*file);
+    const auto& diags = s.diagnostics();
+    errors = errors || diags.hasErrors();
+    if (o.json) {
+      ir::Json j = ir::Json::object();
+      j["file"] = path;
+      j["diagnostics"] = base::toJson(diags, s.sources());
+      j["errors"] = static_cast<long long>(diags.errorCount());
+      j["warnings"] = static_cast<long long>(diags.warningCount());
+      errorCount += static_cast<long long>(diags.errorCount());
+      warningCount += static_cast<long long>(diags.warningCount());
+      files.push(std::move(j));
+    } else {
+      printDiagnostics(s, false, o.color);
+    }
+  }
+  if (o.json) {
+    ir::Json j = ir::Json::object();
+    j["files"] = std::move(files);
+    j["errors"] = errorCount;
+    j["warnings"] = warningCount;
+    std::cout << j.dump() << "\n";
+  }
+  return errors ? kUserError : kOk;
 }
 
 int cmdPlan(const Options& o) {

@@ -39,6 +39,16 @@ void expandLayers(PhaseContext& ctx) {
   p.epochs = ph.epochs;
   p.parameters = ph.model->parameters;
   p.layers.clear();
+  const double scaleKey = p.pod.machine.chip.tiles;
+  if (ctx.expansions != nullptr) {
+    auto it = ctx.expansions->entries.find({ph.layers.get(), scaleKey});
+    if (it != ctx.expansions->entries.end()) {
+      p.layers = it->second->layers;
+      ctx.tiedPartners = it->second->tiedPartners;
+      ctx.codeClass = it->second->codeClass;
+      return;
+    }
+  }
   // A layer's `code` in the standard library is for a full 1,472-tile chip
   // (GC200, Bow). Code and vertex state live on every tile a layer uses, so a
   // chip with fewer tiles holds proportionally less.
@@ -87,6 +97,9 @@ void expandLayers(PhaseContext& ctx) {
         ctx.tiedPartners[i].push_back(static_cast<int>(k));
     }
   }
+  if (ctx.expansions != nullptr)
+    ctx.expansions->entries[{ph.layers.get(), scaleKey}] =
+        std::make_shared<const ExpandedLayers>(ExpandedLayers{ph.layers, p.layers, ctx.tiedPartners, ctx.codeClass});
 }
 
 }  // namespace ipu::plan

@@ -35,7 +35,8 @@ std::vector<Lever> tryLevers(const PhaseContext& ctx) {
   const hw::Pod& pod = ctx.plan.pod;
   const bool hasState = ctx.plan.optimizer.moments > 0 || ctx.plan.precision.masterWeights;
   auto attempt = [&](const std::string& text, ir::Mapping settings, const check::MappingSpec* mapping = nullptr) {
-    ir::PhasePlan p = planPhase(ctx.phase, mapping ? *mapping : ctx.mapping, settings, ctx.sources, nullptr, ctx.placement);
+    ir::PhasePlan p = planPhase(ctx.phase, mapping ? *mapping : ctx.mapping, settings, ctx.sources, nullptr, ctx.placement,
+                                 ctx.expansions);
     if (p.fits) out.push_back(Lever{text, peak(p)});
     return p.fits;
   };

@@ -7,6 +7,7 @@
 #include <map>
 #include <tuple>
 
+#include "interpreter/plan/expand_layers.h"
 #include "interpreter/plan/planner.h"
 #include "interpreter/search/layer_costs.h"
 #include "runtime/cost/cost_model.h"
@@ -406,7 +407,7 @@ class Searcher {
     settings.phases = 1;
     settings.weightsStreaming = settings.optimizerStateStreaming = settings.rtsWeights = settings.rtsOptimizerState = false;
     settings.recompute = rc;
-    ir::PhasePlan plan = plan::planPhase(*ph, spec, settings, sources_, nullptr, nullptr);
+    ir::PhasePlan plan = plan::planPhase(*ph, spec, settings, sources_, nullptr, nullptr, &expansions_);
     cost::PhaseEstimate e = cost::estimatePhase(plan);
     if (!e.ok || static_cast<int>(e.ipus.size()) != n_) return nullptr;
     for (const auto& ipu : e.ipus) out.push_back(ipu.forward + ipu.backward + ipu.recompute);
@@ -684,7 +685,7 @@ class Searcher {
     if (c.split == Split::Declared) ph->batch = phase_.batch;
     check::MappingSpec spec = mappingOf(phase_, c);
     ir::Mapping settings = spec.mapping;
-    ir::PhasePlan plan = plan::planPhase(*ph, spec, settings, sources_, nullptr, nullptr);
+    ir::PhasePlan plan = plan::planPhase(*ph, spec, settings, sources_, nullptr, nullptr, &expansions_);
     cost::PhaseEstimate e = cost::estimatePhase(plan);
     if (!e.ok) {
       if (problem != nullptr)
@@ -769,6 +770,7 @@ class Searcher {
   Clock::time_point start_;
   std::vector<Candidate> top_;
   std::map<int, Candidate> bestWithin_;  // Pareto row (most IPUs) -> fastest kept within it
+  plan::LayerExpansions expansions_;     // the planner's expanded layers, shared by the candidates of a micro batch
   std::optional<Candidate> leastMemory_;
   std::map<std::tuple<int, long long, int>, std::vector<double>> layerTimes_;
   double params_ = 0, weightBytes_ = 0, accumulatorBytes_ = 0, stateBytesPerParam_ = 0, codeBase_ = 0, capacity_ = 0;

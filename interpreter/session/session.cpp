@@ -13,6 +13,7 @@
 #include "interpreter/hooks/lua_placement.h"
 #include "interpreter/hooks/run_hooks.h"
 #include "interpreter/plan/codes.h"
+#include "interpreter/plan/expand_layers.h"
 #include "interpreter/plan/planner.h"
 #include "interpreter/search/search.h"
 #include "interpreter/syntax/codes.h"
@@ -54,6 +55,7 @@ const check::CheckedProgram* Session::check(base::FileId file) {
   placement_.reset();
   hooks_.reset();
   layerCosts_.reset();  // keyed by the old checker's model values
+  layerExpansions_.reset();
   root_ = file;
   checker_ = std::make_unique<check::Checker>(sources_, diags_, prelude_, &moduleCache_);
   program_ = checker_->checkFile(file);

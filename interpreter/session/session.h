@@ -23,6 +23,10 @@ namespace ipu::check {
 class LayerCostCache;
 }  // namespace ipu::check
 
+namespace ipu::plan {
+class LayerExpansions;
+}  // namespace ipu::plan
+
 namespace ipu::hooks {
 class HookSet;
 class LuaPlacement;
@@ -77,7 +81,8 @@ class Session {
   MappingVariant variantOf(std::size_t run = 0, std::size_t phase = 0) const;
   // Plan `variant` in place of that phase's mapping, without source text.
   // The session's diagnostics are left as they were.
-  PlannedVariant planVariant(const MappingVariant& variant, std::size_t run = 0, std::size_t phase = 0);
+  PlannedVariant planVariant(const MappingVariant& variant, std::size_t run = 0, std::size_t phase = 0,
+                             Detail detail = Detail::Full);
 
   // The checker of the last check: evaluation state for the REPL and tests.
   check::Checker* checker() { return checker_.get(); }
@@ -93,6 +98,7 @@ class Session {
   std::unique_ptr<check::Checker> checker_;
   std::unique_ptr<check::CheckedProgram> program_;
   std::unique_ptr<check::LayerCostCache> layerCosts_;  // for variants of the checked program
+  std::unique_ptr<plan::LayerExpansions> layerExpansions_;
   std::unique_ptr<ir::ExecutionPlan> plan_;
   std::unique_ptr<cost::Estimate> estimate_;
   std::function<void(const std::string&, const std::string&)> hookPrint_;

@@ -4,6 +4,7 @@
 #include "interpreter/check/codes.h"
 #include "interpreter/check/resolver.h"
 #include "interpreter/hooks/lua_placement.h"
+#include "interpreter/plan/expand_layers.h"
 #include "interpreter/plan/planner.h"
 #include "interpreter/session/session.h"
 
@@ -108,7 +109,7 @@ MappingVariant Session::variantOf(std::size_t run, std::size_t phase) const {
   return v;
 }
 
-PlannedVariant Session::planVariant(const MappingVariant& v, std::size_t run, std::size_t phase) {
+PlannedVariant Session::planVariant(const MappingVariant& v, std::size_t run, std::size_t phase, Detail detail) {
   PlannedVariant out;
   if (program_ == nullptr || checker_ == nullptr || run >= program_->runs.size() ||
       phase >= program_->runs[run].phases.size()) {
@@ -154,12 +155,14 @@ PlannedVariant Session::planVariant(const MappingVariant& v, std::size_t run, st
   check::PhaseSpec ph = base;
   ph.mapping = spec;
   if (!layerCosts_) layerCosts_ = std::make_unique<check::LayerCostCache>();
+  if (!layerExpansions_) layerExpansions_ = std::make_unique<plan::LayerExpansions>();
   const std::size_t before = diags_.all().size();
   check::Resolver resolver(checker_->evaluator());
   bool derived = resolver.rederive(ph, batch, *layerCosts_);
   out.diagnostics = diags_.splitOff(before);
   if (!derived) return out;
-  out.plan = plan::planPhase(ph, *spec, spec->mapping, sources_, &out.diagnostics, placement_.get());
+  out.plan = plan::planPhase(ph, *spec, spec->mapping, sources_, detail == Detail::Full ? &out.diagnostics : nullptr,
+                             placement_.get(), layerExpansions_.get());
   out.ok = true;
   return out;
 }

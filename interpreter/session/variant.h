@@ -55,6 +55,13 @@ struct MappingVariant {
   check::BatchRequest batch;          // two of micro batch, accumulation, global batch
 };
 
+// How much a plan explains itself. `Full`: the plan diagnostics a script
+// gets, including "does not fit" with the levers that would make it fit
+// (each lever is another plan, so this costs several plans when it does not
+// fit). `Verdict`: the plan and its `fits`, no diagnostics (what a search
+// needs; the plan is the same).
+enum class Detail { Full, Verdict };
+
 struct PlannedVariant {
   bool ok = false;                 // false: rejected before planning (see diagnostics)
   ir::PhasePlan plan;              // when ok; `plan.fits` says whether it fits
