@@ -30,6 +30,7 @@ expect 2 "unknown command" -- "$IPU" frobnicate x.ipu
 expect 2 "unknown option" -- "$IPU" check --bogus x.ipu
 expect 2 "check without a file" -- "$IPU" check
 expect 1 "missing file" -- "$IPU" check "$TMP/does-not-exist.ipu"
+grep -q "IPU0011" "$TMP/err" || { echo "FAIL: missing file not reported as IPU0011"; fail=1; }
 expect 0 "check several clean scripts in one call" -- "$IPU" check "$ROOT/examples/bert_large_pod16.ipu" "$ROOT/examples/tiny_bert.ipu"
 expect 1 "check several scripts, one missing: one exit code" -- "$IPU" check "$ROOT/examples/tiny_bert.ipu" "$TMP/does-not-exist.ipu"
 grep -q "does-not-exist.ipu" "$TMP/err" || { echo "FAIL: several files: the missing one is not reported"; fail=1; }
@@ -40,7 +41,6 @@ d = json.load(open(sys.argv[1]))
 assert [f["errors"] for f in d["files"]] == [0, 1] and d["errors"] == 1, d
 assert d["files"][1]["diagnostics"][0]["code"] == "IPU0011"
 ' "$TMP/out" || { echo "FAIL: several files --json: wrong document"; fail=1; }
-grep -q "IPU0011" "$TMP/err" || { echo "FAIL: missing file not reported as IPU0011"; fail=1; }
 
 printf 'import "std/pods"\n' > "$TMP/lib.ipu"
 expect 0 "check a module with no training" -- "$IPU" check "$TMP/lib.ipu"
