@@ -32,6 +32,16 @@ expect 2 "unknown option" -- "$IPU" check --bogus x.ipu
 expect 2 "check without a file" -- "$IPU" check
 expect 1 "missing file" -- "$IPU" check "$TMP/does-not-exist.ipu"
 grep -q "IPU0011" "$TMP/err" || { echo "FAIL: missing file not reported as IPU0011"; fail=1; }
+expect 0 "check several clean scripts in one call" -- "$IPU" check "$ROOT/examples/bert_large_pod16.ipu" "$ROOT/examples/tiny_bert.ipu"
+expect 1 "check several scripts, one missing: one exit code" -- "$IPU" check "$ROOT/examples/tiny_bert.ipu" "$TMP/does-not-exist.ipu"
+grep -q "does-not-exist.ipu" "$TMP/err" || { echo "FAIL: several files: the missing one is not reported"; fail=1; }
+expect 1 "check several scripts --json" -- "$IPU" check "$ROOT/examples/tiny_bert.ipu" "$TMP/does-not-exist.ipu" --json
+python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert [f["errors"] for f in d["files"]] == [0, 1] and d["errors"] == 1, d
+assert d["files"][1]["diagnostics"][0]["code"] == "IPU0011"
+' "$TMP/out" || { echo "FAIL: several files --json: wrong document"; fail=1; }
 
 printf 'import "std/pods"\n' > "$TMP/lib.ipu"
 expect 0 "check a module with no training" -- "$IPU" check "$TMP/lib.ipu"
@@ -198,6 +208,40 @@ events = [json.loads(l) for l in open(os.path.join(d, "events.jsonl"))]
 start = [e for e in events if e.get("event") == "phase_start" and e["phase"] == "long"][0]
 assert "/checkpoints/short/" in start["checkpoint"], start
 PY
+
+# ipu search (docs/search.md): the report, JSON, --write, usage errors, nothing fits.
+expect 0 "search the POD16 example" -- "$IPU" search "$ROOT/examples/bert_large_pod16.ipu" --top 3
+grep -q "candidates in" "$TMP/out" || { echo "FAIL: search report lacks its counts"; fail=1; }
+grep -q "yours (\`pod16\`)" "$TMP/out" || { echo "FAIL: search report does not compare with the script's mapping"; fail=1; }
+grep -q "IPUs against throughput" "$TMP/out" || { echo "FAIL: search report lacks the Pareto table"; fail=1; }
+[ -s "$TMP/err" ] && { echo "FAIL: search wrote to stderr without a terminal (a progress bar?)"; cat "$TMP/err"; fail=1; }
+expect 0 "search --json" -- "$IPU" search "$ROOT/examples/bert_large_pod16.ipu" --json --top 2 --max-ipus 8 --headroom 10%
+python3 -c "
+import json
+d=json.load(open('$TMP/out'))
+assert d['format']=='ipu-search/1', d['format']
+p=d['phases'][0]
+assert len(p['top'])==2 and p['max_ipus']==8
+for c in p['top']:
+    assert c['fits'] and c['ipus_used']<=8 and c['peak_memory_bytes']<=0.9*c['memory_capacity_bytes'], c
+assert p['top'][0]['step_time_s']<=p['top'][1]['step_time_s']
+assert sum(p['counts'][k] for k in ('evaluated','pruned_by_bound','pruned_by_memory'))>=p['counts']['space']
+assert p['declared']['name']=='pod16'
+" || { echo "FAIL: search --json is not the documented JSON"; fail=1; }
+expect 0 "search --write" -- "$IPU" search "$ROOT/examples/bert_large_pod16.ipu" --top 1 --write "$TMP/best.ipu"
+grep -q "^mapping pod16_searched for bert_large on POD16 {" "$TMP/best.ipu" || { echo "FAIL: --write did not write the mapping"; cat "$TMP/best.ipu"; fail=1; }
+{ cat "$ROOT/examples/bert_large_pod16.ipu"; cat "$TMP/best.ipu"; } > "$TMP/with_best.ipu"
+expect 0 "the written mapping checks in its script" -- "$IPU" check "$TMP/with_best.ipu"
+expect 1 "search --write does not overwrite" -- "$IPU" search "$ROOT/examples/bert_large_pod16.ipu" --write "$TMP/best.ipu"
+expect 2 "search without a script" -- "$IPU" search
+expect 2 "search with a bad objective" -- "$IPU" search "$ROOT/examples/bert_large_pod16.ipu" --objective fastest
+expect 2 "search with a bad --fix" -- "$IPU" search "$ROOT/examples/bert_large_pod16.ipu" --fix replicas=many
+expect 2 "search with a bad headroom" -- "$IPU" search "$ROOT/examples/bert_large_pod16.ipu" --headroom 120%
+expect 2 "search of a run that is not there" -- "$IPU" search "$ROOT/examples/bert_large_pod16.ipu" --run nope
+expect 1 "search of a broken script" -- "$IPU" search "$TMP/bad.ipu"
+expect 1 "search where nothing fits" -- "$IPU" search "$ROOT/examples/gpt3_175b_pod256.ipu" --max-ipus 4
+grep -q "nothing fits: the smallest peak found is" "$TMP/out" || { echo "FAIL: nothing-fits explanation missing"; cat "$TMP/out"; fail=1; }
+grep -q -- "--max-ipus 256" "$TMP/out" || { echo "FAIL: nothing-fits does not say which constraint to relax"; fail=1; }
 
 # Examples and the standard library are kept in canonical format.
 expect 0 "examples and stdlib are formatted" -- "$IPU" fmt --check "$ROOT"/examples/*.ipu "$ROOT"/stdlib/*.ipu "$ROOT"/stdlib/models/*.ipu

@@ -91,4 +91,14 @@ std::string didYouMean(const std::string& word, const std::vector<std::string>& 
   return s + "?";
 }
 
+Diagnostics Diagnostics::splitOff(std::size_t from) {
+  Diagnostics rest;
+  for (std::size_t i = from; i < items_.size(); ++i) {
+    if (items_[i].severity == Severity::Error) --errors_;
+    rest.add(std::move(items_[i]));
+  }
+  if (from < items_.size()) items_.erase(items_.begin() + static_cast<std::ptrdiff_t>(from), items_.end());
+  return rest;
+}
+
 }  // namespace ipu::base

@@ -53,6 +53,8 @@ class Diagnostics {
   const std::vector<Diagnostic>& all() const { return items_; }
   bool empty() const { return items_.empty(); }
   void clear() { items_.clear(); errors_ = 0; }
+  // Moves the diagnostics from index `from` on into a list of their own.
+  Diagnostics splitOff(std::size_t from);
   // Most tools stop after this many errors; beyond it, the rest are noise.
   static constexpr std::size_t kMaxErrors = 50;
   bool full() const { return errors_ >= kMaxErrors; }

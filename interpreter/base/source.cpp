@@ -63,7 +63,7 @@ std::string_view SourceFile::lineText(std::uint32_t line) const {
 }
 
 FileId SourceMap::add(std::string path, std::string text) {
-  files_.push_back(std::make_unique<SourceFile>(std::move(path), std::move(text)));
+  files_.push_back(std::make_shared<const SourceFile>(std::move(path), std::move(text)));
   return static_cast<FileId>(files_.size() - 1);
 }
 

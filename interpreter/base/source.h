@@ -63,6 +63,9 @@ struct FileText {
 };
 FileText readSourceFile(const std::string& path, std::size_t maxBytes = kMaxSourceBytes);
 
+// Copying a SourceMap shares its files (they are immutable): a session starts
+// as a copy of the prelude's map, so the standard library keeps the same ids
+// (and its spans stay valid) in every session.
 class SourceMap {
  public:
   FileId add(std::string path, std::string text);
@@ -71,7 +74,7 @@ class SourceMap {
   std::size_t size() const { return files_.size(); }
 
  private:
-  std::vector<std::unique_ptr<SourceFile>> files_;
+  std::vector<std::shared_ptr<const SourceFile>> files_;
 };
 
 }  // namespace ipu::base

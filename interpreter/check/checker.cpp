@@ -10,8 +10,8 @@
 
 namespace ipu::check {
 
-Checker::Checker(base::SourceMap& sources, base::Diagnostics& diags)
-    : sources_(sources), diags_(diags), loader_(std::make_unique<ModuleLoader>(sources, diags)),
+Checker::Checker(base::SourceMap& sources, base::Diagnostics& diags, const Prelude* prelude, ModuleCache* cache)
+    : sources_(sources), diags_(diags), loader_(std::make_unique<ModuleLoader>(sources, diags, prelude, cache)),
       evaluator_(std::make_unique<Evaluator>(diags, *loader_)) {}
 
 Checker::~Checker() = default;

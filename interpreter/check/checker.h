@@ -10,13 +10,17 @@
 #include "interpreter/base/source.h"
 #include "interpreter/check/evaluator.h"
 #include "interpreter/check/modules.h"
+#include "interpreter/check/prelude.h"
 #include "interpreter/check/program.h"
 
 namespace ipu::check {
 
 class Checker {
  public:
-  Checker(base::SourceMap& sources, base::Diagnostics& diags);
+  // `prelude`: the standard library to share (null: load it here); then
+  // `sources` must start with the prelude's files (a copy of its map).
+  // `cache`: parsed user modules to reuse across checks (may be null).
+  Checker(base::SourceMap& sources, base::Diagnostics& diags, const Prelude* prelude, ModuleCache* cache = nullptr);
   ~Checker();
 
   std::unique_ptr<CheckedProgram> checkFile(base::FileId root);

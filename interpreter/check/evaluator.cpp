@@ -7,6 +7,7 @@
 
 #include "interpreter/check/codes.h"
 #include "interpreter/check/model.h"
+#include "interpreter/check/prelude.h"
 
 namespace ipu::check {
 
@@ -174,6 +175,9 @@ Evaluator::~Evaluator() {
 ScopePtr Evaluator::scopePtrOf(const Module& module) {
   auto it = moduleScopes_.find(&module);
   if (it != moduleScopes_.end()) return it->second;
+  // The standard library's scopes are the prelude's: evaluated once, only read here.
+  if (module.standard && loader_.prelude() != nullptr)
+    if (ScopePtr shared = loader_.prelude()->scopeOf(module)) return shared;
   auto scope = std::make_shared<ModuleScope>(module, builtins_);
   moduleScopes_[&module] = scope;
   return scope;

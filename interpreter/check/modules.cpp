@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "interpreter/check/codes.h"
+#include "interpreter/check/prelude.h"
 #include "interpreter/check/stdlib_files.h"
 #include "interpreter/syntax/parser.h"
 
@@ -28,7 +29,18 @@ Module* ModuleLoader::load(std::string key, std::string name, base::FileId file,
   Module* raw = m.get();
   modules_.push_back(std::move(m));
   byKey_[raw->key] = raw;
-  raw->program = syntax::parse(sources_, file, diags_);
+  const ModuleCache::Entry* cached =
+      cache_ != nullptr && !standard ? cache_->find(raw->key, sources_.file(file).text()) : nullptr;
+  if (cached != nullptr) {
+    raw->file = cached->file;
+    raw->program = cached->program;
+  } else {
+    std::size_t before = diags_.all().size();
+    raw->program = syntax::parse(sources_, file, diags_);
+    // Only a clean parse is kept: a reuse must report what a parse would.
+    if (cache_ != nullptr && !standard && raw->program && diags_.all().size() == before)
+      cache_->put(raw->key, ModuleCache::Entry{sources_.file(file).text(), file, raw->program});
+  }
   loading_.push_back(raw);
   if (raw->program) loadImports(*raw);
   loading_.pop_back();
@@ -45,6 +57,7 @@ Module* ModuleLoader::loadRoot(base::FileId file) {
 }
 
 Module* ModuleLoader::loadStandard(const std::string& name) {
+  if (prelude_ != nullptr) return prelude_->module(name);
   if (auto it = byKey_.find(name); it != byKey_.end()) return it->second;
   for (const auto& f : stdlibFiles())
     if (name == f.module) {
@@ -68,6 +81,17 @@ Module* ModuleLoader::resolve(const syntax::ImportItem& imp, const Module& from)
   bool standard = path.rfind("std/", 0) == 0 || path == "std";
   base::FileId file = base::kNoFile;
   std::string text;
+  if (standard && prelude_ != nullptr) {
+    // The prelude's modules only import each other: no cycle through user modules.
+    if (Module* m = prelude_->module(path)) return m;
+    std::string help = base::didYouMean(path, standardModuleNames());
+    if (help.empty()) {
+      help = "the standard library has:";
+      for (const auto& n : standardModuleNames()) help += " `" + n + "`";
+    }
+    diags_.error(code::kModuleNotFound, imp.pathSpan, "no standard module `" + path + "`", help);
+    return nullptr;
+  }
   if (standard) {
     key = path;
     if (!byKey_.count(key)) {
@@ -146,7 +170,10 @@ Module* ModuleLoader::resolve(const syntax::ImportItem& imp, const Module& from)
       return nullptr;
     }
   if (auto it = byKey_.find(key); it != byKey_.end()) return it->second;
-  file = sources_.add(standard ? path + ".ipu" : path, std::move(text));
+  if (const ModuleCache::Entry* cached = cache_ != nullptr && !standard ? cache_->find(key, text) : nullptr)
+    file = cached->file;  // unchanged since the last check: its file and parse are reused
+  else
+    file = sources_.add(standard ? path + ".ipu" : path, std::move(text));
   return load(key, path, file, standard);
 }
 

@@ -2,6 +2,9 @@
 // embedded standard library; any other path is a file relative to the
 // importing script (".ipu" may be omitted). The loader parses each module once,
 // reports missing modules with "did you mean" and import cycles with the chain.
+// With a prelude (prelude.h), standard modules are the prelude's, parsed once
+// per process; user modules are parsed here, or taken from a ModuleCache when
+// their path and text are those of an earlier parse.
 #pragma once
 
 #include <map>
@@ -19,14 +22,42 @@ struct Module {
   std::string name;      // "std/models/bert" or the file path as given
   std::string key;       // canonical identity (std name, or absolute path)
   base::FileId file = base::kNoFile;
-  std::unique_ptr<syntax::Program> program;  // null when it failed to parse
+  std::shared_ptr<const syntax::Program> program;  // null when it failed to parse
   bool standard = false;
   std::vector<std::pair<const syntax::ImportItem*, Module*>> imports;
 };
 
+class Prelude;
+
+// Parsed user modules kept across checks of one session: a module is parsed
+// again only when its text changed. Keyed by canonical path; an entry is
+// reused when the text is the same (the FileId it was parsed under stays
+// valid: a session's source map only grows).
+class ModuleCache {
+ public:
+  struct Entry {
+    std::string text;
+    base::FileId file = base::kNoFile;
+    std::shared_ptr<const syntax::Program> program;
+  };
+  const Entry* find(const std::string& key, const std::string& text) const {
+    auto it = entries_.find(key);
+    return it != entries_.end() && it->second.text == text ? &it->second : nullptr;
+  }
+  void put(const std::string& key, Entry e) { entries_[key] = std::move(e); }
+  void clear() { entries_.clear(); }
+
+ private:
+  std::map<std::string, Entry> entries_;
+};
+
 class ModuleLoader {
  public:
-  ModuleLoader(base::SourceMap& sources, base::Diagnostics& diags) : sources_(sources), diags_(diags) {}
+  // `prelude`: the standard library to share (null: parse it here, as the
+  // prelude itself does). `cache`: parsed user modules to reuse (may be null).
+  ModuleLoader(base::SourceMap& sources, base::Diagnostics& diags, const Prelude* prelude, ModuleCache* cache = nullptr)
+      : sources_(sources), diags_(diags), prelude_(prelude), cache_(cache) {}
+  const Prelude* prelude() const { return prelude_; }
 
   // Parse `file` (already in the source map) and everything it imports.
   Module* loadRoot(base::FileId file);
@@ -43,6 +74,8 @@ class ModuleLoader {
 
   base::SourceMap& sources_;
   base::Diagnostics& diags_;
+  const Prelude* prelude_ = nullptr;
+  ModuleCache* cache_ = nullptr;
   std::vector<std::unique_ptr<Module>> modules_;
   std::map<std::string, Module*> byKey_;
   std::vector<Module*> loading_;  // the import chain, for cycle reports

@@ -7,6 +7,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,15 @@ struct StageSpec {
   std::vector<int> leaves;  // indices into the model's layers
 };
 
+// `search { ... }` in a mapping: the mapping is chosen by the mapping search
+// for each phase that uses it (the session runs it after checking).
+struct SearchSpec {
+  std::string objective = "throughput";  // throughput, time_to_train, throughput_per_ipu
+  int maxIpus = 0;                       // 0: the pod's
+  double headroom = 0;
+  Span span;
+};
+
 struct MappingSpec {
   std::string name;
   Span span;
@@ -44,6 +54,7 @@ struct MappingSpec {
   std::string luaFunction;
   bool placementErrors = false;   // the pipeline had errors: checks that build on it are skipped
   ir::Mapping mapping;            // t, r, phases, recompute, offload, RTS, AMP
+  std::optional<SearchSpec> search;  // chosen by a search (the fields written beside it stay fixed)
   Span spanOf(const std::string& field) const;
 };
 
@@ -79,7 +90,13 @@ struct PhaseSpec {
   ir::Batch batch;
   long long seqLen = 0, maskedTokens = 0, imageSize = 0, steps = 0;
   double epochs = 0;
-  std::vector<LayerFacts> layers;  // the model's layers costed for this phase
+  // The model's layers costed for this phase (shared: variants with the same
+  // micro batch and shapes reuse them, see LayerCostCache).
+  std::shared_ptr<const std::vector<LayerFacts>> layers = std::make_shared<std::vector<LayerFacts>>();
+  // What re-deriving the phase for a mapping variant needs (Resolver::rederive):
+  // the model's closure and the learning rate as written.
+  std::shared_ptr<const ModelValue> modelValue;
+  Value lrValue;
   Span lrSpan;                     // where `lr` was written (its `lua NAME` for a Lua schedule)
   Span lossScaleSpan;              // where the precision's `loss_scale` was written
 };

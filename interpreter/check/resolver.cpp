@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "interpreter/check/batch.h"
 #include "interpreter/check/codes.h"
 
 namespace ipu::check {
@@ -50,17 +51,6 @@ bool flag(const Record& rec, const std::string& name, bool dflt) {
 ir::DType dtype(const std::string& s) { return s == "fp16" ? ir::DType::FP16 : ir::DType::FP32; }
 
 bool isPowerOfTwo(long long n) { return n > 0 && (n & (n - 1)) == 0; }
-
-std::string commas(long long n) {
-  std::string s = std::to_string(n), out;
-  int count = 0;
-  for (auto it = s.rbegin(); it != s.rend(); ++it) {
-    if (count && count % 3 == 0 && *it != '-') out.insert(out.begin(), ',');
-    out.insert(out.begin(), *it);
-    ++count;
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -326,6 +316,15 @@ std::shared_ptr<const MappingSpec> Resolver::mapping(const Value& v) {
     else note(*rts);
   }
 
+  if (const Value* sv = rec.get("search"); sv != nullptr && sv->kind == ValueKind::Record) {
+    SearchSpec search;
+    search.objective = sym(*sv->record, "objective", "throughput");
+    search.maxIpus = static_cast<int>(num(*sv->record, "max_ipus", 0));
+    search.headroom = num(*sv->record, "headroom", 0);
+    search.span = spec->spanOf("search");
+    spec->search = search;
+  }
+
   // Placement.
   const Value* pipe = rec.get("pipeline");
   if (pipe == nullptr || pipe->isUnknown()) {
@@ -405,7 +404,8 @@ std::shared_ptr<const MappingSpec> Resolver::mapping(const Value& v) {
                   "each replica uses " + std::to_string(perReplica) +
                       " IPUs, not a power of two: the partition rounds up and the rest idle",
                   "a pipeline over a power-of-two number of IPUs uses them all");
-    if (used < pd.ipus() && mp.replicas * 2 * perReplica <= pd.ipus() && !rec.hadErrors && !spec->placementErrors)
+    if (used < pd.ipus() && mp.replicas * 2 * perReplica <= pd.ipus() && !rec.hadErrors && !spec->placementErrors &&
+        rec.get("search") == nullptr)  // a search chooses how many IPUs to use
       ev_.warning(code::kPodUnderused, spec->spanOf("replicas"),
                   "mapping `" + rec.name + "` uses " + std::to_string(used) + " of `" + pd.name + "`'s " +
                       std::to_string(pd.ipus()) + " IPUs",
@@ -507,7 +507,6 @@ bool Resolver::batch(const Record& ph, const Record& tr, const MappingSpec& mapp
   const Value* gb = phaseField(ph, tr, "global_batch");
   long long r = mapping.mapping.replicas;
   out.replicas = r;
-  int given = (mb != nullptr) + (ga != nullptr) + (gb != nullptr);
   auto ll = [](const Value* v) { return static_cast<long long>(v->number); };
   // Each figure is bounded by its schema; their product must be too.
   double samples = (mb ? mb->number : 1) * (ga ? ga->number : 1) * static_cast<double>(r);
@@ -516,62 +515,15 @@ bool Resolver::batch(const Record& ph, const Record& tr, const MappingSpec& mapp
               "the batch of phase `" + ph.name + "` is beyond 10^15 samples per step", "check the figures for a typo");
     return false;
   }
-  if (given < 2) {
-    ev_.error(code::kBatchUnderdetermined, at,
-              "phase `" + ph.name + "` needs two of `micro_batch`, `gradient_accumulation` and `global_batch`" +
-                  (given == 1 ? std::string(" (it sets one)") : std::string(" (it sets none)")),
-              "global_batch = micro_batch x gradient_accumulation x replicas; give any two and the third is derived");
-    return false;
-  }
-  if (given == 3) {
-    out.microBatch = ll(mb);
-    out.gradientAccumulation = ll(ga);
-    out.globalBatch = ll(gb);
-    long long product = out.microBatch * out.gradientAccumulation * r;
-    if (product != out.globalBatch) {
-      ev_.error(code::kBatchInconsistent, phaseFieldSpan(ph, tr, "global_batch", at),
-                "global batch does not add up: micro_batch x gradient_accumulation x replicas = " +
-                    commas(out.microBatch) + " x " + commas(out.gradientAccumulation) + " x " + std::to_string(r) + " = " +
-                    commas(product) + ", not " + commas(out.globalBatch),
-                "give only two of the three and let the third be derived");
-      return false;
-    }
-    out.derived = "none";
-    return true;
-  }
-  if (gb == nullptr) {
-    out.microBatch = ll(mb);
-    out.gradientAccumulation = ll(ga);
-    out.globalBatch = out.microBatch * out.gradientAccumulation * r;
-    out.derived = "global_batch";
-    return true;
-  }
-  long long global = ll(gb);
-  long long other = mb != nullptr ? ll(mb) : ll(ga);
-  long long divisor = other * r;
-  const char* derivedName = mb != nullptr ? "gradient_accumulation" : "micro_batch";
-  if (divisor <= 0 || global % divisor != 0 || global / divisor < 1) {
-    long long below = divisor > 0 ? (global / divisor) * divisor : 0;
-    long long above = below + divisor;
-    std::string help = "nearest global batches that divide evenly: ";
-    if (below > 0) help += commas(below) + " (" + derivedName + " " + commas(below / divisor) + ") or ";
-    help += commas(above) + " (" + derivedName + " " + commas(above / divisor) + ")";
-    ev_.error(code::kBatchIndivisible, phaseFieldSpan(ph, tr, "global_batch", at),
-              "global batch " + commas(global) + " is not a multiple of " + (mb != nullptr ? "micro_batch" : "gradient_accumulation") +
-                  " x replicas = " + commas(other) + " x " + std::to_string(r) + " = " + commas(divisor),
-              help);
-    return false;
-  }
-  if (mb != nullptr) {
-    out.microBatch = other;
-    out.gradientAccumulation = global / divisor;
-  } else {
-    out.gradientAccumulation = other;
-    out.microBatch = global / divisor;
-  }
-  out.globalBatch = global;
-  out.derived = derivedName;
-  return true;
+  BatchRequest request;
+  if (mb != nullptr) request.microBatch = ll(mb);
+  if (ga != nullptr) request.gradientAccumulation = ll(ga);
+  if (gb != nullptr) request.globalBatch = ll(gb);
+  BatchProblem problem = deriveBatch(request, r, ph.name, out);
+  if (problem.code == nullptr) return true;
+  ev_.error(problem.code, problem.field.empty() ? at : phaseFieldSpan(ph, tr, problem.field.c_str(), at), problem.message,
+            problem.help);
+  return false;
 }
 
 bool Resolver::schedule(const Value& v, const PhaseSpec& ph, ir::LrSchedule& out) {
@@ -798,26 +750,53 @@ bool Resolver::phase(const Record& tr, const PhaseEntry& entry, const std::vecto
   if (!ok) return false;
 
   // Cost the model's layers for this phase.
+  out.modelValue = mapv->record->get("model")->model;
+  out.lrValue = *lr;
+  return costLayers(out, entry.nameSpan, nullptr);
+}
+
+bool Resolver::costLayers(PhaseSpec& out, Span phaseSpan, LayerCostCache* cache) {
+  LayerCostCache::Key key{out.modelValue.get(), out.batch.microBatch, out.seqLen, out.maskedTokens, out.imageSize};
+  if (cache != nullptr)
+    if (auto hit = cache->find(key)) {
+      out.layers = std::move(hit);
+      return true;
+    }
   PhaseContext ctx;
   ctx.structural = false;
-  ctx.phaseName = entry.name;
-  ctx.phaseSpan = entry.nameSpan;
+  ctx.phaseName = out.name;
+  ctx.phaseSpan = phaseSpan;
   ctx.microBatch = Value::integral(out.batch.microBatch);
   if (out.seqLen > 0) ctx.seqLen = Value::integral(out.seqLen);
   if (out.maskedTokens > 0) ctx.maskedTokens = Value::integral(out.maskedTokens);
   if (out.imageSize > 0) ctx.imageSize = Value::integral(out.imageSize);
-  const Value* mv = mapv->record->get("model");
-  auto st = expandModel(ev_, *mv->model, ctx);
+  auto st = expandModel(ev_, *out.modelValue, ctx);
   if (st->leaves.size() != out.model->structure->leaves.size()) {
-    ev_.error(code::kPhaseVariable, entry.nameSpan,
-              "in phase `" + entry.name + "`, `" + out.model->name + "` has " + std::to_string(st->leaves.size()) +
+    ev_.error(code::kPhaseVariable, phaseSpan,
+              "in phase `" + out.name + "`, `" + out.model->name + "` has " + std::to_string(st->leaves.size()) +
                   " layers instead of " + std::to_string(out.model->structure->leaves.size()),
               "a model's layers cannot depend on micro_batch, seq_len, masked_tokens or image_size");
     return false;
   }
   std::size_t before = ev_.diags().errorCount();
-  for (const auto& leaf : st->leaves) out.layers.push_back(layerFacts(ev_, leaf, ctx));
-  return ev_.diags().errorCount() == before;
+  auto layers = std::make_shared<std::vector<LayerFacts>>();
+  layers->reserve(st->leaves.size());
+  for (const auto& leaf : st->leaves) layers->push_back(layerFacts(ev_, leaf, ctx));
+  out.layers = layers;
+  if (ev_.diags().errorCount() != before) return false;
+  if (cache != nullptr) cache->put(key, out.layers);
+  return true;
+}
+
+bool Resolver::rederive(PhaseSpec& ph, const ir::Batch& batch, LayerCostCache& cache) {
+  const std::size_t before = ev_.diags().errorCount();
+  ph.batch = batch;
+  if (ph.epochs > 0 && ph.dataset.samples > 0 && batch.globalBatch > 0)
+    ph.steps = static_cast<long long>(
+        std::ceil(ph.epochs * ph.dataset.samples / (static_cast<double>(batch.globalBatch) * ph.dataset.sequencesPerPack)));
+  ph.lr = ir::LrSchedule{};
+  if (!schedule(ph.lrValue, ph, ph.lr) && ev_.diags().errorCount() != before) return false;
+  return costLayers(ph, ph.span, &cache);
 }
 
 bool Resolver::training(const Record& rec, TrainingSpec& out) {

@@ -127,8 +127,8 @@ Field opt(std::string name, Type t, Value d, std::string doc, std::string defaul
 const std::vector<std::string> kDtypes = {"fp16", "fp32"};
 
 struct Schemas {
-  Schema flopsPerCycle, calibration, chip, machine, pod, flops, layer, mapping, precision, lossScale, optimizer, dataset, training,
-      phase, hook;
+  Schema flopsPerCycle, calibration, chip, machine, pod, flops, layer, mapping, search, precision, lossScale, optimizer, dataset,
+      training, phase, hook;
   std::vector<const Schema*> all;
 
   Schemas() {
@@ -233,6 +233,14 @@ struct Schemas {
     Type amp;
     amp.kind = TypeKind::Fraction;
     amp.orList = true;
+    search.kind = "search";
+    search.fields = {
+        opt("objective", enumOf({"throughput", "time_to_train", "throughput_per_ipu"}), Value::symbol("throughput"),
+            "what the chosen mapping is best at"),
+        opt("max_ipus", whole(true, Dim::none(), kMaxCount), Value(), "use at most this many IPUs", "the pod's"),
+        opt("headroom", simple(TypeKind::Fraction), Value::num(0), "share of every IPU's memory to keep free"),
+    };
+
     mapping.kind = "mapping";
     mapping.fields = {
         req("model", simple(TypeKind::Model), "the model it maps (also written `mapping m for MODEL on POD`)"),
@@ -253,6 +261,10 @@ struct Schemas {
             "shard identical tensors across replicas (RTS)"),
         opt("available_memory_proportion", amp, Value::num(0.6),
             "share of tile memory matmuls and convolutions may use for temporaries, overall or per IPU"),
+        opt("search", structOf(&search), Value(),
+            "let `ipu` choose the mapping: the fastest that fits each phase using it (docs/search.md); "
+            "the settings written beside it are kept fixed",
+            "none"),
     };
 
     lossScale.kind = "loss_scale";
@@ -335,7 +347,7 @@ struct Schemas {
     hook.kind = "hook";
     hook.fields = {req("lua", simple(TypeKind::Lua), "the hook's Lua code")};
 
-    all = {&chip, &machine, &pod, &layer, &flops, &mapping, &precision, &lossScale, &optimizer, &dataset,
+    all = {&chip, &machine, &pod, &layer, &flops, &mapping, &search, &precision, &lossScale, &optimizer, &dataset,
            &training, &phase, &hook, &flopsPerCycle, &calibration};
   }
 };

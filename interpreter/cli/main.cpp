@@ -20,6 +20,7 @@
 #include "interpreter/cli/output_file.h"
 #include "interpreter/cli/report_command.h"
 #include "interpreter/cli/runs_command.h"
+#include "interpreter/cli/search_command.h"
 #include "interpreter/repl/repl.h"
 #include "interpreter/report/estimate_report.h"
 #include "interpreter/report/plan_report.h"
@@ -43,11 +44,13 @@ const char* kUsageText = R"(usage: ipu <command> [options] FILE
 Plan and simulate training on Graphcore IPU pods from `.ipu` scripts.
 
 commands:
-  check FILE      parse and check a script; report every error (silent when clean)
+  check FILE...   parse and check scripts; report every error (silent when clean)
   plan FILE       compile the script's runs into plans: placement per IPU, memory
                   per IPU against its capacity, batch figures, pipeline schedule
   fmt FILE...     format scripts in the canonical style (in place)
   estimate FILE   predict step time, throughput and time to train of every phase
+  search FILE     find the fastest mappings of each phase that fit (docs/search.md;
+                  `ipu search --help` lists its options)
   calibrate TABLE fit the cost model to measured throughput (a CSV table; see
                   docs/cost-model.md) and print the parameters as an .ipu module
   run FILE        train the script's runs on the emulator (small models), with a
@@ -146,15 +149,50 @@ void showHookOutput(session::Session& s) {
   s.setHookOutput([](const std::string& hook, const std::string& line) { std::cerr << "[" << hook << "] " << base::printable(line) << "\n"; });
 }
 
+// Several files are checked one after the other in this process: the
+// standard library is loaded once (the prelude) and each file gets a session
+// of its own, so one file's declarations never leak into another's.
 int cmdCheck(const Options& o) {
-  if (o.files.size() != 1) return usage("`check` takes one script");
-  session::Session s;
-  showHookOutput(s);
-  auto file = s.readFile(o.files[0]);
-  // `check` runs the planner too, so that a mapping that cannot fit is a check error.
-  if (file) s.plan(*file);
-  printDiagnostics(s, o.json, o.color);
-  return s.diagnostics().hasErrors() ? kUserError : kOk;
+  if (o.files.empty()) return usage("`check` takes one or more scripts");
+  if (o.files.size() == 1) {
+    session::Session s;
+    showHookOutput(s);
+    auto file = s.readFile(o.files[0]);
+    // `check` runs the planner too, so that a mapping that cannot fit is a check error.
+    if (file) s.plan(*file);
+    printDiagnostics(s, o.json, o.color);
+    return s.diagnostics().hasErrors() ? kUserError : kOk;
+  }
+  bool errors = false;
+  ir::Json files = ir::Json::array();
+  long long errorCount = 0, warningCount = 0;
+  for (const auto& path : o.files) {
+    session::Session s;
+    showHookOutput(s);
+    if (auto file = s.readFile(path)) s.plan(*file);
+    const auto& diags = s.diagnostics();
+    errors = errors || diags.hasErrors();
+    if (o.json) {
+      ir::Json j = ir::Json::object();
+      j["file"] = path;
+      j["diagnostics"] = base::toJson(diags, s.sources());
+      j["errors"] = static_cast<long long>(diags.errorCount());
+      j["warnings"] = static_cast<long long>(diags.warningCount());
+      errorCount += static_cast<long long>(diags.errorCount());
+      warningCount += static_cast<long long>(diags.warningCount());
+      files.push(std::move(j));
+    } else {
+      printDiagnostics(s, false, o.color);
+    }
+  }
+  if (o.json) {
+    ir::Json j = ir::Json::object();
+    j["files"] = std::move(files);
+    j["errors"] = errorCount;
+    j["warnings"] = warningCount;
+    std::cout << j.dump() << "\n";
+  }
+  return errors ? kUserError : kOk;
 }
 
 int cmdPlan(const Options& o) {
@@ -390,7 +428,7 @@ int main(int argc, char** argv) {
     std::cerr << kUsageText;
     return kUsage;
   }
-  // `runs` and `report` parse their own arguments (interpreter/cli/runs_command.h, report_command.h).
+  // `runs`, `report` and `search` parse their own arguments (interpreter/cli/runs_command.h, report_command.h, search_command.h).
   static const std::vector<std::string> kTakesValue{"--timeline-svg", "-o", "--output", "--runs-dir", "--threads", "--steps",
                                                    "--checkpoint-every", "--format", "--color", "--store"};
   for (std::size_t i = 0; i < args.size(); ++i) {
@@ -403,6 +441,7 @@ int main(int argc, char** argv) {
     rest.erase(rest.begin() + static_cast<long>(i));
     if (args[i] == "runs") return cli::runsCommand(rest);
     if (args[i] == "report") return cli::reportCommand(rest);
+    if (args[i] == "search") return cli::searchCommand(rest);
     break;
   }
   Options o;
@@ -514,6 +553,6 @@ int main(int argc, char** argv) {
     return repl::runRepl(ro);
   }
   if (o.command == "run") return cmdRun(o);
-  std::string hint = base::didYouMean(o.command, {"check", "plan", "fmt", "estimate", "calibrate", "run", "repl", "runs", "report"});
+  std::string hint = base::didYouMean(o.command, {"check", "plan", "fmt", "estimate", "search", "calibrate", "run", "repl", "runs", "report"});
   return usage("unknown command `" + o.command + "`" + (hint.empty() ? "" : "; " + hint));
 }

@@ -8,6 +8,9 @@ const std::vector<base::CodeInfo>& planCodes() {
       {code::kStreamingOverflow, "an IPU needs more Streaming Memory than its machine provides"},
       {code::kTiedApart, "a layer sharing weights with one on another IPU duplicates them (warning)"},
       {code::kBadPlacement, "a Lua placement puts a layer outside the IPUs available or leaves an IPU empty"},
+      {code::kSearchNothingFits, "a mapping's `search` found no mapping that fits"},
+      {code::kSearchNeedsGlobalBatch, "a phase using a searched mapping does not give its `global_batch`"},
+      {code::kSearchChose, "what a mapping's `search` chose for a phase (note)"},
   };
   return codes;
 }

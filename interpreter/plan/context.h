@@ -12,6 +12,8 @@
 
 namespace ipu::plan {
 
+class LayerExpansions;
+
 struct PhaseContext {
   const check::PhaseSpec& phase;
   const check::MappingSpec& mapping;   // placement as the script wrote it (or a variant)
@@ -26,6 +28,7 @@ struct PhaseContext {
   std::vector<int> codeClass;
   PlacementFunction* placement = nullptr;  // for `pipeline: lua f` (null: none available)
   bool placementFailed = false;            // no placement to judge (the Lua function failed)
+  LayerExpansions* expansions = nullptr;   // expanded layers to reuse across variants (may be null)
 };
 
 ir::SourceRef sourceRef(const base::SourceMap& sources, base::Span span);

@@ -1,5 +1,6 @@
 #include "interpreter/plan/expand_layers.h"
 
+#include <cstring>
 #include <map>
 
 namespace ipu::plan {
@@ -38,12 +39,22 @@ void expandLayers(PhaseContext& ctx) {
   p.epochs = ph.epochs;
   p.parameters = ph.model->parameters;
   p.layers.clear();
+  const double scaleKey = p.pod.machine.chip.tiles;
+  if (ctx.expansions != nullptr) {
+    auto it = ctx.expansions->entries.find({ph.layers.get(), scaleKey});
+    if (it != ctx.expansions->entries.end()) {
+      p.layers = it->second->layers;
+      ctx.tiedPartners = it->second->tiedPartners;
+      ctx.codeClass = it->second->codeClass;
+      return;
+    }
+  }
   // A layer's `code` in the standard library is for a full 1,472-tile chip
   // (GC200, Bow). Code and vertex state live on every tile a layer uses, so a
   // chip with fewer tiles holds proportionally less.
   constexpr double kCodeReferenceTiles = 1472;
   const double codeScale = p.pod.machine.chip.tiles > 0 ? p.pod.machine.chip.tiles / kCodeReferenceTiles : 1.0;
-  for (const auto& f : ph.layers) {
+  for (const auto& f : *ph.layers) {
     ir::Layer l;
     l.name = f.path;
     l.op = f.op;
@@ -71,7 +82,13 @@ void expandLayers(PhaseContext& ctx) {
   for (std::size_t i = 0; i < n; ++i) {
     const ir::Layer& l = p.layers[i];
     std::string key = l.definition;
-    for (const auto& a : l.attributes) key += "|" + a.name + "=" + std::to_string(a.number) + a.text;
+    // The number's bytes, not its decimal text: this runs for every plan the
+    // mapping search makes, and formatting doubles dominated it.
+    for (const auto& a : l.attributes) {
+      char bits[sizeof(double)];
+      std::memcpy(bits, &a.number, sizeof bits);
+      key.append("|").append(a.name).append("=").append(bits, sizeof bits).append(a.text);
+    }
     ctx.codeClass[i] = classes.emplace(key, static_cast<int>(classes.size())).first->second;
     if (l.tiedTo.empty()) continue;
     for (std::size_t k = 0; k < n; ++k) {
@@ -80,6 +97,9 @@ void expandLayers(PhaseContext& ctx) {
         ctx.tiedPartners[i].push_back(static_cast<int>(k));
     }
   }
+  if (ctx.expansions != nullptr)
+    ctx.expansions->entries[{ph.layers.get(), scaleKey}] =
+        std::make_shared<const ExpandedLayers>(ExpandedLayers{ph.layers, p.layers, ctx.tiedPartners, ctx.codeClass});
 }
 
 }  // namespace ipu::plan

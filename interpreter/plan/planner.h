@@ -12,6 +12,8 @@
 
 namespace ipu::plan {
 
+class LayerExpansions;
+
 // `placement` answers `pipeline: lua f` (null when no Lua hooks are loaded:
 // such mappings are then reported as unplaceable).
 ir::ExecutionPlan planProgram(const check::CheckedProgram& program, const base::SourceMap& sources,
@@ -19,7 +21,9 @@ ir::ExecutionPlan planProgram(const check::CheckedProgram& program, const base::
 
 // One phase with the given mapping settings (a lever variant when they differ
 // from the script's). `diags` may be null: then nothing is reported.
+// `expansions`: expanded layers to reuse across variants of the phase (may be null).
 ir::PhasePlan planPhase(const check::PhaseSpec& phase, const check::MappingSpec& mapping, const ir::Mapping& settings,
-                        const base::SourceMap& sources, base::Diagnostics* diags, PlacementFunction* placement = nullptr);
+                        const base::SourceMap& sources, base::Diagnostics* diags, PlacementFunction* placement = nullptr,
+                        LayerExpansions* expansions = nullptr);
 
 }  // namespace ipu::plan

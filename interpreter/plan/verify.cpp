@@ -38,7 +38,7 @@ std::vector<Lever> tryLevers(const PhaseContext& ctx) {
   auto attempt = [&](const std::string& text, ir::Mapping settings, const check::MappingSpec* mapping = nullptr,
                      const check::PhaseSpec* phase = nullptr) {
     ir::PhasePlan p = planPhase(phase ? *phase : ctx.phase, mapping ? *mapping : ctx.mapping, settings, ctx.sources,
-                                nullptr, ctx.placement);
+                                nullptr, ctx.placement, ctx.expansions);
     if (p.fits) out.push_back(Lever{text, peak(p)});
     return p.fits;
   };

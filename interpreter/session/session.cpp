@@ -8,16 +8,20 @@
 #include <sys/stat.h>
 
 #include "interpreter/check/codes.h"
+#include "interpreter/check/resolver.h"
 #include "interpreter/hooks/hook_set.h"
 #include "interpreter/hooks/lua_placement.h"
 #include "interpreter/hooks/run_hooks.h"
+#include "interpreter/plan/codes.h"
+#include "interpreter/plan/expand_layers.h"
 #include "interpreter/plan/planner.h"
 #include "interpreter/session/declarations.h"
+#include "interpreter/search/search.h"
 #include "interpreter/syntax/codes.h"
 
 namespace ipu::session {
 
-Session::Session() = default;
+Session::Session() : prelude_(&check::Prelude::get()), sources_(prelude_->sources()) {}
 Session::~Session() = default;
 
 std::optional<base::FileId> Session::readFile(const std::string& path) {
@@ -51,8 +55,10 @@ base::FileId Session::addSource(std::string name, std::string text) { return sou
 const check::CheckedProgram* Session::check(base::FileId file) {
   placement_.reset();
   hooks_.reset();
+  layerCosts_.reset();  // keyed by the old checker's model values
+  layerExpansions_.reset();
   root_ = file;
-  checker_ = std::make_unique<check::Checker>(sources_, diags_);
+  checker_ = std::make_unique<check::Checker>(sources_, diags_, prelude_, &moduleCache_);
   program_ = checker_->checkFile(file);
   if (program_) {
     // Loading runs each hook's top level (in its sandbox) and resolves the
@@ -61,7 +67,101 @@ const check::CheckedProgram* Session::check(base::FileId file) {
     placement_ = std::make_unique<hooks::LuaPlacement>(*hooks_);
   }
   if (diags_.hasErrors()) return nullptr;
+  resolveSearches();
+  if (diags_.hasErrors()) return nullptr;
   return program_.get();
+}
+
+// Mappings declared with `search { ... }` become, for each phase that uses
+// them, the fastest mapping that fits that phase (interpreter/search); what
+// was chosen is reported as a note.
+void Session::resolveSearches() {
+  for (auto& run : program_->runs)
+    for (auto& phase : run.phases) {
+      if (phase.mapping == nullptr || !phase.mapping->search) continue;
+      const check::MappingSpec& m = *phase.mapping;
+      const check::SearchSpec& spec = *m.search;
+      const base::Span at = spec.span;
+      if (phase.batch.derived == "global_batch") {
+        diags_.error(plan::code::kSearchNeedsGlobalBatch, phase.span,
+                     "phase `" + phase.name + "` uses `" + m.name + "`, whose mapping is searched, but does not give its `global_batch`",
+                     "give `global_batch` and `micro_batch` (a starting point): the search keeps the global batch and "
+                     "chooses micro batch, accumulation and replicas");
+        continue;
+      }
+      search::Options o;
+      o.objective = search::objectiveNamed(spec.objective).value_or(search::Objective::Throughput);
+      o.maxIpus = spec.maxIpus;
+      o.headroom = spec.headroom;
+      o.top = 1;
+      // The settings written beside `search` stay as written.
+      const ir::Mapping& w = m.mapping;
+      auto written = [&](const char* field) { return m.fieldSpans.count(field) > 0; };
+      if (written("shard")) o.fixed.shard = w.shard;
+      if (written("replicas")) o.fixed.replicas = w.replicas;
+      if (written("phases")) o.fixed.phases = w.phases;
+      if (written("recompute")) o.fixed.recompute = w.recompute;
+      if (written("optimizer_state")) o.fixed.optimizerStateStreaming = w.optimizerStateStreaming;
+      if (written("weights")) o.fixed.weightsStreaming = w.weightsStreaming;
+      if (written("replicated_tensor_sharding")) {
+        o.fixed.rtsOptimizerState = w.rtsOptimizerState;
+        o.fixed.rtsWeights = w.rtsWeights;
+      }
+      if (written("pipeline") && m.pipelineKind != check::MappingSpec::PipelineKind::Lua) o.fixed.pipeline = m.pipelineIpus;
+      search::PhaseResult r = search::searchPhase(phase, checker_->evaluator(), sources_, o);
+      if (!r.error.empty()) {
+        diags_.error(plan::code::kSearchNothingFits, at, "the search of `" + m.name + "` for phase `" + phase.name + "` cannot run: " + r.error);
+        continue;
+      }
+      if (r.top.empty()) {
+        std::string why;
+        if (r.leastMemory) {
+          const auto& c = *r.leastMemory;
+          char buf[200];
+          std::snprintf(buf, sizeof buf, "; the smallest peak found is %.1f MiB of %.1f MiB, on IPU %d (%s: %.1f MiB)",
+                        c.peakMemoryBytes / (1 << 20), c.capacityBytes / (1 << 20), c.peakIpu, c.peakComponent.c_str(),
+                        c.peakComponentBytes / (1 << 20));
+          why = buf;
+        }
+        std::string relax;
+        if (r.maxIpus < r.podIpus) relax = "raise `max_ipus` (`" + m.pod.name + "` has " + std::to_string(r.podIpus) + " IPUs); or ";
+        if (spec.headroom > 0) relax += "lower `headroom`; or ";
+        if (o.fixed.shard || o.fixed.replicas || o.fixed.phases || o.fixed.recompute || o.fixed.optimizerStateStreaming ||
+            o.fixed.weightsStreaming || o.fixed.rtsOptimizerState || o.fixed.pipeline)
+          relax += "remove the settings written beside `search` (they stay fixed); or ";
+        relax += "use a pod with more IPUs";
+        diags_.error(plan::code::kSearchNothingFits, at,
+                     "no mapping of `" + m.model->name + "` on `" + m.pod.name + "` fits phase `" + phase.name + "` (" +
+                         std::to_string(r.counts.space) + " candidates)" + why,
+                     relax);
+        continue;
+      }
+      const search::Candidate& best = r.top.front();
+      if (!search::applyCandidate(phase, checker_->evaluator(), best)) continue;
+      char buf[400];
+      std::snprintf(buf, sizeof buf,
+                    "for phase `%s`, `%s` is t %d x p %d x r %d, micro batch %lld x accumulation %lld%s%s%s%s%s: "
+                    "%.0f samples/s predicted (best by %s of %lld candidates)",
+                    phase.name.c_str(), m.name.c_str(), best.shard, best.pipeline, best.replicas, best.microBatch,
+                    best.gradientAccumulation,
+                    best.recompute != ir::Recompute::None ? (std::string(", recompute ") + ir::name(best.recompute)).c_str() : "",
+                    best.optimizerStateStreaming ? ", optimizer state streaming" : "",
+                    best.phases > 1 ? (", " + std::to_string(best.phases) + " phases").c_str() : "",
+                    best.weightsStreaming ? ", weights streaming" : "",
+                    best.rtsOptimizerState && best.rtsWeights ? ", RTS of weights and optimizer state"
+                    : best.rtsOptimizerState                  ? ", RTS of optimizer state"
+                    : best.rtsWeights                         ? ", RTS of weights"
+                                                              : "",
+                    best.samplesPerSecond, search::name(o.objective),
+                    r.counts.space);
+      base::Diagnostic note;
+      note.severity = base::Severity::Note;
+      note.code = plan::code::kSearchChose;
+      note.span = at;
+      note.message = buf;
+      note.help = "`ipu search` shows the runners-up; `--write` gives the mapping as source";
+      diags_.add(std::move(note));
+    }
 }
 
 const ir::ExecutionPlan* Session::plan(base::FileId file, bool requireRuns) {

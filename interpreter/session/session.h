@@ -14,9 +14,18 @@
 #include "interpreter/base/source.h"
 #include "interpreter/check/checker.h"
 #include "interpreter/check/program.h"
+#include "interpreter/session/variant.h"
 #include "runtime/cost/cost_model.h"
 #include "runtime/cost/estimate_steps.h"
 #include "runtime/ir/execution_plan.h"
+
+namespace ipu::check {
+class LayerCostCache;
+}  // namespace ipu::check
+
+namespace ipu::plan {
+class LayerExpansions;
+}  // namespace ipu::plan
 
 namespace ipu::hooks {
 class HookSet;
@@ -66,16 +75,30 @@ class Session {
   // The root file's text, as checked (what a run record keeps as its script).
   std::string rootText() const { return root_ != base::kNoFile ? sources_.file(root_).text() : std::string(); }
 
+  // Mapping variants as values (variant.h), after a successful check().
+  // The variant that run `run`'s phase `phase` is written as (run 0 phase 0 of
+  // a script without trainings: a default variant).
+  MappingVariant variantOf(std::size_t run = 0, std::size_t phase = 0) const;
+  // Plan `variant` in place of that phase's mapping, without source text.
+  // The session's diagnostics are left as they were.
+  PlannedVariant planVariant(const MappingVariant& variant, std::size_t run = 0, std::size_t phase = 0,
+                             Detail detail = Detail::Full);
+
   // The checker of the last check: evaluation state for the REPL and tests.
   check::Checker* checker() { return checker_.get(); }
 
  private:
+  void resolveSearches();
 
-  base::SourceMap sources_;
+  const check::Prelude* prelude_;   // the standard library, shared by every session
+  base::SourceMap sources_;         // starts with the prelude's files
   base::Diagnostics diags_;
+  check::ModuleCache moduleCache_;  // the user's modules, parsed once per text
   base::FileId root_ = base::kNoFile;
   std::unique_ptr<check::Checker> checker_;
   std::unique_ptr<check::CheckedProgram> program_;
+  std::unique_ptr<check::LayerCostCache> layerCosts_;  // for variants of the checked program
+  std::unique_ptr<plan::LayerExpansions> layerExpansions_;
   std::unique_ptr<ir::ExecutionPlan> plan_;
   std::unique_ptr<cost::Estimate> estimate_;
   std::size_t declarationProblems_ = 0;  // of the last plan (declarations.h)

@@ -1,0 +1,443 @@
+#include "interpreter/cli/search_command.h"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <unistd.h>
+
+#include "interpreter/base/render.h"
+#include "interpreter/base/terminal.h"
+#include "interpreter/cli/output_file.h"
+#include "interpreter/search/search.h"
+#include "interpreter/session/session.h"
+
+namespace ipu::cli {
+
+namespace {
+
+constexpr int kOk = 0, kUserError = 1, kUsage = 2;
+
+const char* kHelp = R"(usage: ipu search FILE [options]
+
+Search the mappings of each phase's model onto its pod at its global batch and
+print the fastest that fit, how the script's mapping compares, and a Pareto
+table of IPUs against throughput (docs/search.md).
+
+options:
+  --run NAME            search this run only (default: every run)
+  --phase NAME          search this phase only (default: every phase)
+  --objective OBJ       throughput (default), time_to_train, throughput_per_ipu (or cost)
+  --max-ipus N          use at most N IPUs (default: the pod's)
+  --headroom P          keep P of each IPU's memory free: 10% or 0.1 (default 0)
+  --fix KEY=VALUE       fix a choice: shard, pipeline, replicas, micro_batch, recompute,
+                        optimizer_state, weights, replicated_tensor_sharding, phases, split
+                        (repeatable)
+  --top N               show the N best (default 5)
+  --json                machine-readable output (docs/search.md)
+  --write FILE          write the best mapping as `.ipu` source to FILE (a new file)
+  --color auto|always|never
+)";
+
+int usage(const std::string& message) {
+  std::cerr << "ipu search: " << message << "\nusage: ipu search FILE [options]  (`ipu search --help` lists them)\n";
+  return kUsage;
+}
+
+std::string commas(double x) {
+  long long v = std::llround(x);
+  std::string s = std::to_string(v < 0 ? -v : v), out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (i > 0 && (s.size() - i) % 3 == 0) out += ',';
+    out += s[i];
+  }
+  return (v < 0 ? "-" : "") + out;
+}
+
+std::string fixed(double x, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, x);
+  return buf;
+}
+
+// Throughput: whole numbers from 100 up, else three significant digits.
+std::string rate(double x) { return x >= 100 ? commas(x) : x >= 10 ? fixed(x, 1) : fixed(x, 2); }
+
+std::string duration(double s) {
+  if (s < 120) return fixed(s, 1) + " s";
+  if (s < 7200) return fixed(s / 60, 1) + " min";
+  if (s < 3 * 86400) return fixed(s / 3600, 1) + " h";
+  return fixed(s / 86400, 1) + " days";
+}
+
+std::string gib(double bytes) { return fixed(bytes / (1 << 20), 1) + " MiB"; }
+
+std::string rts(const search::Candidate& c) {
+  if (c.rtsOptimizerState && c.rtsWeights) return "w+state";
+  if (c.rtsOptimizerState) return "state";
+  if (c.rtsWeights) return "weights";
+  return "-";
+}
+
+std::string phased(const search::Candidate& c) {
+  if (c.weightsStreaming) return "per layer";
+  return c.phases > 1 ? std::to_string(c.phases) : "-";
+}
+
+std::string layersPerIpu(const search::Candidate& c) {
+  std::string s;
+  for (std::size_t i = 0; i < c.layersPerIpu.size(); ++i) s += (i ? "," : "") + std::to_string(c.layersPerIpu[i]);
+  return s.empty() ? "-" : s;
+}
+
+std::string pad(const std::string& s, std::size_t w, bool right = false) {
+  if (s.size() >= w) return s;
+  return right ? std::string(w - s.size(), ' ') + s : s + std::string(w - s.size(), ' ');
+}
+
+struct Row {
+  std::vector<std::string> cells;
+};
+
+void printTable(std::ostream& os, const std::vector<std::string>& header, const std::vector<Row>& rows,
+                const std::vector<bool>& right, const base::Painter& painter) {
+  std::vector<std::size_t> w(header.size());
+  for (std::size_t i = 0; i < header.size(); ++i) w[i] = header[i].size();
+  for (const auto& r : rows)
+    for (std::size_t i = 0; i < r.cells.size() && i < w.size(); ++i) w[i] = std::max(w[i], r.cells[i].size());
+  std::string line = " ";
+  for (std::size_t i = 0; i < header.size(); ++i) line += " " + pad(header[i], w[i], right[i]);
+  while (!line.empty() && line.back() == ' ') line.pop_back();
+  os << painter.paint(base::Style::Bold, line) << "\n";
+  for (const auto& r : rows) {
+    std::string l = " ";
+    for (std::size_t i = 0; i < r.cells.size(); ++i) l += " " + pad(r.cells[i], w[i], right[i]);
+    while (!l.empty() && l.back() == ' ') l.pop_back();
+    os << l << "\n";
+  }
+}
+
+std::string phased(const search::Candidate& c);
+
+std::string candidateLine(const search::Candidate& c) {
+  std::string s = "t " + std::to_string(c.shard) + ", p " + std::to_string(c.pipeline) + ", r " + std::to_string(c.replicas) +
+                  ", micro batch " + std::to_string(c.microBatch) + " x GA " + std::to_string(c.gradientAccumulation);
+  if (c.recompute != ir::Recompute::None) s += std::string(", recompute ") + ir::name(c.recompute);
+  if (c.optimizerStateStreaming) s += ", state streaming";
+  if (c.phases > 1 || c.weightsStreaming) s += ", phased " + phased(c);
+  return s;
+}
+
+nlohmann::json toJson(const search::Candidate& c) {
+  nlohmann::json j;
+  j["shard"] = c.shard;
+  j["pipeline_ipus"] = c.pipeline;
+  j["replicas"] = c.replicas;
+  j["micro_batch"] = c.microBatch;
+  j["gradient_accumulation"] = c.gradientAccumulation;
+  j["split"] = search::name(c.split);
+  j["layers_per_ipu"] = c.layersPerIpu;
+  nlohmann::json stages = nlohmann::json::array();
+  for (const auto& [ipu, layers] : c.stages) stages.push_back({{"ipu", ipu}, {"layers", layers}});
+  j["stages"] = stages;
+  j["recompute"] = ir::name(c.recompute);
+  j["optimizer_state"] = c.optimizerStateStreaming ? "streaming" : "on_chip";
+  j["weights"] = c.weightsStreaming ? "streaming" : "on_chip";
+  j["phases"] = c.phases;
+  j["rts_optimizer_state"] = c.rtsOptimizerState;
+  j["rts_weights"] = c.rtsWeights;
+  j["ipus_used"] = c.ipusUsed;
+  j["fits"] = c.fits;
+  j["step_time_s"] = c.stepTime;
+  j["samples_per_s"] = c.samplesPerSecond;
+  j["tokens_per_s"] = c.tokensPerSecond > 0 ? nlohmann::json(c.tokensPerSecond) : nlohmann::json();
+  j["time_to_train_s"] = c.timeToTrain;
+  j["peak_memory_bytes"] = c.peakMemoryBytes;
+  j["memory_capacity_bytes"] = c.capacityBytes;
+  j["peak_ipu"] = c.peakIpu;
+  j["peak_component"] = c.peakComponent;
+  j["peak_component_bytes"] = c.peakComponentBytes;
+  return j;
+}
+
+struct Args {
+  std::string file, run, phase, write;
+  bool json = false;
+  search::Options options;
+  base::ColorMode color = base::ColorMode::Auto;
+};
+
+}  // namespace
+
+int searchCommand(const std::vector<std::string>& args) {
+  Args a;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string arg = args[i];
+    std::string inlineValue;
+    bool hasInline = false;
+    if (arg.rfind("--", 0) == 0) {
+      auto eq = arg.find('=');
+      if (eq != std::string::npos && arg.rfind("--fix", 0) != 0) {
+        inlineValue = arg.substr(eq + 1);
+        arg = arg.substr(0, eq);
+        hasInline = true;
+      } else if (arg.rfind("--fix=", 0) == 0) {
+        inlineValue = arg.substr(6);
+        arg = "--fix";
+        hasInline = true;
+      }
+    }
+    bool missing = false;
+    auto value = [&]() -> std::string {
+      if (hasInline) return inlineValue;
+      if (i + 1 >= args.size()) {
+        missing = true;
+        return {};
+      }
+      return args[++i];
+    };
+    if (arg == "-h" || arg == "--help") {
+      std::cout << kHelp;
+      return kOk;
+    }
+    if (arg == "--json") a.json = true;
+    else if (arg == "--run" || arg == "--phase" || arg == "--write" || arg == "--objective" || arg == "--max-ipus" ||
+             arg == "--headroom" || arg == "--fix" || arg == "--top" || arg == "--color") {
+      std::string v = value();
+      if (missing) return usage("`" + arg + "` needs a value");
+      if (arg == "--run") a.run = v;
+      else if (arg == "--phase") a.phase = v;
+      else if (arg == "--write") a.write = v;
+      else if (arg == "--objective") {
+        auto o = search::objectiveNamed(v);
+        if (!o) return usage("--objective takes throughput, time_to_train or throughput_per_ipu (cost), not `" + v + "`");
+        a.options.objective = *o;
+      } else if (arg == "--max-ipus" || arg == "--top") {
+        char* end = nullptr;
+        long n = std::strtol(v.c_str(), &end, 10);
+        if (v.empty() || *end != '\0' || n < 1 || n > (1 << 20))
+          return usage(arg + " takes a whole number from 1, not `" + v + "`");
+        (arg == "--top" ? a.options.top : a.options.maxIpus) = static_cast<int>(n);
+      } else if (arg == "--headroom") {
+        std::string t = v;
+        bool percent = !t.empty() && t.back() == '%';
+        if (percent) t.pop_back();
+        char* end = nullptr;
+        double x = std::strtod(t.c_str(), &end);
+        if (t.empty() || *end != '\0' || !std::isfinite(x)) return usage("--headroom takes a share such as 10% or 0.1, not `" + v + "`");
+        if (percent) x /= 100;
+        if (x < 0 || x >= 1) return usage("--headroom must be at least 0 and below 100%, not `" + v + "`");
+        a.options.headroom = x;
+      } else if (arg == "--fix") {
+        if (auto problem = search::applyFix(a.options.fixed, v)) return usage(*problem);
+      } else if (arg == "--color") {
+        if (v == "auto") a.color = base::ColorMode::Auto;
+        else if (v == "always") a.color = base::ColorMode::Always;
+        else if (v == "never") a.color = base::ColorMode::Never;
+        else return usage("--color takes `auto`, `always` or `never`");
+      }
+    } else if (arg.size() > 1 && arg[0] == '-') {
+      return usage("unknown option `" + arg + "`");
+    } else if (a.file.empty()) {
+      a.file = arg;
+    } else {
+      return usage("`search` takes one script");
+    }
+  }
+  if (a.file.empty()) return usage("`search` needs a script");
+  if (!a.write.empty() && std::filesystem::exists(a.write)) {
+    std::cerr << "ipu search: `" << a.write << "` exists; --write makes a new file (remove it or choose another name)\n";
+    return kUserError;
+  }
+
+  session::Session s;
+  auto file = s.readFile(a.file);
+  const check::CheckedProgram* program = file ? s.check(*file) : nullptr;
+  base::Painter errPainter(base::shouldColor(a.color, 2));
+  auto printDiagnostics = [&]() {
+    for (const auto& d : s.diagnostics().all()) {
+      base::renderHuman(std::cerr, d, s.sources(), errPainter);
+      std::cerr << "\n";
+    }
+  };
+  if (program == nullptr) {
+    printDiagnostics();
+    return kUserError;
+  }
+  if (program->runs.empty()) {
+    std::cerr << "ipu search: `" << a.file << "` declares no training to search; declare `training NAME { mapping: ..., phase ... }`\n";
+    return kUserError;
+  }
+  bool runFound = a.run.empty(), phaseFound = a.phase.empty();
+  for (const auto& run : program->runs) {
+    if (!a.run.empty() && run.name != a.run) continue;
+    runFound = true;
+    for (const auto& ph : run.phases)
+      if (ph.name == a.phase) phaseFound = true;
+  }
+  if (!runFound) {
+    std::string names;
+    for (const auto& run : program->runs) names += (names.empty() ? "" : ", ") + run.name;
+    return usage("no run `" + a.run + "` in `" + a.file + "` (runs: " + names + ")");
+  }
+  if (!phaseFound) return usage("no phase `" + a.phase + "` in the searched runs");
+
+  const bool progressBar = ::isatty(2) != 0 && !a.json;
+  base::Painter painter(base::shouldColor(a.color, 1));
+  nlohmann::json out;
+  out["format"] = "ipu-search/1";
+  out["script"] = a.file;
+  out["objective"] = search::name(a.options.objective);
+  out["phases"] = nlohmann::json::array();
+  bool allFit = true;
+  std::string written;
+  for (const auto& run : program->runs) {
+    if (!a.run.empty() && run.name != a.run) continue;
+    for (const auto& ph : run.phases) {
+      if (!a.phase.empty() && ph.name != a.phase) continue;
+      search::Options o = a.options;
+      bool drew = false;
+      if (progressBar)
+        o.progress = [&](const search::Progress& p) {
+          if (p.seconds < 0.5) return;
+          const int width = 30;
+          int filled = p.groups > 0 ? static_cast<int>(width * p.groupsDone / p.groups) : 0;
+          std::cerr << "\r  [" << std::string(static_cast<std::size_t>(filled), '#')
+                    << std::string(static_cast<std::size_t>(width - filled), '.') << "] " << commas(static_cast<double>(p.evaluated))
+                    << " evaluated, " << commas(static_cast<double>(p.pruned)) << " pruned, "
+                    << commas(static_cast<double>(p.evaluated + p.pruned) / std::max(p.seconds, 1e-9)) << " candidates/s   "
+                    << std::flush;
+          drew = true;
+        };
+      search::PhaseResult r = search::searchPhase(ph, s.checker()->evaluator(), s.sources(), o);
+      if (drew) std::cerr << "\r" << std::string(100, ' ') << "\r" << std::flush;
+      const double perSecond = r.seconds > 0 ? static_cast<double>(r.counts.space) / r.seconds : 0;
+      if (!r.error.empty()) {
+        allFit = false;
+        if (a.json) out["phases"].push_back({{"run", run.name}, {"phase", ph.name}, {"error", r.error}});
+        else std::cerr << "ipu search: run `" << run.name << "`, phase `" << ph.name << "`: " << r.error << "\n";
+        continue;
+      }
+      if (r.top.empty()) allFit = false;
+      if (!a.write.empty() && written.empty() && !r.top.empty())
+        written = search::mappingSource(ph, r.top.front(), ph.mapping->name + "_searched");
+
+      if (a.json) {
+        nlohmann::json j;
+        j["run"] = run.name;
+        j["phase"] = ph.name;
+        j["model"] = ph.model->name;
+        j["pod"] = ph.mapping->pod.name;
+        j["pod_ipus"] = r.podIpus;
+        j["max_ipus"] = r.maxIpus;
+        j["global_batch"] = r.globalBatch;
+        j["headroom"] = a.options.headroom;
+        j["counts"] = {{"space", r.counts.space},
+                       {"evaluated", r.counts.evaluated},
+                       {"pruned_by_bound", r.counts.pruned},
+                       {"pruned_by_memory", r.counts.prunedMemory},
+                       {"rejected_for_memory", r.counts.rejectedMemory}};
+        j["seconds"] = r.seconds;
+        j["candidates_per_s"] = perSecond;
+        j["top"] = nlohmann::json::array();
+        for (const auto& c : r.top) j["top"].push_back(toJson(c));
+        j["pareto"] = nlohmann::json::array();
+        for (std::size_t k = 0; k < r.pareto.size(); ++k) {
+          nlohmann::json row = toJson(r.pareto[k]);
+          row["at_most_ipus"] = r.paretoLimits[k];
+          j["pareto"].push_back(row);
+        }
+        if (r.declared) {
+          j["declared"] = toJson(*r.declared);
+          j["declared"]["name"] = ph.mapping->name;
+          if (!r.top.empty() && r.declared->fits && r.top.front().stepTime > 0)
+            j["speedup_over_declared"] = r.declared->stepTime / r.top.front().stepTime;
+        }
+        if (r.top.empty()) {
+          if (r.leastMemory) j["least_memory"] = toJson(*r.leastMemory);
+          j["relax"] = r.relax;
+        }
+        out["phases"].push_back(j);
+        continue;
+      }
+
+      std::cout << painter.paint(base::Style::Bold, "run `" + run.name + "`, phase `" + ph.name + "`") << ": "
+                << ph.model->name << " on " << ph.mapping->pod.name << " (" << r.podIpus << " IPUs"
+                << (r.maxIpus < r.podIpus ? ", at most " + std::to_string(r.maxIpus) + " used" : "") << "), global batch "
+                << commas(static_cast<double>(r.globalBatch)) << ", objective " << search::name(r.objective)
+                << (a.options.headroom > 0 ? ", headroom " + fixed(a.options.headroom * 100, 0) + "%" : "") << "\n";
+      std::cout << "  " << commas(static_cast<double>(r.counts.space)) << " candidates in " << fixed(r.seconds, 2) << " s ("
+                << commas(perSecond) << "/s): " << commas(static_cast<double>(r.counts.evaluated)) << " evaluated, "
+                << commas(static_cast<double>(r.counts.pruned)) << " pruned by bound, "
+                << commas(static_cast<double>(r.counts.prunedMemory)) << " pruned by memory, "
+                << commas(static_cast<double>(r.counts.rejectedMemory)) << " rejected for memory\n\n";
+      if (r.top.empty()) {
+        std::cout << "  nothing fits";
+        if (r.leastMemory) {
+          const auto& m = *r.leastMemory;
+          std::cout << ": the smallest peak found is " << gib(m.peakMemoryBytes) << " of " << gib(m.capacityBytes)
+                    << " on IPU " << m.peakIpu << " (" << m.peakComponent << ": " << gib(m.peakComponentBytes) << "), with "
+                    << candidateLine(m);
+        }
+        std::cout << "\n  to relax:\n";
+        for (const auto& x : r.relax) std::cout << "    - " << x << "\n";
+        std::cout << "\n";
+        continue;
+      }
+      std::vector<Row> rows;
+      int rank = 0;
+      for (const auto& c : r.top) {
+        rows.push_back(Row{{std::to_string(++rank), std::to_string(c.shard), std::to_string(c.pipeline),
+                            std::to_string(c.replicas), std::to_string(c.microBatch), std::to_string(c.gradientAccumulation),
+                            search::name(c.split), layersPerIpu(c), ir::name(c.recompute),
+                            c.optimizerStateStreaming ? "streaming" : "on_chip", rts(c), phased(c),
+                            rate(c.samplesPerSecond), duration(c.timeToTrain),
+                            gib(c.peakMemoryBytes) + " (IPU " + std::to_string(c.peakIpu) + ")"}});
+      }
+      printTable(std::cout,
+                 {"#", "t", "p", "r", "micro", "GA", "split", "layers/IPU", "recompute", "opt.state", "RTS", "phased",
+                  "samples/s", "to train", "peak memory"},
+                 rows, {true, true, true, true, true, true, false, false, false, false, false, false, true, true, true},
+                 painter);
+      std::cout << "\n";
+      if (r.declared) {
+        const auto& d = *r.declared;
+        const auto& best = r.top.front();
+        std::cout << "  yours (`" << ph.mapping->name << "`): " << rate(d.samplesPerSecond) << " samples/s, "
+                  << d.ipusUsed << " IPUs, peak " << gib(d.peakMemoryBytes) << (d.fits ? "" : " (does not fit)") << "; ";
+        if (!d.fits) std::cout << "the best fits and runs at " << rate(best.samplesPerSecond) << " samples/s\n";
+        else if (best.split == search::Split::Declared || best.stepTime >= d.stepTime) std::cout << "yours is the best\n";
+        else std::cout << "the best is " << fixed(d.stepTime / best.stepTime, 2) << "x faster\n";
+      }
+      if (r.pareto.size() > 1) {
+        std::cout << "\n  IPUs against throughput (the fastest mapping within each pod size):\n";
+        std::vector<Row> prow;
+        for (std::size_t k = 0; k < r.pareto.size(); ++k) {
+          const auto& c = r.pareto[k];
+          prow.push_back(Row{{std::to_string(r.paretoLimits[k]), std::to_string(c.ipusUsed), rate(c.samplesPerSecond),
+                              rate(c.samplesPerSecond / std::max(1, c.ipusUsed)), candidateLine(c)}});
+        }
+        printTable(std::cout, {"at most", "IPUs", "samples/s", "per IPU", "mapping"}, prow, {true, true, true, true, false}, painter);
+      }
+      std::cout << "\n";
+    }
+  }
+  if (a.json) std::cout << out.dump(2) << "\n";
+  if (!a.write.empty()) {
+    if (written.empty()) {
+      std::cerr << "ipu search: nothing to write to `" << a.write << "`: no mapping fits\n";
+    } else {
+      std::string error;
+      if (!replaceFile(a.write, written, error)) {
+        std::cerr << "ipu search: cannot write `" << a.write << "`: " << error << "\n";
+        return kUserError;
+      }
+      if (!a.json) std::cout << "wrote the best mapping to " << a.write << "\n";
+    }
+  }
+  return allFit ? kOk : kUserError;
+}
+
+}  // namespace ipu::cli

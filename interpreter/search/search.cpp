@@ -1,0 +1,881 @@
+#include "interpreter/search/search.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <tuple>
+
+#include "interpreter/plan/expand_layers.h"
+#include "interpreter/plan/planner.h"
+#include "interpreter/search/layer_costs.h"
+#include "runtime/cost/cost_model.h"
+
+namespace ipu::search {
+
+const char* name(Objective o) {
+  switch (o) {
+    case Objective::Throughput: return "throughput";
+    case Objective::TimeToTrain: return "time_to_train";
+    case Objective::ThroughputPerIpu: return "throughput_per_ipu";
+  }
+  return "throughput";
+}
+
+std::optional<Objective> objectiveNamed(const std::string& text) {
+  for (Objective o : {Objective::Throughput, Objective::TimeToTrain, Objective::ThroughputPerIpu})
+    if (text == name(o)) return o;
+  if (text == "cost") return Objective::ThroughputPerIpu;
+  return std::nullopt;
+}
+
+const char* name(Split s) {
+  switch (s) {
+    case Split::Single: return "single";
+    case Split::Optimal: return "optimal";
+    case Split::Balanced: return "balanced";
+    case Split::Declared: return "declared";
+  }
+  return "single";
+}
+
+namespace {
+
+std::optional<long long> wholeNumber(const std::string& v, long long lo, long long hi) {
+  if (v.empty() || v.size() > 12) return std::nullopt;
+  long long x = 0;
+  for (char c : v) {
+    if (c < '0' || c > '9') return std::nullopt;
+    x = x * 10 + (c - '0');
+  }
+  if (x < lo || x > hi) return std::nullopt;
+  return x;
+}
+
+std::optional<bool> placeNamed(const std::string& v) {
+  if (v == "on_chip") return false;
+  if (v == "streaming") return true;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> applyFix(Fixed& f, const std::string& keyValue) {
+  const auto eq = keyValue.find('=');
+  if (eq == std::string::npos) return "`--fix` takes KEY=VALUE, e.g. `--fix replicas=4`";
+  const std::string key = keyValue.substr(0, eq), v = keyValue.substr(eq + 1);
+  auto count = [&](std::optional<int>& slot) -> std::optional<std::string> {
+    auto x = wholeNumber(v, 1, 1 << 20);
+    if (!x) return "`" + key + "` takes a whole number from 1, not `" + v + "`";
+    slot = static_cast<int>(*x);
+    return std::nullopt;
+  };
+  if (key == "shard") return count(f.shard);
+  if (key == "pipeline" || key == "pipeline_ipus") return count(f.pipeline);
+  if (key == "replicas") return count(f.replicas);
+  if (key == "phases") return count(f.phases);
+  if (key == "micro_batch") {
+    auto x = wholeNumber(v, 1, 1LL << 40);
+    if (!x) return "`micro_batch` takes a whole number from 1, not `" + v + "`";
+    f.microBatch = *x;
+    return std::nullopt;
+  }
+  if (key == "recompute") {
+    if (v == "none") f.recompute = ir::Recompute::None;
+    else if (v == "every_layer") f.recompute = ir::Recompute::EveryLayer;
+    else if (v == "stage_inputs") f.recompute = ir::Recompute::Stage;
+    else return "`recompute` takes none, every_layer or stage_inputs, not `" + v + "`";
+    return std::nullopt;
+  }
+  if (key == "optimizer_state" || key == "weights") {
+    auto x = placeNamed(v);
+    if (!x) return "`" + key + "` takes on_chip or streaming, not `" + v + "`";
+    (key == "weights" ? f.weightsStreaming : f.optimizerStateStreaming) = *x;
+    return std::nullopt;
+  }
+  if (key == "replicated_tensor_sharding" || key == "rts") {
+    if (v == "none") f.rtsOptimizerState = false, f.rtsWeights = false;
+    else if (v == "optimizer_state") f.rtsOptimizerState = true, f.rtsWeights = false;
+    else if (v == "weights") f.rtsOptimizerState = false, f.rtsWeights = true;
+    else if (v == "both" || v == "weights,optimizer_state" || v == "optimizer_state,weights") f.rtsOptimizerState = true, f.rtsWeights = true;
+    else return "`" + key + "` takes none, optimizer_state, weights or both, not `" + v + "`";
+    return std::nullopt;
+  }
+  if (key == "split") {
+    if (v == "optimal") f.split = Split::Optimal;
+    else if (v == "balanced") f.split = Split::Balanced;
+    else return "`split` takes optimal or balanced, not `" + v + "`";
+    return std::nullopt;
+  }
+  return "unknown choice `" + key + "`: fix shard, pipeline, replicas, micro_batch, recompute, optimizer_state, weights, "
+         "replicated_tensor_sharding, phases or split";
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The heads tied back to an earlier layer (BERT's MLM head to the embedding)
+// close the pipeline on the embedding's IPU, as Graphcore places them: the
+// first layer of that tail, or n when there is none. Same rule as the
+// planner's `balanced(p)`.
+int tailStart(const std::vector<check::LayerFacts>& layers) {
+  const int n = static_cast<int>(layers.size());
+  for (int i = n / 2; i < n; ++i) {
+    const auto& l = layers[static_cast<std::size_t>(i)];
+    if (l.tiedTo.empty()) continue;
+    for (int k = 0; k < i; ++k) {
+      const std::string& p = layers[static_cast<std::size_t>(k)].path;
+      if (p == l.tiedTo || p.rfind(l.tiedTo + ".", 0) == 0 || p.rfind(l.tiedTo + "[", 0) == 0) return i;
+    }
+  }
+  return n;
+}
+
+// The contiguous split of chain layers [0, c) into exactly `parts` pipeline
+// IPUs that minimises the slowest IPU, where IPU 0 also carries the tail's
+// time: a parametric search on the bound, each bound checked greedily from
+// the last IPU backwards (each takes as many layers as the bound allows,
+// which leaves the smallest possible remainder to IPU 0), O(n log(1/eps)).
+// Returns the first layer of each part and c, or nothing when c < parts.
+}  // namespace
+
+std::vector<int> optimalCuts(const std::vector<double>& w, double tail, int parts) {
+  const int c = static_cast<int>(w.size());
+  if (parts < 1 || c < parts) return {};
+  std::vector<double> prefix(static_cast<std::size_t>(c) + 1, 0);
+  for (int i = 0; i < c; ++i) prefix[static_cast<std::size_t>(i) + 1] = prefix[static_cast<std::size_t>(i)] + w[static_cast<std::size_t>(i)];
+  auto sum = [&](int a, int b) { return prefix[static_cast<std::size_t>(b)] - prefix[static_cast<std::size_t>(a)]; };
+  // Greedy from the back with at most parts-1 back parts; cuts in ascending order.
+  auto greedy = [&](double bound, std::vector<int>* cuts) {
+    int end = c, made = 0;
+    std::vector<int> starts;
+    while (made < parts - 1 && end > 0) {
+      int a = end - 1;  // at least one layer
+      if (sum(a, end) > bound) break;
+      // The smallest a with sum(a, end) <= bound (prefix sums increase).
+      int lo = 0, hi = a;
+      while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (sum(mid, end) <= bound) hi = mid;
+        else lo = mid + 1;
+      }
+      a = lo;
+      if (a == 0) a = 1;  // IPU 0 keeps at least one layer
+      if (a >= end) break;
+      starts.push_back(a);
+      end = a;
+      ++made;
+    }
+    const bool ok = sum(0, end) + tail <= bound;
+    if (ok && cuts != nullptr) {
+      cuts->assign(1, 0);
+      for (auto it = starts.rbegin(); it != starts.rend(); ++it) cuts->push_back(*it);
+      cuts->push_back(c);
+    }
+    return ok;
+  };
+  double lo = 0, hi = prefix.back() + tail;
+  for (int it = 0; it < 100 && hi - lo > 1e-12 * hi; ++it) {
+    double mid = (lo + hi) / 2;
+    if (greedy(mid, nullptr)) hi = mid;
+    else lo = mid;
+  }
+  std::vector<int> cuts;
+  if (!greedy(hi, &cuts)) return {};
+  // Fewer parts than IPUs: splitting a part never raises the slowest, so
+  // split the costliest parts of more than one layer at their middle.
+  while (static_cast<int>(cuts.size()) - 1 < parts) {
+    int best = -1;
+    double bestCost = -1;
+    for (std::size_t k = 0; k + 1 < cuts.size(); ++k) {
+      if (cuts[k + 1] - cuts[k] < 2) continue;
+      double cost = sum(cuts[k], cuts[k + 1]) + (k == 0 ? tail : 0);
+      if (cost > bestCost) bestCost = cost, best = static_cast<int>(k);
+    }
+    if (best < 0) return {};
+    const int a = cuts[static_cast<std::size_t>(best)], b = cuts[static_cast<std::size_t>(best) + 1];
+    int mid = a + 1;
+    while (mid + 1 < b && sum(a, mid + 1) <= sum(mid + 1, b)) ++mid;
+    cuts.insert(cuts.begin() + best + 1, mid);
+  }
+  return cuts;
+}
+
+namespace {
+
+struct Group {
+  int t = 1, p = 1, r = 1;
+  long long b = 0, ga = 0;
+  ir::Recompute recompute = ir::Recompute::None;
+  double boundStep = 0;   // lower bound on the step time of any candidate of the group
+  double boundScore = 0;
+  int ipus = 0;
+};
+
+// A candidate's settings apart from t, p, r, b, recompute and the split.
+struct Variant {
+  bool osStream = false, rtsO = false, rtsW = false, weightsStream = false;
+  int phases = 1;
+};
+
+const char* largestComponent(const ir::MemoryBreakdown& m, double* bytes) {
+  std::pair<double, const char*> parts[] = {{m.weights, "weights"},
+                                            {m.optimizerState, "optimizer state"},
+                                            {m.gradientAccumulators, "gradient accumulators"},
+                                            {m.activations, "activations"},
+                                            {m.code, "code"},
+                                            {m.exchange, "exchange buffers"},
+                                            {m.temporaries, "temporaries"}};
+  auto* best = &parts[0];
+  for (auto& p : parts)
+    if (p.first > best->first) best = &p;
+  *bytes = best->first;
+  return best->second;
+}
+
+// Phased execution's rungs in the order the search climbs them: resident,
+// 2, 4, ... sub-graphs, then weights streamed layer by layer.
+int rung(const Candidate& c) { return c.weightsStreaming ? std::numeric_limits<int>::max() : c.phases; }
+
+auto orderKey(const Candidate& c) {
+  return std::make_tuple(c.score, c.ipusUsed, c.shard, c.pipeline, c.replicas, c.microBatch, static_cast<int>(c.recompute),
+                         c.optimizerStateStreaming, c.rtsOptimizerState, rung(c), c.rtsWeights, static_cast<int>(c.split));
+}
+
+// The same mapping but for its phased-execution rung.
+bool sameButRung(const Candidate& a, const Candidate& b) {
+  return a.shard == b.shard && a.pipeline == b.pipeline && a.replicas == b.replicas && a.microBatch == b.microBatch &&
+         a.recompute == b.recompute && a.optimizerStateStreaming == b.optimizerStateStreaming &&
+         a.rtsOptimizerState == b.rtsOptimizerState && a.rtsWeights == b.rtsWeights && a.stages == b.stages &&
+         rung(a) > 1 && rung(b) > 1;
+}
+
+bool sameMapping(const Candidate& a, const Candidate& b) {
+  return a.shard == b.shard && a.pipeline == b.pipeline && a.replicas == b.replicas && a.microBatch == b.microBatch &&
+         a.recompute == b.recompute && a.optimizerStateStreaming == b.optimizerStateStreaming &&
+         a.weightsStreaming == b.weightsStreaming && a.phases == b.phases && a.rtsOptimizerState == b.rtsOptimizerState &&
+         a.rtsWeights == b.rtsWeights && a.stages == b.stages;
+}
+
+class Searcher {
+ public:
+  Searcher(const check::PhaseSpec& phase, check::Evaluator& ev, const base::SourceMap& sources, const Options& o)
+      : phase_(phase), costs_(ev, phase), sources_(sources), o_(o), declared_(*phase.mapping) {}
+
+  PhaseResult run() {
+    const auto start = Clock::now();
+    start_ = start;
+    PhaseResult out;
+    out.phase = phase_.name;
+    out.objective = o_.objective;
+    gb_ = phase_.batch.globalBatch;
+    out.globalBatch = gb_;
+    podIpus_ = declared_.pod.ipus();
+    maxIpus_ = o_.maxIpus > 0 ? std::min(o_.maxIpus, podIpus_) : podIpus_;
+    out.podIpus = podIpus_;
+    out.maxIpus = maxIpus_;
+    n_ = static_cast<int>(phase_.layers->size());
+    chain_ = tailStart(*phase_.layers);
+    overhead_ = declared_.pod.machine.chip.calibration.stepOverheadSeconds;
+    for (const auto& l : *phase_.layers) params_ += l.params;
+    weightBytes_ = ir::bytesOf(phase_.precision.weights);
+    accumulatorBytes_ = ir::bytesOf(phase_.precision.accumulators);
+    stateBytesPerParam_ = phase_.optimizer.moments * ir::bytesOf(phase_.precision.optimizerState) +
+                          (phase_.precision.masterWeights ? 4.0 : 0.0);
+    codeBase_ = declared_.pod.machine.chip.codeBaseBytes;
+    capacity_ = declared_.pod.machine.chip.memoryBytes;
+
+    // The script's own mapping, as written.
+    {
+      Candidate d;
+      d.shard = std::max(1, declared_.mapping.shard);
+      d.replicas = std::max(1, declared_.mapping.replicas);
+      d.pipeline = std::max(1, declared_.mapping.pipelineIpus);
+      d.microBatch = phase_.batch.microBatch;
+      d.gradientAccumulation = phase_.batch.gradientAccumulation;
+      d.recompute = declared_.mapping.recompute;
+      d.optimizerStateStreaming = declared_.mapping.optimizerStateStreaming;
+      d.weightsStreaming = declared_.mapping.weightsStreaming;
+      d.phases = std::max(1, declared_.mapping.phases);
+      d.rtsOptimizerState = declared_.mapping.rtsOptimizerState;
+      d.rtsWeights = declared_.mapping.rtsWeights;
+      d.split = Split::Declared;
+      std::string problem;
+      if (!evaluate(d, &problem)) {
+        out.error = problem;
+        return out;
+      }
+      // A Lua placement needs the hooks, which the search does not run: such
+      // a mapping is neither compared nor kept.
+      if (declared_.pipelineKind != check::MappingSpec::PipelineKind::Lua) {
+        out.declared = d;
+        if (d.ipusUsed <= maxIpus_ && allowed(d)) keep(d);
+      }
+    }
+    if (gb_ <= 0 || n_ == 0) {
+      out.error = "phase `" + phase_.name + "` has no global batch or no layers to map";
+      return out;
+    }
+
+    std::vector<Group> groups = enumerate();
+    out.counts.space = space_;
+    std::sort(groups.begin(), groups.end(), [](const Group& a, const Group& b) {
+      return std::tie(a.boundScore, a.ipus, a.t, a.p, a.r, a.b, a.recompute) <
+             std::tie(b.boundScore, b.ipus, b.t, b.p, b.r, b.b, b.recompute);
+    });
+    progress_.groups = static_cast<long long>(groups.size());
+    for (const Group& g : groups) {
+      searchGroup(g);
+      ++progress_.groupsDone;
+    }
+
+    out.counts.evaluated = counts_.evaluated;
+    out.counts.pruned = counts_.pruned;
+    out.counts.prunedMemory = counts_.prunedMemory;
+    out.counts.rejectedMemory = counts_.rejectedMemory;
+    out.top = top_;
+    // Pareto: per pod size (powers of two up to the limit), the fastest
+    // mapping within it; kept when faster than every smaller size's.
+    double bestSoFar = std::numeric_limits<double>::infinity();
+    for (const auto& [limit, c] : bestWithin_)
+      if (c.stepTime < bestSoFar) {
+        out.pareto.push_back(c);
+        out.paretoLimits.push_back(limit);
+        bestSoFar = c.stepTime;
+      }
+    if (top_.empty()) {
+      out.leastMemory = leastMemory_;
+      if (maxIpus_ < podIpus_)
+        out.relax.push_back("allow more IPUs: `--max-ipus " + std::to_string(podIpus_) + "` (the pod has " +
+                            std::to_string(podIpus_) + ")");
+      if (o_.headroom > 0 && leastMemory_ && leastMemory_->peakMemoryBytes <= leastMemory_->capacityBytes)
+        out.relax.push_back("keep less memory free: the least-memory mapping fits with no headroom");
+      if (fixedAnything())
+        out.relax.push_back("drop the fixed choices (`--fix ...`): they exclude the rest of the space");
+      out.relax.push_back("a pod with more IPUs (or IPUs with more memory)");
+    }
+    out.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    return out;
+  }
+
+ private:
+  bool fixedAnything() const {
+    const Fixed& f = o_.fixed;
+    return f.shard || f.pipeline || f.replicas || f.phases || f.microBatch || f.recompute || f.optimizerStateStreaming ||
+           f.weightsStreaming || f.rtsOptimizerState || f.rtsWeights || f.split;
+  }
+
+  bool allowed(const Candidate& c) const {
+    const Fixed& f = o_.fixed;
+    return (!f.shard || *f.shard == c.shard) && (!f.pipeline || *f.pipeline == c.pipeline) &&
+           (!f.replicas || *f.replicas == c.replicas) && (!f.microBatch || *f.microBatch == c.microBatch) &&
+           (!f.recompute || *f.recompute == c.recompute) &&
+           (!f.optimizerStateStreaming || *f.optimizerStateStreaming == c.optimizerStateStreaming) &&
+           (!f.weightsStreaming || *f.weightsStreaming == c.weightsStreaming) &&
+           (!f.rtsOptimizerState || *f.rtsOptimizerState == c.rtsOptimizerState) &&
+           (!f.rtsWeights || *f.rtsWeights == c.rtsWeights) && (!f.phases || *f.phases == c.phases) &&
+           (!f.split || *f.split == c.split);
+  }
+
+  double scoreOf(double step, int ipus) const {
+    return o_.objective == Objective::ThroughputPerIpu ? step * ipus : step;
+  }
+
+  // The cost model's compute time (forward, backward, recomputation) of every
+  // layer for one micro batch at shard t: one plan with each layer on its own
+  // pipeline IPU, estimated. The cost model times each layer independently of
+  // where it is placed, so these are the figures every placement adds up.
+  const std::vector<double>* layerTimes(int t, long long b, ir::Recompute rc) {
+    auto key = std::make_tuple(t, b, static_cast<int>(rc));
+    auto it = layerTimes_.find(key);
+    if (it != layerTimes_.end()) return it->second.empty() ? nullptr : &it->second;
+    std::vector<double>& out = layerTimes_[key];
+    check::PhaseSpec* ph = costs_.phaseFor(b);
+    if (ph == nullptr) return nullptr;
+    setBatch(*ph, b, 1);
+    check::MappingSpec spec = declared_;
+    spec.pipelineKind = check::MappingSpec::PipelineKind::Explicit;
+    spec.stages.clear();
+    for (int i = 0; i < n_; ++i) spec.stages.push_back(check::StageSpec{i, {}, {i}});
+    spec.pipelineIpus = n_;
+    ir::Mapping settings = declared_.mapping;
+    settings.shard = t;
+    settings.replicas = 1;
+    settings.pipelineIpus = n_;
+    settings.phases = 1;
+    settings.weightsStreaming = settings.optimizerStateStreaming = settings.rtsWeights = settings.rtsOptimizerState = false;
+    settings.recompute = rc;
+    ir::PhasePlan plan = plan::planPhase(*ph, spec, settings, sources_, nullptr, nullptr, &expansions_);
+    cost::PhaseEstimate e = cost::estimatePhase(plan);
+    if (!e.ok || static_cast<int>(e.ipus.size()) != n_) return nullptr;
+    for (const auto& ipu : e.ipus) out.push_back(ipu.forward + ipu.backward + ipu.recompute);
+    return &out;
+  }
+
+  void setBatch(check::PhaseSpec& ph, long long b, int r) const {
+    ph.batch.microBatch = b;
+    ph.batch.replicas = r;
+    ph.batch.globalBatch = gb_;
+    ph.batch.gradientAccumulation = gb_ / (b * r);
+    ph.batch.derived = "gradient_accumulation";
+  }
+
+  std::vector<Group> enumerate() {
+    std::vector<Group> groups;
+    const Fixed& f = o_.fixed;
+    std::vector<ir::Recompute> recomputes = {ir::Recompute::None, ir::Recompute::EveryLayer, ir::Recompute::Stage};
+    // The global batch's divisors, ascending, by trial division up to its square root.
+    std::vector<long long> divisors, large;
+    for (long long d = 1; d <= gb_ / d; ++d)
+      if (gb_ % d == 0) {
+        divisors.push_back(d);
+        if (d != gb_ / d) large.push_back(gb_ / d);
+      }
+    divisors.insert(divisors.end(), large.rbegin(), large.rend());
+    for (int t = 1; t <= maxIpus_; t *= 2) {
+      if (f.shard && *f.shard != t) continue;
+      for (int p = 1; t * p <= maxIpus_ && p <= chain_; ++p) {
+        if (f.pipeline && *f.pipeline != p) continue;
+        for (int r = 1; t * p * r <= maxIpus_; ++r) {
+          if (gb_ % r != 0 || (f.replicas && *f.replicas != r)) continue;
+          if (declared_.pod.powerOfTwoReplicas && (r & (r - 1)) != 0) continue;  // the pod runs replicas in rings of 2^k
+          const long long perReplica = gb_ / r;
+          for (long long b : divisors) {
+            if (perReplica % b != 0 || (f.microBatch && *f.microBatch != b)) continue;
+            for (ir::Recompute rc : recomputes) {
+              if (f.recompute && *f.recompute != rc) continue;
+              // Bound from the layers' times unsharded: sharding over t IPUs
+              // divides a layer's time by at most t.
+              const std::vector<double>* times = layerTimes(1, b, rc);
+              if (times == nullptr) continue;
+              Group g{t, p, r, b, perReplica / b, rc, 0, 0, t * p * r};
+              // The step takes at least GA + 2p - 2 pipeline cycles (p IPUs make
+              // at least p stages), each as long as the busiest IPU, which is
+              // at least the average IPU and at least the slowest layer.
+              double sum = 0, slowest = 0;
+              for (double x : *times) sum += x, slowest = std::max(slowest, x);
+              const double cycle = std::max(sum / p, slowest) / t;
+              const double cycles = static_cast<double>(g.ga) + (p > 1 ? 2.0 * (p - 1) : 0.0);
+              g.boundStep = cycles * cycle + overhead_;
+              g.boundScore = scoreOf(g.boundStep, g.ipus);
+              space_ += static_cast<long long>(variants(g).size()) * splits(g);
+              groups.push_back(g);
+            }
+          }
+        }
+      }
+    }
+    return groups;
+  }
+
+  int splits(const Group& g) const {
+    if (g.p == 1) return 1;
+    const Fixed& f = o_.fixed;
+    return f.split ? 1 : 2;
+  }
+
+  // Every variant of a group; the phased ones form ladders of sub-graph
+  // counts (2, 4, ... 256, then weights streamed layer by layer).
+  std::vector<Variant> variants(const Group& g) const {
+    std::vector<Variant> out;
+    const Fixed& f = o_.fixed;
+    for (bool os : {false, true})
+      for (bool rtsO : {false, true}) {
+        if (rtsO && g.r == 1) continue;
+        for (bool rtsW : {false, true}) {
+          if (rtsW && g.r == 1) continue;
+          for (int k : kLadder) {
+            Variant v{os, rtsO, rtsW, k == 0, k == 0 ? 1 : k};
+            if (rtsW && v.phases == 1 && !v.weightsStream) continue;  // RTS of weights only matters when they stream
+            // Phased execution streams the optimizer state anyway: `on_chip` would be the same candidate.
+            if ((v.phases > 1 || v.weightsStream) && !os) continue;
+            if ((f.optimizerStateStreaming && *f.optimizerStateStreaming != os) ||
+                (f.rtsOptimizerState && *f.rtsOptimizerState != rtsO) || (f.rtsWeights && *f.rtsWeights != rtsW) ||
+                (f.weightsStreaming && *f.weightsStreaming != v.weightsStream) || (f.phases && *f.phases != v.phases))
+              continue;
+            out.push_back(v);
+          }
+        }
+      }
+    return out;
+  }
+
+  // The Pareto table's rows: pod sizes 1, 2, 4, ... below the limit, and the limit.
+  int rowFor(int ipus) const {
+    int row = 1;
+    while (row < ipus) row *= 2;
+    return std::min(row, maxIpus_);
+  }
+
+  // The fastest step among kept mappings within the Pareto row a count falls in.
+  double bestStepAtOrBelow(int ipus) const {
+    auto it = bestWithin_.find(rowFor(ipus));
+    return it == bestWithin_.end() ? std::numeric_limits<double>::infinity() : it->second.stepTime;
+  }
+
+  // Nothing in the group can enter the top list or the Pareto table.
+  bool hopeless(double boundStep, double boundScore, int ipus) const {
+    if (!o_.prune) return false;
+    const bool topFull = static_cast<int>(top_.size()) >= std::max(1, o_.top);
+    if (!topFull || boundScore <= orderKeyScore(top_.back())) return false;
+    return boundStep >= bestStepAtOrBelow(ipus);
+  }
+  static double orderKeyScore(const Candidate& c) { return c.score; }
+
+  // A lower bound on the fullest IPU's memory without planning: it holds at
+  // least its share of the weights and gradient accumulators, and of the
+  // optimizer state when that stays on chip, plus the chip's base code.
+  double memoryFloor(const Group& g, const Variant& v) const {
+    if (v.phases > 1 || v.weightsStream) return 0;
+    const double share = params_ / (static_cast<double>(g.p) * g.t);
+    const double state = v.osStream ? 0 : stateBytesPerParam_ / (v.rtsO ? g.r : 1);
+    return share * (weightBytes_ + accumulatorBytes_ + state) + codeBase_;
+  }
+
+  Candidate candidateOf(const Group& g, const Variant& v, Split split, const std::vector<int>& cuts) const {
+    Candidate c;
+    c.shard = g.t;
+    c.pipeline = g.p;
+    c.replicas = g.r;
+    c.microBatch = g.b;
+    c.gradientAccumulation = g.ga;
+    c.recompute = g.recompute;
+    c.optimizerStateStreaming = v.osStream;
+    c.rtsOptimizerState = v.rtsO;
+    c.rtsWeights = v.rtsW;
+    c.weightsStreaming = v.weightsStream;
+    c.phases = v.phases;
+    c.split = split;
+    if (split == Split::Optimal) {
+      for (int k = 0; k + 1 < static_cast<int>(cuts.size()); ++k) {
+        std::vector<int> layers;
+        for (int i = cuts[static_cast<std::size_t>(k)]; i < cuts[static_cast<std::size_t>(k) + 1]; ++i) layers.push_back(i);
+        c.stages.emplace_back(k, std::move(layers));
+      }
+      if (chain_ < n_) {
+        std::vector<int> tail;
+        for (int i = chain_; i < n_; ++i) tail.push_back(i);
+        c.stages.emplace_back(0, std::move(tail));
+      }
+    }
+    return c;
+  }
+
+  // Evaluate and keep; false when the candidate is not one of the group's
+  // (the planner's `balanced` used fewer IPUs: that mapping is in a smaller group).
+  bool tryCandidate(const Group& g, Candidate& c) {
+    if (!evaluate(c, nullptr) || c.pipeline != g.p) return false;
+    keep(c);
+    report();
+    return true;
+  }
+
+  void searchGroup(const Group& g) {
+    const std::vector<Variant> vs = variants(g);
+    const int nSplits = splits(g);
+    const long long size = static_cast<long long>(vs.size()) * nSplits;
+    if (hopeless(g.boundStep, g.boundScore, g.ipus)) {
+      counts_.pruned += size;
+      return;
+    }
+    std::vector<Split> splitKinds;
+    if (g.p == 1) splitKinds = {Split::Single};
+    else if (o_.fixed.split) splitKinds = {*o_.fixed.split};
+    else splitKinds = {Split::Optimal, Split::Balanced};
+    std::vector<int> cuts;
+    if (g.p > 1) {
+      const std::vector<double>* times = layerTimes(g.t, g.b, g.recompute);
+      if (times == nullptr) times = layerTimes(1, g.b, g.recompute);
+      std::vector<double> w(times->begin(), times->begin() + chain_);
+      double tail = 0;
+      for (int i = chain_; i < n_; ++i) tail += (*times)[static_cast<std::size_t>(i)];
+      cuts = optimalCuts(w, tail, g.p);
+    }
+    for (Split split : splitKinds) {
+      // Resident variants one by one; each phased ladder (sub-graph counts in
+      // increasing order, memory non-increasing along it) by binary search
+      // for its first rung that fits, which is the ladder's best: the cost
+      // model's time does not depend on the count.
+      std::size_t i = 0;
+      while (i < vs.size()) {
+        const Variant& v = vs[i];
+        const bool phased = v.phases > 1 || v.weightsStream;
+        std::size_t j = i + 1;
+        if (phased)
+          while (j < vs.size() && (vs[j].phases > 1 || vs[j].weightsStream) && vs[j].osStream == v.osStream &&
+                 vs[j].rtsO == v.rtsO && vs[j].rtsW == v.rtsW)
+            ++j;
+        const long long rungs = static_cast<long long>(j - i);
+        if (hopeless(g.boundStep, g.boundScore, g.ipus)) {
+          counts_.pruned += rungs;
+          i = j;
+          continue;
+        }
+        if (split == Split::Optimal && cuts.empty()) {  // fewer chain layers than IPUs: no such split
+          counts_.pruned += rungs;
+          i = j;
+          continue;
+        }
+        if (!phased) {
+          if (o_.prune && memoryFloor(g, v) > (1 - o_.headroom) * capacity_) {
+            ++counts_.prunedMemory;
+          } else {
+            Candidate c = candidateOf(g, v, split, cuts);
+            tryCandidate(g, c);
+          }
+          i = j;
+          continue;
+        }
+        if (!o_.prune) {
+          for (std::size_t k = i; k < j; ++k) {
+            Candidate c = candidateOf(g, vs[k], split, cuts);
+            tryCandidate(g, c);
+          }
+          i = j;
+          continue;
+        }
+        // Binary search over rungs [i, j): the first that fits.
+        std::size_t lo = i, hi = j;  // answer in [lo, hi]; hi == j: none fits
+        std::optional<Candidate> found;
+        long long tried = 0;
+        bool foreign = false;
+        while (lo < hi) {
+          std::size_t mid = lo + (hi - lo) / 2;
+          Candidate c = candidateOf(g, vs[mid], split, cuts);
+          ++tried;
+          if (!evaluate(c, nullptr) || c.pipeline != g.p) {
+            foreign = true;
+            break;
+          }
+          if (c.fits) {
+            found = c;
+            hi = mid;
+          } else {
+            lo = mid + 1;
+          }
+        }
+        if (found) {
+          keep(*found);
+          report();
+        }
+        if (!foreign) {
+          // Rungs not evaluated: below the first fit they do not fit (memory
+          // only falls along the ladder); above it, they are no faster.
+          const long long skipped = rungs - tried;
+          const long long below = found ? static_cast<long long>(hi - i) - tried : skipped;
+          counts_.prunedMemory += std::max(0LL, std::min(skipped, below));
+          counts_.pruned += std::max(0LL, skipped - std::max(0LL, std::min(skipped, below)));
+        }
+        i = j;
+      }
+    }
+  }
+
+  // Plan and estimate one candidate; fills its results.
+  bool evaluate(Candidate& c, std::string* problem) {
+    check::PhaseSpec* ph = costs_.phaseFor(c.microBatch);
+    if (ph == nullptr) {
+      if (problem != nullptr) *problem = "the model's layers cannot be costed for micro batch " + std::to_string(c.microBatch);
+      return false;
+    }
+    ++counts_.evaluated;
+    setBatch(*ph, c.microBatch, c.replicas);
+    if (c.split == Split::Declared) ph->batch = phase_.batch;
+    check::MappingSpec spec = mappingOf(phase_, c);
+    ir::Mapping settings = spec.mapping;
+    ir::PhasePlan plan = plan::planPhase(*ph, spec, settings, sources_, nullptr, nullptr, &expansions_);
+    cost::PhaseEstimate e = cost::estimatePhase(plan);
+    if (!e.ok) {
+      if (problem != nullptr)
+        *problem = "the cost model cannot time phase `" + phase_.name + "` on `" + declared_.pod.name +
+                   "` (its chip has no calibration, or misses a figure): `ipu estimate` says why";
+      return false;
+    }
+    c.pipeline = plan.mapping.pipelineIpus;
+    c.stages.clear();
+    for (const auto& s : plan.stages) c.stages.emplace_back(s.ipu, s.layers);
+    c.layersPerIpu.assign(static_cast<std::size_t>(std::max(1, c.pipeline)), 0);
+    for (const auto& l : plan.layers)
+      if (l.ipu >= 0 && l.ipu < c.pipeline) ++c.layersPerIpu[static_cast<std::size_t>(l.ipu)];
+    c.ipusUsed = plan.ipusUsed;
+    c.stepTime = e.stepTime;
+    c.samplesPerSecond = e.samplesPerSecond;
+    c.tokensPerSecond = e.tokensPerSecond;
+    c.timeToTrain = e.timeToTrain;
+    c.peakMemoryBytes = 0;
+    for (const auto& ipu : plan.ipus)
+      if (ipu.memory.total() > c.peakMemoryBytes) {
+        c.peakMemoryBytes = ipu.memory.total();
+        c.capacityBytes = ipu.capacityBytes;
+        c.peakIpu = ipu.index;
+        c.peakComponent = largestComponent(ipu.memory, &c.peakComponentBytes);
+      }
+    c.fits = plan.fits && c.peakMemoryBytes <= (1 - o_.headroom) * c.capacityBytes;
+    c.score = scoreOf(c.stepTime, c.ipusUsed);
+    if (!c.fits) {
+      if (c.split != Split::Declared) ++counts_.rejectedMemory;
+      auto ratio = [](const Candidate& x) { return x.capacityBytes > 0 ? x.peakMemoryBytes / x.capacityBytes : 0; };
+      if (c.split != Split::Declared && (!leastMemory_ || ratio(c) < ratio(*leastMemory_))) leastMemory_ = c;
+    }
+    return true;
+  }
+
+  void keep(const Candidate& c) {
+    if (!c.fits) return;
+    for (int row = rowFor(c.ipusUsed);; row = rowFor(row + 1)) {
+      auto it = bestWithin_.find(row);
+      if (it == bestWithin_.end() || std::make_tuple(c.stepTime, c.ipusUsed) < std::make_tuple(it->second.stepTime, it->second.ipusUsed) ||
+          (c.stepTime == it->second.stepTime && c.ipusUsed == it->second.ipusUsed && orderKey(c) < orderKey(it->second)))
+        bestWithin_[row] = c;
+      if (row >= maxIpus_) break;
+    }
+    // More sub-graphs than needed, for no gain, is not another answer.
+    for (auto it = top_.begin(); it != top_.end(); ++it) {
+      if (sameMapping(*it, c)) return;
+      if (!sameButRung(*it, c)) continue;
+      if (it->stepTime <= c.stepTime && rung(*it) < rung(c)) return;
+      if (c.stepTime <= it->stepTime && rung(c) < rung(*it)) {
+        top_.erase(it);
+        break;
+      }
+    }
+    auto pos = std::upper_bound(top_.begin(), top_.end(), c, [](const Candidate& a, const Candidate& b) { return orderKey(a) < orderKey(b); });
+    top_.insert(pos, c);
+    if (static_cast<int>(top_.size()) > std::max(1, o_.top)) top_.pop_back();
+  }
+
+  void report() {
+    if (!o_.progress || (counts_.evaluated & 255) != 0) return;
+    progress_.evaluated = counts_.evaluated;
+    progress_.pruned = counts_.pruned + counts_.prunedMemory;
+    progress_.seconds = std::chrono::duration<double>(Clock::now() - start_).count();
+    o_.progress(progress_);
+  }
+
+  static constexpr int kLadder[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 0};  // 0: weights streaming
+
+  const check::PhaseSpec& phase_;
+  LayerCosts costs_;
+  const base::SourceMap& sources_;
+  const Options& o_;
+  const check::MappingSpec& declared_;
+  long long gb_ = 0;
+  int podIpus_ = 0, maxIpus_ = 0, n_ = 0, chain_ = 0;
+  double overhead_ = 0;
+  long long space_ = 0;
+  Counts counts_;
+  Progress progress_;
+  Clock::time_point start_;
+  std::vector<Candidate> top_;
+  std::map<int, Candidate> bestWithin_;  // Pareto row (most IPUs) -> fastest kept within it
+  plan::LayerExpansions expansions_;     // the planner's expanded layers, shared by the candidates of a micro batch
+  std::optional<Candidate> leastMemory_;
+  std::map<std::tuple<int, long long, int>, std::vector<double>> layerTimes_;
+  double params_ = 0, weightBytes_ = 0, accumulatorBytes_ = 0, stateBytesPerParam_ = 0, codeBase_ = 0, capacity_ = 0;
+};
+
+}  // namespace
+
+check::MappingSpec mappingOf(const check::PhaseSpec& phase, const Candidate& c) {
+  const check::MappingSpec& declared = *phase.mapping;
+  check::MappingSpec spec = declared;
+  ir::Mapping& m = spec.mapping;
+  if (c.split != Split::Declared) {
+    m.shard = c.shard;
+    m.replicas = c.replicas;
+    m.pipelineIpus = c.pipeline;
+    m.phases = c.phases;
+    m.recompute = c.recompute;
+    m.optimizerStateStreaming = c.optimizerStateStreaming;
+    m.weightsStreaming = c.weightsStreaming;
+    m.rtsOptimizerState = c.rtsOptimizerState;
+    m.rtsWeights = c.rtsWeights;
+    // available_memory_proportion is kept as declared (one value for every
+    // IPU, or one per IPU when the pipeline has as many); otherwise its first value.
+    if (m.availableMemoryProportion.size() > 1 && static_cast<int>(m.availableMemoryProportion.size()) != c.pipeline)
+      m.availableMemoryProportion.resize(1);
+    spec.pipelineIpus = c.pipeline;
+    spec.stages.clear();
+    if (c.pipeline <= 1) {
+      spec.pipelineKind = check::MappingSpec::PipelineKind::Single;
+      spec.pipelineIpus = 1;
+    } else if (c.split == Split::Balanced && c.stages.empty()) {
+      spec.pipelineKind = check::MappingSpec::PipelineKind::Balanced;
+    } else {
+      spec.pipelineKind = check::MappingSpec::PipelineKind::Explicit;
+      for (const auto& [ipu, layers] : c.stages) spec.stages.push_back(check::StageSpec{ipu, {}, layers});
+    }
+  }
+  m.pipelineIpus = spec.pipelineIpus;
+  return spec;
+}
+
+std::string mappingSource(const check::PhaseSpec& phase, const Candidate& c, const std::string& mappingName) {
+  const check::MappingSpec& declared = *phase.mapping;
+  std::string s;
+  auto line = [&](const std::string& text) { s += "  " + text + "\n"; };
+  s += "// Found by `ipu search` for phase `" + phase.name + "`: " + std::to_string(c.microBatch) + " x " +
+       std::to_string(c.gradientAccumulation) + " x " + std::to_string(c.replicas) +
+       " (micro_batch x gradient_accumulation x replicas); set `micro_batch: " + std::to_string(c.microBatch) +
+       "` in the phase.\n";
+  s += "mapping " + mappingName + " for " + phase.model->name + " on " + declared.pod.name + " {\n";
+  if (c.pipeline > 1 && phase.model->structure != nullptr) {
+    line("pipeline {");
+    for (const auto& [ipu, layers] : c.stages) line("  ipu " + std::to_string(ipu) + ": " + phase.model->structure->describe(layers));
+    line("}");
+  }
+  if (c.shard > 1) line("shard: " + std::to_string(c.shard));
+  if (c.replicas > 1) line("replicas: " + std::to_string(c.replicas));
+  if (c.phases > 1) line("phases: " + std::to_string(c.phases));
+  if (c.recompute != ir::Recompute::None) line(std::string("recompute: ") + ir::name(c.recompute));
+  if (c.optimizerStateStreaming) line("optimizer_state: streaming");
+  if (c.weightsStreaming) line("weights: streaming");
+  if (c.rtsOptimizerState && c.rtsWeights) line("replicated_tensor_sharding: [weights, optimizer_state]");
+  else if (c.rtsOptimizerState) line("replicated_tensor_sharding: optimizer_state");
+  else if (c.rtsWeights) line("replicated_tensor_sharding: weights");
+  check::MappingSpec spec = mappingOf(phase, c);
+  const auto& amp = spec.mapping.availableMemoryProportion;
+  if (!amp.empty()) {
+    std::string list;
+    char buf[32];
+    for (std::size_t i = 0; i < amp.size(); ++i) {
+      std::snprintf(buf, sizeof buf, "%.2f", amp[i]);
+      list += (i ? ", " : "") + std::string(buf);
+    }
+    line("available_memory_proportion: " + (amp.size() == 1 ? list : "[" + list + "]"));
+  }
+  s += "}\n";
+  return s;
+}
+
+bool applyCandidate(check::PhaseSpec& phase, check::Evaluator& evaluator, const Candidate& c) {
+  LayerCosts costs(evaluator, phase);
+  check::PhaseSpec* costed = costs.phaseFor(c.microBatch);
+  if (costed == nullptr) return false;
+  auto layers = costed->layers;
+  auto mapping = std::make_shared<check::MappingSpec>(mappingOf(phase, c));
+  phase.layers = std::move(layers);
+  phase.lr = costed->lr;
+  phase.steps = costed->steps;
+  phase.mapping = mapping;
+  phase.batch.microBatch = c.microBatch;
+  phase.batch.gradientAccumulation = c.gradientAccumulation;
+  phase.batch.replicas = c.replicas;
+  phase.batch.derived = "gradient_accumulation";
+  return true;
+}
+
+PhaseResult searchPhase(const check::PhaseSpec& phase, check::Evaluator& evaluator, const base::SourceMap& sources,
+                        const Options& options) {
+  if (phase.mapping == nullptr || phase.model == nullptr) {
+    PhaseResult r;
+    r.phase = phase.name;
+    r.error = "phase `" + phase.name + "` has no mapping to start from";
+    return r;
+  }
+  return Searcher(phase, evaluator, sources, options).run();
+}
+
+}  // namespace ipu::search

@@ -1,0 +1,140 @@
+// The mapping search: for one phase of a training, every mapping of its model
+// onto its pod at its declared global batch, ranked by an objective, with the
+// ones that do not fit rejected by the planner's memory model and the rest
+// timed by the cost model, in process (no script text is written or read).
+//
+// The space (docs/search.md): tensor sharding t, pipeline IPUs p and replicas r
+// with t x p x r within the pod (and --max-ipus); every micro batch b that
+// divides global_batch / r, gradient accumulation derived; recompute none,
+// every layer or stage inputs; optimizer state on chip or in Streaming Memory;
+// replicated tensor sharding (with r > 1) of the optimizer state, and of the
+// weights too under phased execution; phased execution off, or on with the
+// fewest sub-graphs that fit; and two pipeline splits: the contiguous split
+// that minimises the cost model's slowest stage (with tied heads back on the
+// embedding's IPU, as Graphcore places BERT's), and the planner's memory-aware
+// `balanced(p)`. The script's own mapping is evaluated too, for comparison.
+//
+// The search is exhaustive with pruning: a group of candidates sharing
+// (t, p, r, b, recompute) is skipped when a lower bound on its step time from
+// compute alone cannot beat what is already kept; a micro batch is skipped
+// when a smaller one did not fit in any variant of the same configuration
+// (memory grows with the micro batch). Ties are broken by a fixed order, so
+// the same script always gives the same ranking.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "interpreter/base/source.h"
+#include "interpreter/check/evaluator.h"
+#include "interpreter/check/program.h"
+#include "runtime/ir/execution_plan.h"
+
+namespace ipu::search {
+
+enum class Objective { Throughput, TimeToTrain, ThroughputPerIpu };
+const char* name(Objective o);
+std::optional<Objective> objectiveNamed(const std::string& text);
+
+enum class Split { Single, Optimal, Balanced, Declared };
+const char* name(Split s);
+
+// Choices the user fixes (`--fix key=value`); unset ones are searched.
+struct Fixed {
+  std::optional<int> shard, pipeline, replicas, phases;
+  std::optional<long long> microBatch;
+  std::optional<ir::Recompute> recompute;
+  std::optional<bool> optimizerStateStreaming, weightsStreaming;
+  std::optional<bool> rtsOptimizerState, rtsWeights;
+  std::optional<Split> split;
+};
+// Parses one `key=value`; on failure returns a message saying what is accepted.
+std::optional<std::string> applyFix(Fixed& fixed, const std::string& keyValue);
+
+struct Progress {
+  long long evaluated = 0, pruned = 0, groupsDone = 0, groups = 0;
+  double seconds = 0;
+};
+
+struct Options {
+  Objective objective = Objective::Throughput;
+  int maxIpus = 0;         // 0: the pod's IPUs
+  double headroom = 0;     // fraction of each IPU's memory to keep free
+  Fixed fixed;
+  int top = 5;
+  bool prune = true;       // false: evaluate every candidate (the brute force the tests compare with)
+  std::function<void(const Progress&)> progress;  // called now and then during long searches
+};
+
+struct Candidate {
+  // The mapping.
+  int shard = 1, pipeline = 1, replicas = 1, phases = 1;
+  long long microBatch = 0, gradientAccumulation = 0;
+  ir::Recompute recompute = ir::Recompute::None;
+  bool optimizerStateStreaming = false, weightsStreaming = false;
+  bool rtsOptimizerState = false, rtsWeights = false;
+  Split split = Split::Single;
+  std::vector<std::pair<int, std::vector<int>>> stages;  // data-flow order: pipeline IPU, layer indices
+  std::vector<int> layersPerIpu;                          // layers on each pipeline IPU
+  // What the planner and the cost model say.
+  int ipusUsed = 0;
+  bool fits = false;           // every IPU within its memory less the headroom, Streaming Memory within its own
+  double stepTime = 0, samplesPerSecond = 0, tokensPerSecond = 0, timeToTrain = 0;
+  double peakMemoryBytes = 0, capacityBytes = 0;
+  int peakIpu = 0;             // the IPU (of one replica) that holds the peak
+  std::string peakComponent;   // its largest memory component
+  double peakComponentBytes = 0;
+  double score = 0;            // the objective's value, lower is better
+};
+
+struct Counts {
+  long long space = 0;           // candidates in the space
+  long long evaluated = 0;       // planned and estimated
+  long long pruned = 0;          // skipped: their bound could not beat what was kept
+  long long prunedMemory = 0;    // skipped: a smaller micro batch of the same configuration did not fit
+  long long rejectedMemory = 0;  // evaluated, and over memory (or headroom)
+};
+
+struct PhaseResult {
+  std::string phase;
+  Objective objective = Objective::Throughput;
+  long long globalBatch = 0;
+  int podIpus = 0, maxIpus = 0;
+  std::vector<Candidate> top;      // fitting, best first
+  std::vector<Candidate> pareto;   // fitting: the fastest within each pod size (1, 2, 4, ... IPUs, and the limit),
+                                   // kept when faster than every smaller size's
+  std::vector<int> paretoLimits;   // the pod size of each Pareto row
+  std::optional<Candidate> declared;      // the script's mapping, as written
+  std::optional<Candidate> leastMemory;   // when nothing fits: the smallest peak found
+  std::vector<std::string> relax;         // when nothing fits: which constraint to relax
+  Counts counts;
+  double seconds = 0;
+  std::string error;               // the search could not run (no calibration, ...)
+};
+
+// Search one phase. `evaluator` is the checker's (it costs the layers for other
+// micro batches); `sources` locates source references.
+PhaseResult searchPhase(const check::PhaseSpec& phase, check::Evaluator& evaluator, const base::SourceMap& sources,
+                        const Options& options);
+
+// The candidate as a mapping the planner takes: the placement and, in its
+// `mapping` field, the settings. Used by the search itself, `--write` and the tests.
+check::MappingSpec mappingOf(const check::PhaseSpec& phase, const Candidate& c);
+
+// The contiguous split of a chain of layer times into exactly `parts` pipeline
+// IPUs that minimises the slowest, IPU 0 also carrying `tail` (the tied heads
+// placed back on it): the first layer of each part, then w.size(). Empty when
+// there are fewer layers than parts. Exposed for the tests.
+std::vector<int> optimalCuts(const std::vector<double>& w, double tail, int parts);
+
+// Make `phase` use the candidate: its mapping (keeping the declared one's
+// name, spans and search), its batch figures, and its layers costed for the
+// candidate's micro batch. False when the layers cannot be costed.
+bool applyCandidate(check::PhaseSpec& phase, check::Evaluator& evaluator, const Candidate& c);
+
+// The candidate as `.ipu` source: a `mapping NAME for MODEL on POD { ... }`.
+std::string mappingSource(const check::PhaseSpec& phase, const Candidate& c, const std::string& name);
+
+}  // namespace ipu::search
