@@ -411,6 +411,9 @@ int searchCommand(const std::vector<std::string>& args) {
         else if (best.split == search::Split::Declared || best.stepTime >= d.stepTime) std::cout << "yours is the best\n";
         else std::cout << "the best is " << fixed(d.stepTime / best.stepTime, 2) << "x faster\n";
       }
+      if (!r.declared && ph.mapping->pipelineKind == check::MappingSpec::PipelineKind::Lua)
+        std::cout << "  yours (`" << ph.mapping->name << "`) is placed by the Lua function `" << ph.mapping->luaFunction
+                  << "`, which the search does not run: not compared\n";
       if (r.pareto.size() > 1) {
         std::cout << "\n  IPUs against throughput (the fastest mapping within each pod size):\n";
         std::vector<Row> prow;

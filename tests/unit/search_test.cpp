@@ -264,6 +264,41 @@ TEST(Search, WrittenMappingPlansToTheSameFigures) {
   }
 }
 
+// A mapping declared with `search { ... }` plans as the search's best for
+// the same constraints: the language feature and `ipu search` agree.
+TEST(Search, DeclaredSearchPlansAsTheBest) {
+  std::string declared = kTinyBert;
+  const std::string body = R"(  pipeline {
+    ipu 0: embedding, encoder[0..2], mlm_head, nsp_head
+    ipu 1: encoder[2..4]
+  }
+  replicas: 4
+)";
+  ASSERT_NE(declared.find(body), std::string::npos);
+  declared.replace(declared.find(body), body.size(), "  search {\n    max_ipus: 4\n    headroom: 10%\n  }\n");
+  test::Outcome out = test::runText(declared, "search_declared.ipu");
+  ASSERT_NE(out.plan, nullptr) << out.rendered();
+  ASSERT_TRUE(out.errorCodes().empty()) << out.rendered();
+  ASSERT_EQ(out.codes(), std::vector<std::string>{"IPU2008"}) << out.rendered();
+  const ir::PhasePlan& plan = out.plan->runs.at(0).phases.at(0);
+  cost::PhaseEstimate e = cost::estimatePhase(plan);
+
+  Searched s = load(kTinyBert);
+  search::Options o;
+  o.maxIpus = 4;
+  o.headroom = 0.1;
+  o.top = 1;
+  search::PhaseResult r = run(s, o);
+  ASSERT_FALSE(r.top.empty());
+  const auto& best = r.top.front();
+  EXPECT_NEAR(e.stepTime, best.stepTime, 1e-9 * best.stepTime);
+  EXPECT_EQ(plan.ipusUsed, best.ipusUsed);
+  EXPECT_EQ(plan.mapping.replicas, best.replicas);
+  EXPECT_EQ(plan.batch.microBatch, best.microBatch);
+  EXPECT_EQ(plan.batch.globalBatch, 64);
+  EXPECT_TRUE(plan.fits);
+}
+
 TEST(Search, SameScriptSameRanking) {
   Searched a = load(kSmallGpt), b = load(kSmallGpt);
   search::Options o;
