@@ -187,10 +187,14 @@ struct TorchResult {
   std::string blas, version;
 };
 
-// PyTorch on the BLAS in `libraryPath`, with `threads` threads (its own and OpenBLAS's).
+// PyTorch on the BLAS in `libraryPath`, with `threads` threads (its own and
+// OpenBLAS's). Its OpenMP threads wait passively (OMP_WAIT_POLICY): with
+// GNU OpenMP's default busy-waiting, two threads on a host that other
+// processes also use ran up to 30 times slower than one (docs/benchmarks.md).
 TorchResult torchRun(const std::string& dir, int threads, const std::string& libraryPath) {
   const std::string t = std::to_string(threads);
-  const std::string cmd = "env LD_LIBRARY_PATH=" + libraryPath + " OPENBLAS_NUM_THREADS=" + t + " OMP_NUM_THREADS=" + t + " " +
+  const std::string cmd = "env LD_LIBRARY_PATH=" + libraryPath + " OPENBLAS_NUM_THREADS=" + t + " OMP_NUM_THREADS=" + t +
+                          " OMP_WAIT_POLICY=PASSIVE " +
                           IPU_PYTHON + " " + IPU_SOURCE_DIR + "/bench/torch_tiny_bert.py " + dir + "/batches.ipt " + t + " " +
                           std::to_string(kSeconds) + " 2>&1";
   TorchResult r;
