@@ -79,6 +79,7 @@ struct PhaseSpec {
   ir::Batch batch;
   long long seqLen = 0, maskedTokens = 0, imageSize = 0, steps = 0;
   double epochs = 0;
+  std::string software;            // the framework and SDK it runs on ("" when unstated)
   std::vector<LayerFacts> layers;  // the model's layers costed for this phase
   Span lrSpan;                     // where `lr` was written (its `lua NAME` for a Lua schedule)
   Span lossScaleSpan;              // where the precision's `loss_scale` was written
