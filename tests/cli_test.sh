@@ -74,7 +74,7 @@ cmp -s "$TMP/broken.ipu" "$TMP/broken.orig" || { echo "FAIL: fmt changed a file 
 
 # ipu estimate: the report, the documented JSON, timelines, and its errors.
 expect 0 "estimate the main example" -- "$IPU" estimate "$ROOT/examples/bert_large_pod16.ipu"
-for want in "samples/s" "time to train" "where the step goes" "all-reduce" "calibration" "FLOP use"; do
+for want in "samples/s" "likely" "time to train" "where the step goes" "all-reduce" "calibration" "FLOP use"; do
   grep -q "$want" "$TMP/out" || { echo "FAIL: estimate report lacks '$want'"; fail=1; }
 done
 grep -q $'\x1b' "$TMP/out" && { echo "FAIL: estimate coloured a pipe"; fail=1; }
@@ -95,6 +95,9 @@ for p in run["phases"]:
         assert k in b, k
     assert abs(sum(b.values()) - p["step_time_s"]) < 1e-9 * p["step_time_s"]
     assert abs(p["time_to_train_s"] - p["steps"] * p["step_time_s"]) < 1e-6 * p["time_to_train_s"]
+    lo, hi = p["throughput_interval"]
+    assert lo < p["throughput_samples_per_s"] < hi, (lo, hi)
+    assert isinstance(p["coverage_warnings"], list)
 assert abs(run["time_to_train_s"] - sum(p["time_to_train_s"] for p in run["phases"])) < 1e-6 * run["time_to_train_s"]
 PY
 expect 0 "estimate --timeline" -- "$IPU" estimate "$ROOT/examples/bert_large_pod16.ipu" --timeline

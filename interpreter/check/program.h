@@ -90,6 +90,7 @@ struct PhaseSpec {
   ir::Batch batch;
   long long seqLen = 0, maskedTokens = 0, imageSize = 0, steps = 0;
   double epochs = 0;
+  std::string software;            // the framework and SDK it runs on ("" when unstated)
   // The model's layers costed for this phase (shared: variants with the same
   // micro batch and shapes reuse them, see LayerCostCache).
   std::shared_ptr<const std::vector<LayerFacts>> layers = std::make_shared<std::vector<LayerFacts>>();

@@ -98,6 +98,11 @@ hw::Pod Resolver::pod(const Record& rec) {
           const Value* v = k.get(name);
           return v != nullptr && v->kind == ValueKind::List ? v->list.get() : nullptr;
         };
+        const auto* sw = list("software");
+        const auto* swo = list("software_step_overhead");
+        if (sw != nullptr && swo != nullptr)
+          for (std::size_t i = 0; i < sw->size() && i < swo->size(); ++i)
+            chip.calibration.softwareStepOverhead[(*sw)[i].text] = (*swo)[i].number;
         const auto* fam = list("loo_family");
         const auto* ipus = list("loo_ipus");
         const auto* acc = list("loo_accumulation");
@@ -704,6 +709,7 @@ bool Resolver::phase(const Record& tr, const PhaseEntry& entry, const std::vecto
     return v != nullptr && v->isNumber() ? static_cast<long long>(v->number) : 0;
   };
   out.seqLen = whole("seq_len");
+  if (const Value* sw = phaseField(ph, tr, "software"); sw != nullptr && sw->kind == ValueKind::String) out.software = sw->text;
   out.maskedTokens = whole("masked_tokens");
   out.imageSize = whole("image_size");
   if (out.maskedTokens > 0 && out.seqLen > 0 && out.maskedTokens > out.seqLen) {

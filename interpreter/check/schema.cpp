@@ -151,6 +151,10 @@ struct Schemas {
             "time per optimizer step per parameter of one replica: the weight update, its collectives, norm reductions and stream copies"),
         opt("gw_latency", number(dims::seconds()), Value::num(0, dims::seconds()),
             "latency of one step of a collective between racks over GW-Links"),
+        opt("software", listOf(simple(TypeKind::String)), Value::ofList({}),
+            "the software (a training's `software`) with a fixed cost per step of its own"),
+        opt("software_step_overhead", listOf(number(dims::seconds())), Value::ofList({}),
+            "per entry of `software`: its fixed time per optimizer step, in place of `step_overhead`"),
         opt("loo_family", listOf(simple(TypeKind::String)), Value::ofList({}),
             "per fitted row: the kinds of layers of its model (what `ipu calibrate` writes)"),
         opt("loo_ipus", listOf(number(Dim::none())), Value::ofList({}), "per fitted row: the IPUs it used"),
@@ -334,6 +338,9 @@ struct Schemas {
         opt("epochs", number(dims::epochs(), true), Value(), "passes over the dataset (needs the dataset's `samples`)",
             "none"),
         opt("lr", sched, Value(), "learning rate: `0.006 warmup 2000 steps then linear to 0`", "none: required"),
+        opt("software", simple(TypeKind::String), Value::str(""),
+            "the framework and Poplar SDK the run uses, e.g. \"popart sdk2.3\": the cost model's fixed cost per step is per software",
+            "unstated"),
     };
     phase.kind = "phase";
     phase.fields = phaseFields;

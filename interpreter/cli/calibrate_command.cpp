@@ -132,6 +132,15 @@ int calibrateCommand(const std::string& table, const std::string& output, base::
            << "  step_overhead: " << fixed(cal.stepOverheadSeconds * 1e3, 3) << " ms\n"
            << "  update_cost: " << fixed(cal.updateSecondsPerParameter * 1e9, 4) << " ns  // per parameter of a replica\n"
            << "  gw_latency: " << fixed(cal.gwLatencySeconds * 1e3, 3) << " ms\n";
+    if (!cal.softwareStepOverhead.empty()) {
+      module << "  software: [";
+      std::size_t i = 0;
+      for (const auto& kv : cal.softwareStepOverhead) module << (i++ ? ", " : "") << "\"" << kv.first << "\"";
+      module << "]\n  software_step_overhead: [";
+      i = 0;
+      for (const auto& kv : cal.softwareStepOverhead) module << (i++ ? ", " : "") << fixed(kv.second * 1e3, 3) << " ms";
+      module << "]\n";
+    }
     // The rows' leave-one-out errors: the intervals and coverage warnings of `ipu estimate`.
     auto listOf = [&](const char* name, auto value) {
       module << "  " << name << ": [";

@@ -33,6 +33,7 @@ void expandLayers(PhaseContext& ctx) {
   p.batch = ph.batch;
   p.batch.replicas = ctx.settings.replicas;
   p.seqLen = ph.seqLen;
+  p.software = ph.software;
   p.maskedTokens = ph.maskedTokens;
   p.imageSize = ph.imageSize;
   p.steps = ph.steps;

@@ -79,12 +79,14 @@ Vec minimise(const std::function<double(const Vec&)>& f, Vec x0, const Vec& step
 namespace {
 
 // x = [op latency (kilocycles), step overhead (ms), update cost (ns per
-// parameter), GW-Link latency (ms), then per chip: matmul, conv efficiency].
+// parameter), GW-Link latency (ms), then per chip: matmul, conv efficiency,
+// then per declared software: its step overhead (ms)].
 constexpr std::size_t kShared = 4;
 
 struct FitProblem {
   std::vector<Measurement>& rows;
   const std::vector<std::string>& chips;
+  const std::vector<std::string>& software;
   const std::string& source;
   double attentionFactor;
   std::vector<bool> use;  // rows in the fit
@@ -103,6 +105,8 @@ struct FitProblem {
     cal.matmulEfficiency = x[kShared + 2 * k];
     cal.convEfficiency = x[kShared + 2 * k + 1];
     cal.attentionFactor = attentionFactor;
+    const std::size_t first = kShared + 2 * chips.size();
+    for (std::size_t j = 0; j < software.size(); ++j) cal.softwareStepOverhead[software[j]] = x[first + j] / 1000;
     return cal;
   }
   void apply(const Vec& x) {
@@ -111,8 +115,11 @@ struct FitProblem {
   double loss(const Vec& x) {
     for (std::size_t i = 0; i < kShared; ++i)
       if (x[i] < 0) return 1e9;
-    for (std::size_t i = kShared; i < x.size(); ++i)
+    const std::size_t first = kShared + 2 * chips.size();
+    for (std::size_t i = kShared; i < first; ++i)
       if (!(x[i] > 0.02 && x[i] <= 1)) return 1e9;
+    for (std::size_t i = first; i < x.size(); ++i)
+      if (x[i] < 0) return 1e9;
     apply(x);
     double sum = 0;
     for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -135,6 +142,7 @@ struct FitProblem {
         steps.push_back(0.05);
         steps.push_back(0.05);
       }
+      for (std::size_t j = 0; j < software.size(); ++j) steps.push_back(1);
       Vec x = minimise(f, x0, steps, 4000);
       x = minimise(f, x, steps, 4000);
       double l = loss(x);
@@ -176,7 +184,13 @@ FitResult fitCalibration(std::vector<Measurement> rows, const std::string& sourc
       hasConv[c] = hasConv[c] || l.forward.conv > 0;
     }
   }
-  FitProblem pb{rows, chips, source, attentionFactor, std::vector<bool>(rows.size(), true)};
+  // Software the rows declare: each gets its own step overhead.
+  std::vector<std::string> software;
+  for (const auto& r : rows) {
+    const std::string sdk = sdkOf(r.phase.software);
+    if (!sdk.empty() && std::find(software.begin(), software.end(), sdk) == software.end()) software.push_back(sdk);
+  }
+  FitProblem pb{rows, chips, software, source, attentionFactor, std::vector<bool>(rows.size(), true)};
   // A few fixed starting points guard against a poor local minimum.
   std::vector<Vec> starts;
   for (const Vec& s : {Vec{5, 3, 0.3, 1, 0.3, 0.3}, Vec{10, 1, 0.1, 0.3, 0.5, 0.45}, Vec{1, 5, 0.6, 2, 0.4, 0.25}}) {
@@ -185,6 +199,7 @@ FitResult fitCalibration(std::vector<Measurement> rows, const std::string& sourc
       x0.push_back(s[kShared]);
       x0.push_back(s[kShared + 1]);
     }
+    for (std::size_t j = 0; j < software.size(); ++j) x0.push_back(s[1]);
     starts.push_back(x0);
   }
   const Vec best = pb.fit(starts);
@@ -200,6 +215,12 @@ FitResult fitCalibration(std::vector<Measurement> rows, const std::string& sourc
       // so the row left out does not decide its own prediction.
       Vec x = pb.fit({best});
       pb.apply(x);
+      // Software no other row ran is unknown to this fit: the row gets the
+      // default step overhead, as `ipu estimate` gives unknown software.
+      const std::string sw = sdkOf(rows[i].phase.software);
+      bool seen = false;
+      for (std::size_t j = 0; j < rows.size(); ++j) seen = seen || (j != i && sdkOf(rows[j].phase.software) == sw);
+      if (!seen) rows[i].phase.pod.machine.chip.calibration.softwareStepOverhead.erase(sw);
       loo[i] = predict(rows[i]);
     }
     pb.use.assign(rows.size(), true);

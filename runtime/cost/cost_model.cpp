@@ -180,7 +180,13 @@ class Model {
     collectives(b, e, cal);
     optimizerAndStreaming(b, e, pipelineTime);
     hostIo(b, pipelineTime, gad);
-    b.overhead = cal.stepOverheadSeconds;
+    // The host-side cost of a step is the software's when the calibration
+    // has it (the script declares its `software`), else the default.
+    const auto sw = cal.softwareStepOverhead.find(sdkOf(p_.software));
+    b.overhead = sw != cal.softwareStepOverhead.end() ? sw->second : cal.stepOverheadSeconds;
+    if (!p_.software.empty() && sw == cal.softwareStepOverhead.end() && !cal.softwareStepOverhead.empty())
+      e.coverageWarnings.push_back("no calibration row ran SDK release `" + sdkOf(p_.software) +
+                                   "`: its fixed cost per step is the default `step_overhead`");
 
     e.stepTime = b.total();
     e.cycles = static_cast<int>(cycles);
@@ -377,6 +383,13 @@ class Model {
 };
 
 }  // namespace
+
+std::string sdkOf(const std::string& software) {
+  std::size_t end = software.find_last_not_of(' ');
+  if (end == std::string::npos) return "";
+  std::size_t start = software.find_last_of(' ', end);
+  return software.substr(start == std::string::npos ? 0 : start + 1, end - (start == std::string::npos ? 0 : start + 1) + 1);
+}
 
 std::string familyOf(const ir::PhasePlan& phase) {
   std::set<std::string> ops;

@@ -93,6 +93,11 @@ struct PhaseEstimate {
 // makes two rows of a calibration table comparable.
 std::string familyOf(const ir::PhasePlan& phase);
 
+// The SDK release of a declared `software` ("popart sdk2.3" -> "sdk2.3"): its
+// last word. The calibration's fixed cost per step is per SDK release, since
+// the published figures show frameworks on one SDK within a few percent.
+std::string sdkOf(const std::string& software);
+
 // Work the chip does per useful FLOP of a matrix product with inner dimension
 // `inner` and `outputs` outputs per row, over `rows` rows on `tiles` tiles: 1
 // when the shape fills the AMP units and the tiles, more when a dimension is

@@ -195,6 +195,7 @@ struct PhasePlan {
   Dataset dataset;
   Batch batch;
   long long seqLen = 0, maskedTokens = 0, imageSize = 0;
+  std::string software;      // framework and SDK the script declares ("" when unstated)
   long long steps = 0;
   double epochs = 0;         // when given in epochs
   double parameters = 0;     // unique parameters of the model

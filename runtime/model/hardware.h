@@ -4,6 +4,7 @@
 // hard-codes a GC200. Users declare their own chips and pods the same way.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -23,7 +24,10 @@ struct Calibration {
   // update, its collectives and norm reductions and stream copies, per
   // parameter of one replica (0 in calibrations fitted before it existed).
   double updateSecondsPerParameter = 0;
-  double gwLatencySeconds = 0;   // latency of one cross-rack step of a collective over GW-Links
+  double gwLatencySeconds = 0;
+  // The host-side fixed cost of a step differs between frameworks and SDK
+  // releases: per declared `software`, in place of stepOverheadSeconds.
+  std::map<std::string, double> softwareStepOverhead;   // latency of one cross-rack step of a collective over GW-Links
   // Leave-one-out errors of the rows the calibration was fitted on (predicted
   // / measured - 1 with the row left out of the fit), with what each row was:
   // they give an estimate its interval and say when a script is far from them.

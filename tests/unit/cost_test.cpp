@@ -371,6 +371,37 @@ TEST(CostModel, CoverageWarnings) {
   EXPECT_TRUE(pod);
 }
 
+// A declared `software` picks its SDK release's fixed cost per step from the
+// calibration; software the calibration has no row of gets the default and a
+// warning.
+TEST(CostModel, SoftwareSetsTheFixedCostPerStep) {
+  EXPECT_EQ(cost::sdkOf("popart sdk2.3"), "sdk2.3");
+  EXPECT_EQ(cost::sdkOf("sdk2.5 "), "sdk2.5");
+  EXPECT_EQ(cost::sdkOf(""), "");
+  std::string text = slurp(test::sourceDir() + "/tests/published/bert_large_pod64_mlperf_v11.ipu");
+  auto with = [&](const std::string& software, double slow, double fast) {
+    std::string t = text;
+    t.replace(t.find("\"popart sdk2.3\""), 15, "\"" + software + "\"");
+    test::Outcome o = test::runText(t);
+    EXPECT_NE(o.plan, nullptr) << o.rendered();
+    ir::PhasePlan ph = o.plan->runs[0].phases[0];
+    EXPECT_EQ(ph.software, software);
+    hw::Calibration& cal = ph.pod.machine.chip.calibration;
+    cal.stepOverheadSeconds = 0.002;
+    cal.softwareStepOverhead = {{"sdk1.0", slow}, {"sdk9.0", fast}};
+    return cost::estimatePhase(ph);
+  };
+  cost::PhaseEstimate old = with("popart sdk1.0", 0.05, 0.001), recent = with("tensorflow1 sdk9.0", 0.05, 0.001),
+                      unknown = with("popart sdk5.5", 0.05, 0.001);
+  EXPECT_DOUBLE_EQ(old.breakdown.overhead, 0.05);
+  EXPECT_DOUBLE_EQ(recent.breakdown.overhead, 0.001);
+  EXPECT_DOUBLE_EQ(unknown.breakdown.overhead, 0.002);
+  EXPECT_LT(old.samplesPerSecond, recent.samplesPerSecond);
+  EXPECT_TRUE(recent.coverageWarnings.empty());
+  ASSERT_FALSE(unknown.coverageWarnings.empty());
+  EXPECT_NE(unknown.coverageWarnings[0].find("sdk5.5"), std::string::npos);
+}
+
 // Fitting is deterministic and recovers parameters it generated data with.
 TEST(Calibration, RecoversKnownParameters) {
   std::vector<cost::Measurement> rows;
