@@ -192,7 +192,7 @@ PY
 
 # Hooks steer a real run: logged metrics land in metrics.jsonl, and
 # on_phase_start picks the checkpoint the second phase starts from.
-expect 0 "a hook stops a run that did not learn" -- "$IPU" run "$ROOT/examples/hook_best_checkpoint.ipu" --steps 90 --runs-dir "$TMP/stopped"
+expect 0 "a hook stops a run that did not learn" -- "$IPU" run "$ROOT/examples/hook_best_checkpoint.ipu" --steps 40 --runs-dir "$TMP/stopped"
 grep -q "stopped by a hook: training steered" "$TMP/out" && grep -q 'reason: hook .steer.: phase short did not learn' "$TMP/out" \
   || { echo "FAIL: a run stopped by a hook does not say why"; cat "$TMP/out"; fail=1; }
 python3 -c "import json,glob; s=json.load(open(glob.glob('$TMP/stopped/steered/*/summary.json')[0])); assert s['status']=='stopped' and 'did not learn' in s['stop_reason'] and len(s['phases'])==1, s" \

@@ -233,43 +233,59 @@ void SampleSource::bertSample(std::uint64_t key, bool heldOut, MicroBatch& mb, i
     const int room = k == packs - 1 ? S - cursor : S / packs;
     if (room < 5) break;
     const int target = room - 3;
+    // Sentence A is whole sentences from a random point of a document, up to
+    // about half the room, but always leaving the document's next sentence
+    // for B when there is one. B is whole sentences: the ones that follow A
+    // ("next", half of the time when A has a successor) or ones from another
+    // document ("not next"), so that the label is a property of the text.
     const std::size_t di = static_cast<std::size_t>(rng.below(docs.size()));
     const Document& doc = docs[di];
-    std::size_t si = static_cast<std::size_t>(rng.below(doc.sentences.size()));
+    const std::size_t n = doc.sentences.size();
+    const std::size_t aFirst = static_cast<std::size_t>(rng.below(n));
+    std::size_t si = aFirst;
     std::vector<int> a, bseg;
-    do {
+    a.insert(a.end(), doc.sentences[si].begin(), doc.sentences[si].end());
+    ++si;
+    while (static_cast<int>(a.size()) < target / 2 && si + 1 < n) {
       a.insert(a.end(), doc.sentences[si].begin(), doc.sentences[si].end());
       ++si;
-    } while (static_cast<int>(a.size()) < target / 2 && si < doc.sentences.size());
-    bool isNext = rng.uniform() < 0.5 && si < doc.sentences.size();
-    if (isNext) {
-      while (static_cast<int>(a.size() + bseg.size()) < target && si < doc.sentences.size()) {
-        bseg.insert(bseg.end(), doc.sentences[si].begin(), doc.sentences[si].end());
-        ++si;
+    }
+    const bool isNext = rng.uniform() < 0.5 && si < n;
+    auto appendFrom = [&](const Document& d, std::size_t from, std::size_t stop) {
+      // At least one sentence, then more while they fit.
+      for (std::size_t j = from; j < stop; ++j) {
+        if (j > from && static_cast<int>(a.size() + bseg.size()) >= target) break;
+        bseg.insert(bseg.end(), d.sentences[j].begin(), d.sentences[j].end());
       }
-    } else {
-      std::size_t dj = static_cast<std::size_t>(rng.below(docs.size()));
-      if (dj == di) dj = (dj + 1) % docs.size();
+    };
+    if (isNext) {
+      appendFrom(doc, si, n);
+    } else if (docs.size() > 1) {
+      std::size_t dj = static_cast<std::size_t>(rng.below(docs.size() - 1));
+      if (dj >= di) ++dj;  // uniform over the other documents
       const Document& other = docs[dj];
-      std::size_t sj = static_cast<std::size_t>(rng.below(other.sentences.size()));
-      while (static_cast<int>(a.size() + bseg.size()) < target && sj < other.sentences.size()) {
-        bseg.insert(bseg.end(), other.sentences[sj].begin(), other.sentences[sj].end());
-        ++sj;
+      appendFrom(other, static_cast<std::size_t>(rng.below(other.sentences.size())), other.sentences.size());
+    } else {
+      // One document only: B from anywhere but A and the sentence after it.
+      std::vector<std::size_t> allowed;
+      for (std::size_t j = 0; j < n; ++j)
+        if (j < aFirst || j > si) allowed.push_back(j);
+      if (!allowed.empty()) {
+        const std::size_t j = allowed[static_cast<std::size_t>(rng.below(allowed.size()))];
+        appendFrom(doc, j, j + 1);
       }
     }
-    // Trim the longer segment from its end until the pair fits; both keep a token.
-    while (static_cast<int>(a.size() + bseg.size()) > target) {
-      if ((a.size() > bseg.size() && a.size() > 1) || bseg.size() <= 1) a.pop_back();
+    if (bseg.empty()) bseg.push_back(Vocabulary::kUnk);
+    if (a.empty()) a.push_back(Vocabulary::kUnk);
+    // Truncate the longer segment until the pair fits: A from its start and
+    // B from its end, so that a "next" B still starts where A ends. Both keep
+    // at least one token (target >= 2).
+    std::size_t aDrop = 0;
+    while (static_cast<int>(a.size() - aDrop + bseg.size()) > target) {
+      if ((a.size() - aDrop > bseg.size() && a.size() - aDrop > 1) || bseg.size() <= 1) ++aDrop;
       else bseg.pop_back();
     }
-    if (bseg.empty()) {
-      if (a.size() > 1) {
-        bseg.push_back(a.back());
-        a.pop_back();
-      } else {
-        bseg.push_back(Vocabulary::kUnk);
-      }
-    }
+    a.erase(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(aDrop));
     // [CLS] A [SEP] B [SEP]
     std::vector<int> toks{Vocabulary::kCls};
     toks.insert(toks.end(), a.begin(), a.end());
