@@ -410,8 +410,26 @@ ExportResult exportSteps(session::Session& session, const ir::RunPlan& run, cons
   manifest["phase"] = ph.name;
   manifest["model"] = ph.model;
   manifest["family"] = familyName(m.family());
+  // The layers as executed, in order, with their arguments: what a reference
+  // needs to rebuild the model (docs/emulator.md, "What is executed").
+  Json layers = Json::array();
+  for (const auto& l : ph.layers) {
+    Json lj = Json::object();
+    lj["name"] = l.name;
+    lj["op"] = l.op;
+    Json attrs = Json::object();
+    for (const auto& at : l.attributes) {
+      if (at.text.empty()) attrs[at.name] = at.number;
+      else attrs[at.name] = at.text;
+    }
+    lj["attributes"] = std::move(attrs);
+    if (!l.tiedTo.empty()) lj["tied_to"] = l.tiedTo;
+    layers.push_back(std::move(lj));
+  }
+  manifest["layers"] = std::move(layers);
   manifest["seed"] = run.seed;
   manifest["exported_steps"] = request.steps;
+  manifest["phase_steps"] = ph.steps;   // the learning-rate schedule spans them
   manifest["mapping"] = mappingJson(ph);
   manifest["precision"] = precisionJson(ph.precision);
   manifest["optimizer"] = optimizerJson(ph.optimizer);
