@@ -525,7 +525,8 @@ int main(int argc, char** argv) {
       const long long n = std::strtoll(v.c_str(), &end, 10);
       if (v.empty() || *end != '\0' || n < 1 || n > 1000000)
         return usage("`--export-steps` needs a whole number of steps from 1 to 1000000, then a directory (`--export-steps N DIR`)");
-      if (i + 1 >= args.size() || args[i + 1].empty())
+      // An option in DIR's place is a forgotten DIR (a directory named `-x` is `./-x`).
+      if (i + 1 >= args.size() || args[i + 1].empty() || args[i + 1][0] == '-')
         return usage("`--export-steps " + v + "` needs a directory to write to (`--export-steps N DIR`)");
       o.exportRequest.steps = n;
       o.exportRequest.directory = args[++i];

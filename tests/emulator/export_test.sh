@@ -62,6 +62,8 @@ expect 2 "--export-steps two" -- "${RUN[@]}" "$TMP/lamb.ipu" --export-steps two 
 expect 2 "--export-steps 2x" -- "${RUN[@]}" "$TMP/lamb.ipu" --export-steps=2x "$TMP/e0"
 expect 2 "--export-steps N without a directory" -- "${RUN[@]}" "$TMP/lamb.ipu" --export-steps 2
 says "needs a directory" "--export-steps N without a directory"
+expect 2 "--export-steps N followed by an option" -- "${RUN[@]}" "$TMP/lamb.ipu" --export-steps 2 --steps 3
+says "needs a directory" "--export-steps N followed by an option"
 printf 'x' > "$TMP/a_file"
 expect 2 "--export-steps into a file" -- "${RUN[@]}" "$TMP/lamb.ipu" --export-steps 2 "$TMP/a_file"
 says "is not a directory" "--export-steps into a file"
