@@ -334,14 +334,18 @@ ExportResult exportSteps(session::Session& session, const ir::RunPlan& run, cons
                          const ExportRequest& request, std::ostream& progress) {
   ExportResult result;
   const ir::PhasePlan& ph = run.phases.front();
+  // Files that cannot be written (IPU5009); other problems are the run's own diagnostics.
   auto fail = [&](const std::string& message, const std::string& help = {}) {
     session.diagnostics().error(emu::code::kIo, session.spanOf(ph.source), message, help);
     return result;
   };
   if (!littleEndianHost()) return fail("the export writes little-endian files and this host is big-endian");
-  if (!ph.fits)
-    return fail("phase `" + ph.name + "` of mapping `" + ph.mapping.name + "` does not fit its IPUs (IPU2001 in `ipu plan`)",
-                "`ipu plan` lists the changes that make it fit");
+  if (!ph.fits) {
+    session.diagnostics().error(emu::code::kPlanDoesNotFit, session.spanOf(ph.mapping.source),
+                                "phase `" + ph.name + "` of mapping `" + ph.mapping.name + "` does not fit its IPUs (IPU2001 in `ipu plan`)",
+                                "`ipu plan` lists the changes that make it fit");
+    return result;
+  }
   if (auto fits = emu::checkHostMemory(run, emu::hostMemoryAvailable()); !fits) {
     report(session, fits.error());
     return result;
@@ -387,6 +391,8 @@ ExportResult exportSteps(session::Session& session, const ir::RunPlan& run, cons
   // manifest goes first, so an export interrupted from here on is still
   // recognised as one (and refused by the reader).
   const fs::path root(request.directory);
+  // Checked again: the directory may have changed since the command line was read.
+  if (std::string problem = exportDirectoryProblem(request.directory); !problem.empty()) return fail(problem);
   std::error_code ec;
   fs::create_directories(root, ec);
   if (ec) return fail("cannot create `" + request.directory + "`: " + ec.message(), "choose another directory for --export-steps");
@@ -503,7 +509,9 @@ ExportResult exportSteps(session::Session& session, const ir::RunPlan& run, cons
                  << request.directory << "` is incomplete\n";
         return result;
       }
-      return fail("the export stopped at step " + std::to_string(k) + ": " + r->stopReason);
+      // A Lua policy failed: the hooks reported it.
+      progress << "export: stopped at step " << k << ": " << r->stopReason << "; `" << request.directory << "` is incomplete\n";
+      return result;
     }
     sj["lr"] = r->lr;
     sj["loss"] = r->loss;
