@@ -26,15 +26,15 @@ says() {  # says PATTERN DESCRIPTION: stderr of the last command matches
   grep -q -- "$1" "$TMP/err" || { echo "FAIL: $2: stderr lacks '$1'"; cat "$TMP/err"; fail=1; }
 }
 
-# script OPTIMIZER MAPPING_BODY MICRO_BATCH GA: a tiny BERT (the PyTorch cross-check's) on POD4.
+# script OPTIMIZER MAPPING_BODY MICRO_BATCH GA MAPPING_NAME: a tiny BERT (the PyTorch cross-check's) on POD4.
 script() {
   cat <<EOF
 import "std/pods"
 import "std/models/bert"
 model tiny = bert(layers: 2, hidden: 32, heads: 4, ffn: 64, vocab: 400, positions: 64)
-mapping m for tiny on POD4 { $2 }
+mapping $5 for tiny on POD4 { $2 }
 training t {
-  mapping: m
+  mapping: $5
   optimizer: $1
   seed: 11
   phase one { seq_len: 32, masked_tokens: 5, micro_batch: $3, gradient_accumulation: $4, steps: 10, lr: 0.004 warmup 3 steps then linear to 0 }
@@ -47,9 +47,9 @@ ADAMW='adamw(weight_decay: 0.01, epsilon: 1e-6)'
 PIPE='pipeline { ipu 0: embedding, encoder[0], mlm_head, nsp_head
  ipu 1: encoder[1] }
  replicas: 2'
-script "$LAMB" "" 4 2 > "$TMP/lamb.ipu"
-script "$ADAMW" "" 4 2 > "$TMP/adamw.ipu"
-script "$LAMB" "$PIPE" 2 2 > "$TMP/lamb_pipe.ipu"
+script "$LAMB" "" 4 2 one_ipu > "$TMP/lamb.ipu"
+script "$ADAMW" "" 4 2 one_ipu > "$TMP/adamw.ipu"
+script "$LAMB" "$PIPE" 2 2 pipelined > "$TMP/lamb_pipe.ipu"
 RUN=("$IPU" run --no-store --threads 2)
 
 # ---------------------------------------------------------------- usage errors
