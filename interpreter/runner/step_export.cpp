@@ -1,6 +1,7 @@
 #include "interpreter/runner/step_export.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -425,8 +426,10 @@ ExportResult exportSteps(session::Session& session, const ir::RunPlan& run, cons
     lj["op"] = l.op;
     Json attrs = Json::object();
     for (const auto& at : l.attributes) {
-      if (at.text.empty()) attrs[at.name] = at.number;
-      else attrs[at.name] = at.text;
+      // Counts (hidden, heads, vocab) are written as integers.
+      if (!at.text.empty()) attrs[at.name] = at.text;
+      else if (std::floor(at.number) == at.number && std::fabs(at.number) < 9e15) attrs[at.name] = static_cast<long long>(at.number);
+      else attrs[at.name] = at.number;
     }
     lj["attributes"] = std::move(attrs);
     if (!l.tiedTo.empty()) lj["tied_to"] = l.tiedTo;

@@ -18,6 +18,8 @@ emulator's.
       - the optimizer: LAMB or AdamW, written here in NumPy from its
         definition, applied to the exported weights, gradients and learning
         rate, gives the exported weights and moments after each step;
+      - GPT: windows whose labels are the next tokens; MLP: the network in
+        PyTorch gives the exported loss and gradients;
       - with CHECKPOINT_DIR (the run's checkpoints/<phase>), the exported
         weights after step k are bit for bit the run's own checkpoint of
         step k: the export is what `ipu run` trained.
@@ -203,6 +205,62 @@ def check_batch(ex):
         fail(f"{checked - found} of {checked} sentences (labels put back) are not text of the corpus")
 
 
+def check_gpt_batch(ex):
+    m = ex.manifest
+    GB, S = m["mapping"]["global_batch"], m["data"]["seq_len"]
+    for s in ex.steps:
+        b = s.batch
+        if sorted(b) != ["next_tokens", "positions", "sequence_ids", "tokens"]:
+            fail(f"step {s.step}: GPT batch arrays {sorted(b)}")
+            return
+        tok, nxt = b["tokens"], b["next_tokens"]
+        if tok.shape != (GB, S) or nxt.shape != (GB, S):
+            fail(f"step {s.step}: GPT batch shapes {tok.shape} {nxt.shape}")
+            return
+        # Each position predicts the token that follows it in the text: the next position's, within the window.
+        if not np.array_equal(nxt[:, :-1], tok[:, 1:]):
+            fail(f"step {s.step}: next_tokens are not the tokens shifted by one")
+        if np.any(nxt[:, -1] < 0) or int((nxt >= 0).sum()) != s.batch_counts["lm_count"]:
+            fail(f"step {s.step}: labels missing, or lm_count is not their number")
+        if not np.array_equal(b["positions"], np.tile(np.arange(S, dtype=np.int32), (GB, 1))) or np.any(b["sequence_ids"] != 0):
+            fail(f"step {s.step}: GPT positions or attention ids")
+    print(f"batch: GPT windows of {S} tokens, next tokens shifted by one")
+
+
+def check_mlp(ex):
+    """The MLP of dense layers and a softmax loss, in PyTorch: loss and gradients."""
+    import torch
+    import torch.nn.functional as F
+
+    m = ex.manifest
+    dense = [l for l in m["layers"] if l["op"] == "dense"]
+    before = ex.initial
+    worst = 0.0
+    for s in ex.steps:
+        x = torch.from_numpy(np.array(s.batch["features"]))
+        y = torch.from_numpy(np.array(s.batch["labels"], dtype=np.int64))
+        if tuple(x.shape) != (m["mapping"]["global_batch"], m["data"]["features"]) or y.min() < 0 or y.max() >= m["data"]["classes"]:
+            fail(f"step {s.step}: MLP batch {tuple(x.shape)}, labels {int(y.min())}..{int(y.max())}")
+            return
+        W = {n: torch.from_numpy(np.array(w)).requires_grad_(True) for n, w in before.items()}
+        h = x
+        for l in dense:
+            h = h @ W[l["name"] + ".w"] + W[l["name"] + ".b"]
+            act = l["attributes"].get("activation", "gelu")
+            h = {"gelu": F.gelu, "relu": F.relu, "tanh": torch.tanh, "none": lambda t: t}[act](h)
+        loss = F.cross_entropy(h, y, reduction="sum") / s.batch_counts["class_count"]
+        loss.backward()
+        if abs(loss.item() - s.loss) > LOSS_RTOL * abs(s.loss):
+            fail(f"step {s.step}: loss torch {loss.item():.9g}, export {s.loss:.9g}")
+        for n, w in W.items():
+            err = (w.grad - torch.from_numpy(np.array(s.gradients[n]))).abs().max().item() / w.grad.abs().max().item()
+            worst = max(worst, err)
+            if err > GRAD_RTOL:
+                fail(f"step {s.step}: gradient of {n} differs by {err:.3g} of its largest element")
+        before = s.weights
+    print(f"gradients: the MLP in PyTorch; worst difference {worst:.3g} (relative)")
+
+
 # ------------------------------------------------------------------ gradients
 
 def check_gradients(ex):
@@ -376,8 +434,14 @@ def main(argv):
     if len(argv) >= 3 and argv[1] == "check":
         ex = ipu_export.load(argv[2])
         check_manifest(ex)
-        check_batch(ex)
-        check_gradients(ex)
+        family = ex.manifest["family"]
+        if family == "bert":
+            check_batch(ex)
+            check_gradients(ex)
+        elif family == "gpt":
+            check_gpt_batch(ex)
+        else:
+            check_mlp(ex)
         check_optimizer(ex)
         if len(argv) > 3:
             check_against_run(ex, argv[3])

@@ -95,6 +95,42 @@ grep -q "step 2: loss" "$TMP/summary" || { echo "FAIL: the summary lacks step 2"
 expect 0 "export 2 steps (AdamW)" -- "${RUN[@]}" "$TMP/adamw.ipu" --steps 2 --runs-dir "$TMP/runs_adamw" --export-steps 2 "$TMP/adamw"
 "$PY" "$ROOT/tests/emulator/export_check.py" check "$TMP/adamw" || { echo "FAIL: the AdamW export does not check"; fail=1; }
 
+# ---------------------------------------------------------------- other families
+# A GPT (labels are the next tokens) and an MLP (checked in PyTorch), AdamW on both.
+cat > "$TMP/gpt.ipu" <<'EOF'
+import "std/pods"
+import "std/models/gpt"
+model g = gpt(layers: 2, hidden: 32, heads: 2, vocab: 400, positions: 64)
+mapping m for g on POD4 { replicas: 2 }
+training t { mapping: m
+ optimizer: adamw(weight_decay: 0.01)
+ seed: 5
+ phase p { seq_len: 32, micro_batch: 4, gradient_accumulation: 1, steps: 10, lr: 0.002 } }
+run t
+EOF
+expect 0 "export a GPT" -- "${RUN[@]}" "$TMP/gpt.ipu" --steps 2 --runs-dir "$TMP/runs_gpt" --export-steps 2 "$TMP/gpt"
+"$PY" "$ROOT/tests/emulator/export_check.py" check "$TMP/gpt" || { echo "FAIL: the GPT export does not check"; fail=1; }
+cat > "$TMP/mlp.ipu" <<'EOF'
+import "std/pods"
+import "std/layers"
+model mlp {
+ layer l1 = dense(inputs: 16, outputs: 64)
+ layer l2 = dense(inputs: 64, outputs: 4, activation: "none")
+ layer loss = softmax_loss(classes: 4)
+}
+mapping m for mlp on POD4 { pipeline {
+ ipu 0: l1
+ ipu 1: l2, loss
+ }
+ replicas: 2 }
+training t { mapping: m
+ optimizer: adamw()
+ phase p { micro_batch: 16, gradient_accumulation: 2, steps: 20, lr: 0.01 } }
+run t
+EOF
+expect 0 "export an MLP" -- "${RUN[@]}" "$TMP/mlp.ipu" --steps 3 --runs-dir "$TMP/runs_mlp" --export-steps 3 "$TMP/mlp"
+"$PY" "$ROOT/tests/emulator/export_check.py" check "$TMP/mlp" || { echo "FAIL: the MLP export does not check"; fail=1; }
+
 # ---------------------------------------------------------------- another mapping
 # 2 pipeline stages, 2 replicas, micro batch 2: the same global batch of 8.
 expect 0 "export under a pipelined, replicated mapping" -- "${RUN[@]}" "$TMP/lamb_pipe.ipu" --steps 2 --runs-dir "$TMP/runs_pipe" --export-steps 2 "$TMP/lamb_pipe"
