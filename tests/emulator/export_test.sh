@@ -77,6 +77,9 @@ expect 2 "--export-steps beyond --steps" -- "${RUN[@]}" "$TMP/lamb.ipu" --steps 
 says "runs 3 steps (--steps)" "--export-steps beyond --steps"
 expect 2 "--export-steps beyond the phase" -- "${RUN[@]}" "$TMP/lamb.ipu" --export-steps 11 "$TMP/e1"
 says "phase \`one\` runs 10 steps" "--export-steps beyond the phase"
+{ script "$LAMB" "" 4 2 one_ipu; script "$ADAMW" "" 4 2 other | sed -e '1,3d' -e 's/training t /training t2 /' -e 's/^run t$/run t2/'; } > "$TMP/two.ipu"
+expect 2 "--export-steps of a script with two trainings" -- "${RUN[@]}" "$TMP/two.ipu" --export-steps 1 "$TMP/e1"
+says "exports one training; this script runs 2" "--export-steps of a script with two trainings"
 expect 2 "--export-steps on plan" -- "$IPU" plan "$TMP/lamb.ipu" --export-steps 2 "$TMP/e1"
 says "is an option of \`run\`" "--export-steps on plan"
 [ -e "$TMP/e0" ] || [ -e "$TMP/e1" ] && { echo "FAIL: a refused export created its directory"; fail=1; }
@@ -91,6 +94,35 @@ ckpt="$(ls -d "$TMP"/runs/t/*/checkpoints/one | head -1)"
 "$PY" "$ROOT/tests/emulator/export_check.py" check "$TMP/lamb" "$ckpt" || { echo "FAIL: the LAMB export does not check"; fail=1; }
 "$PY" "$ROOT/tools/ipu_export.py" "$TMP/lamb" > "$TMP/summary" || { echo "FAIL: ipu_export.py cannot summarise the export"; fail=1; }
 grep -q "step 2: loss" "$TMP/summary" || { echo "FAIL: the summary lacks step 2"; cat "$TMP/summary"; fail=1; }
+# Every file is NumPy's format 1.0 with its header padded to 64 bytes, as documented.
+"$PY" - "$TMP/lamb" <<'PY' || { echo "FAIL: a tensor file is not NumPy 1.0 with an aligned header"; fail=1; }
+import glob, struct, sys
+files = glob.glob(sys.argv[1] + "/**/*.npy", recursive=True)
+assert len(files) > 100, len(files)
+for f in files:
+    head = open(f, "rb").read(10)
+    assert head[:8] == b"\x93NUMPY\x01\x00", (f, head)
+    assert (10 + struct.unpack("<H", head[8:10])[0]) % 64 == 0, f
+PY
+
+# The check can fail: exports with one thing wrong each are refused, each for its reason.
+mutant() {  # mutant NAME PATTERN PYTHON: a copy of the LAMB export changed by PYTHON (d: its directory)
+  rm -rf "$TMP/mutant" && cp -r "$TMP/lamb" "$TMP/mutant"
+  "$PY" -c "import numpy as np, json; d='$TMP/mutant'; $3" || { echo "FAIL: mutant $1 could not be made"; fail=1; return; }
+  if "$PY" "$ROOT/tests/emulator/export_check.py" check "$TMP/mutant" "$ckpt" > "$TMP/mutant.out" 2>&1; then
+    echo "FAIL: export_check accepts an export with $1"; fail=1
+  elif ! grep -q -- "$2" "$TMP/mutant.out"; then
+    echo "FAIL: export_check refuses an export with $1, but not for it:"; cat "$TMP/mutant.out"; fail=1
+  fi
+}
+mutant "MLM labels moved to other masked positions" "not text of the corpus" \
+  "f=d+'/step-0001/batch/mlm_labels.npy'; a=np.load(f); i=np.nonzero(a>=0); a[i]=np.roll(a[i],1); np.save(f,a)"
+mutant "a gradient off by 0.1%" "gradient of encoder\[1\].ffn.w1" \
+  "f=d+'/step-0002/gradients/encoder[1].ffn.w1.npy'; np.save(f, np.load(f)*np.float32(1.001))"
+mutant "another learning rate" "lr 0.0026" \
+  "f=d+'/manifest.json'; m=json.load(open(f)); m['steps'][1]['lr']*=0.99; json.dump(m,open(f,'w'))"
+mutant "a weight the run did not train" "differs from the exported weights after step 1" \
+  "f=d+'/step-0001/weights/nsp_head.pooler.b.npy'; a=np.load(f); a[0,0]+=np.float32(1e-3); np.save(f,a)"
 
 expect 0 "export 2 steps (AdamW)" -- "${RUN[@]}" "$TMP/adamw.ipu" --steps 2 --runs-dir "$TMP/runs_adamw" --export-steps 2 "$TMP/adamw"
 "$PY" "$ROOT/tests/emulator/export_check.py" check "$TMP/adamw" || { echo "FAIL: the AdamW export does not check"; fail=1; }
