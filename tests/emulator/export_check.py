@@ -336,6 +336,14 @@ def check_optimizer(ex):
         if s.skipped:
             fail(f"step {s.step} was skipped (overflow) in an fp32 test")
             continue
+        if o["clip_norm"] > 0:
+            # docs/emulator.md, "Optimizers": min(1, clip / (norm + 1e-6)), the norm over every parameter once.
+            norm = math.sqrt(sum(float((np.array(g, dtype=np.float64) ** 2).sum()) for g in s.gradients.values()))
+            want = min(1.0, o["clip_norm"] / (norm + 1e-6))
+            if abs(s.clip_factor - want) > 1e-5 * want:
+                fail(f"step {s.step}: clip_factor {s.clip_factor!r}, the gradients' norm {norm:.6g} gives {want!r}")
+            if s.clip_factor >= 1:
+                fail(f"step {s.step}: clipping did not engage (norm {norm:.6g}): the test would prove nothing")
         for n in w:
             g = np.array(s.gradients[n], dtype=np.float64) * s.clip_factor
             w[n], mom[n], vel[n] = update(w[n], g, mom[n], vel[n], s.updates, s.lr, o, ex.excluded(n))
@@ -353,7 +361,8 @@ def check_optimizer(ex):
                     fail(f"step {s.step}: moment {kind} of {n} differs")
             # Continue from the emulator's weights, so that an error shows at the step that made it.
             w[n] = after
-    print(f"optimizer: {o['kind']} in NumPy; worst weight difference {worst:.3g}, largest change in a step {moved:.3g}")
+    clipped = f", gradients clipped by {', '.join(f'{s.clip_factor:.3g}' for s in ex.steps)}" if o["clip_norm"] > 0 else ""
+    print(f"optimizer: {o['kind']} in NumPy{clipped}; worst weight difference {worst:.3g}, largest change in a step {moved:.3g}")
     if moved < 100 * WEIGHT_ATOL:
         fail(f"the steps barely moved the weights ({moved:.3g}): the comparison would prove nothing")
 

@@ -43,7 +43,7 @@ run t
 EOF
 }
 LAMB='lamb(weight_decay: 0.01, exclude: [bias, norm])'
-ADAMW='adamw(weight_decay: 0.01, epsilon: 1e-6)'
+ADAMW='adamw(weight_decay: 0.01, epsilon: 1e-6, clip_norm: 0.5)'   # clipped: the gradients' norm is 2 to 3
 PIPE='pipeline { ipu 0: embedding, encoder[0], mlm_head, nsp_head
  ipu 1: encoder[1] }
  replicas: 2'
