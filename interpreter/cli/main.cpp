@@ -26,6 +26,7 @@
 #include "interpreter/report/plan_report.h"
 #include "interpreter/report/timeline_render.h"
 #include "interpreter/runner/estimate_record.h"
+#include "interpreter/runner/step_export.h"
 #include "interpreter/runner/train.h"
 #include "interpreter/session/session.h"
 #include "interpreter/syntax/parser.h"
@@ -76,6 +77,8 @@ options:
   --steps N              run: at most N steps per phase (a quick try)
   --threads N            run: host threads for the virtual IPUs (default: all)
   --checkpoint-every N   run: steps between checkpoints (default: 100)
+  --export-steps N DIR   run: also write the first N steps (weights, batches,
+                         gradients) to DIR as NumPy files (docs/emulator.md)
   --store PATH|URI       run, estimate: the run store (default: $IPU_STORE, else runs/ipu.db)
   --no-store             run, estimate: record nothing in the run store
   -h, --help             this help
@@ -101,6 +104,7 @@ struct Options {
   int threads = 0;
   long long steps = 0;
   long long checkpointEvery = 100;
+  runner::ExportRequest exportRequest;   // --export-steps N DIR (steps 0: none)
   base::ColorMode color = base::ColorMode::Auto;
   std::string store;     // --store
   bool noStore = false;  // --no-store
@@ -335,6 +339,12 @@ void reportStoreRecord(const runner::TrainResult& r, const store::RunStore* runS
 
 int cmdRun(const Options& o) {
   if (o.files.size() != 1) return usage("`run` takes one script");
+  const bool exporting = o.exportRequest.steps > 0;
+  if (exporting && o.resume) return usage("`--export-steps` exports the first steps of a new run; it cannot be combined with --resume");
+  if (exporting) {
+    const std::string problem = runner::exportDirectoryProblem(o.exportRequest.directory);
+    if (!problem.empty()) return usage(problem);
+  }
   session::Session s;
   showHookOutput(s);
   auto file = s.readFile(o.files[0]);
@@ -352,8 +362,20 @@ int cmdRun(const Options& o) {
     std::cerr << "ipu run: error: " << storeError << "\n  help: --no-store runs without recording in the store\n";
     return kUserError;
   }
+  if (exporting) {
+    const std::string problem = runner::exportPlanProblem(*plan, o.exportRequest.steps, o.steps);
+    if (!problem.empty()) return usage(problem);
+  }
   std::signal(SIGINT, onInterrupt);
   const std::string dir = std::filesystem::absolute(o.files[0]).parent_path().string();
+  if (exporting) {
+    const runner::ExportResult exported =
+        runner::exportSteps(s, plan->runs.front(), trainSettings(o, s.rootText(), dir), o.exportRequest, std::cerr);
+    if (s.diagnostics().hasErrors()) printDiagnostics(s, false, o.color);
+    s.diagnostics().clear();
+    if (exported.status == runner::ExportResult::Status::Failed) return kUserError;
+    if (exported.status == runner::ExportResult::Status::Cancelled) return 130;
+  }
   int status = kOk;
   for (const auto& run : plan->runs) {
     runner::TrainSettings settings = trainSettings(o, s.rootText(), dir);
@@ -436,6 +458,10 @@ int main(int argc, char** argv) {
       ++i;
       continue;
     }
+    if (args[i] == "--export-steps" || args[i].rfind("--export-steps=", 0) == 0) {  // N DIR, or =N DIR
+      i += args[i] == "--export-steps" ? 2 : 1;
+      continue;
+    }
     if (args[i].empty() || args[i][0] == '-') continue;
     std::vector<std::string> rest(args.begin(), args.end());
     rest.erase(rest.begin() + static_cast<long>(i));
@@ -493,6 +519,18 @@ int main(int argc, char** argv) {
       else if (name == "--steps") o.steps = n;
       else o.checkpointEvery = n;
     }
+    else if (a == "--export-steps" || a.rfind("--export-steps=", 0) == 0) {
+      const std::string v = value("--export-steps");
+      char* end = nullptr;
+      const long long n = std::strtoll(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || n < 1 || n > 1000000)
+        return usage("`--export-steps` needs a whole number of steps from 1 to 1000000, then a directory (`--export-steps N DIR`)");
+      // An option in DIR's place is a forgotten DIR (a directory named `-x` is `./-x`).
+      if (i + 1 >= args.size() || args[i + 1].empty() || args[i + 1][0] == '-')
+        return usage("`--export-steps " + v + "` needs a directory to write to (`--export-steps N DIR`)");
+      o.exportRequest.steps = n;
+      o.exportRequest.directory = args[++i];
+    }
     else if (a == "--store" || a.rfind("--store=", 0) == 0) {
       o.store = value("--store");
       if (o.store.empty()) return usage("`--store` needs a path or a postgresql:// URI");
@@ -518,6 +556,7 @@ int main(int argc, char** argv) {
       o.files.push_back(a);
     }
   }
+  if (o.exportRequest.steps > 0 && o.command != "run") return usage("`--export-steps` is an option of `run`");
   if (o.command == "check") return cmdCheck(o);
   if (o.command == "plan") return cmdPlan(o);
   if (o.command == "fmt") return cmdFmt(o);

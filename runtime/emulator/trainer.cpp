@@ -754,7 +754,10 @@ Expected<StepResult> PhaseTrainer::Impl::runStep() {
     if (plan.optimizer.clipNorm > 0) {
       const double norm = gradientNorm();
       const double clip = plan.optimizer.clipNorm / (norm + 1e-6);
-      if (clip < 1) scale = static_cast<float>(scale * clip);
+      if (clip < 1) {
+        scale = static_cast<float>(scale * clip);
+        out.clipFactor = clip;
+      }
     }
     update(out.lr, scale);
   }

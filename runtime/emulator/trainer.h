@@ -42,6 +42,7 @@ struct StepResult {
   double lr = 0;
   double lossScale = 1;        // the scale this step used
   bool skipped = false;        // overflow: no update
+  double clipFactor = 1;       // clip_norm's factor on the gradients (1: none); gradients() is before it
   double seconds = 0;
   std::map<std::string, double> metrics;   // mlm_accuracy, nsp_accuracy, lm_accuracy, accuracy
   std::vector<double> ipuMemoryBytes;      // per IPU of one replica: peak of this step
