@@ -229,10 +229,15 @@ Proposal proposeBayes(const SweepSpec& spec, const std::vector<Trial>& history, 
     gp = GaussianProcess::withHyper(XP, yP, gp.hyper(), gp.yMean(), gp.yScale());
   }
 
-  // The incumbent: the smallest posterior mean at an observed point.
-  Eigen::VectorXd observedMean, observedVariance;
-  gp.predict(X.topRows(static_cast<Eigen::Index>(observedX.size())), observedMean, observedVariance);
-  const double incumbent = observedMean.minCoeff();
+  // The incumbent: the smallest posterior mean at an observed or fantasised
+  // point (a believed value counts as observed, so a point next to a running
+  // trial that is only as good as it promises no improvement).
+  Eigen::MatrixXd known(observedX.size() + pendingX.size(), dims);
+  for (std::size_t i = 0; i < observedX.size(); ++i) known.row(i) = observedX[i].transpose();
+  for (std::size_t i = 0; i < pendingX.size(); ++i) known.row(observedX.size() + i) = pendingX[i].transpose();
+  Eigen::VectorXd knownMean, knownVariance;
+  gp.predict(known, knownMean, knownVariance);
+  const double incumbent = knownMean.minCoeff();
 
   auto score = [&](const std::vector<Eigen::VectorXd>& points) {
     Eigen::MatrixXd C(points.size(), dims);

@@ -11,7 +11,8 @@
 //   and every candidate is scored at its rounded point.
 // - Targets: the metric, negated when the goal is maximize (the GP
 //   minimises). Finished and stopped trials with a finite value are
-//   observations; failed trials are observations of the worst value observed
+//   observations; failed trials (and finished or stopped ones without a
+//   finite value) are observations of the worst value observed
 //   (so the search moves away from where trials fail); running trials are
 //   fantasies: the GP fitted to the observations is conditioned on its own
 //   mean at their points (the "kriging believer"), which leaves the mean
@@ -19,8 +20,8 @@
 //   out. Trials whose assignment does not fit the spec are ignored.
 // - The first max(2, parameters + 1) trials, or all trials while fewer than
 //   two observations exist, are drawn as by random search.
-// - Expected improvement over the smallest posterior mean at an observed
-//   point (robust to noise), maximised over 2000 random points of the cube
+// - Expected improvement over the smallest posterior mean at an observed or
+//   running trial's point (robust to noise), maximised over 2000 random points of the cube
 //   and 250 perturbations of the five best observations, then refined from
 //   the five best candidates by 30 rounds of shrinking random perturbations.
 //   A candidate equal to an existing (finished, stopped or running) trial is

@@ -17,6 +17,8 @@ constexpr double kInfinity = std::numeric_limits<double>::infinity();
 const double kLogLengthMin = std::log(0.01), kLogLengthMax = std::log(20.0);
 const double kLogSignalMin = std::log(0.05), kLogSignalMax = std::log(20.0);
 const double kLogNoiseMin = std::log(1e-6), kLogNoiseMax = std::log(2.0);
+const double kLogLengthPriorMedian = std::log(0.4), kLogLengthPriorSd = 1.0;
+const double kLogNoisePriorMedian = std::log(1e-2), kLogNoisePriorSd = 2.0;
 
 // K = k(X, X), and the factor C with dk/dlog l_d = C * delta_d^2 / l_d^2.
 void kernelMatrix(const Eigen::MatrixXd& X, const GpHyper& h, Eigen::MatrixXd& K, Eigen::MatrixXd* C) {
@@ -207,6 +209,15 @@ GaussianProcess GaussianProcess::fit(const Eigen::MatrixXd& X, const Eigen::Vect
     GpHyper h = fromUnbounded(u, bounds, &dTheta);
     double lml = logMarginalLikelihood(X, z, h, &gTheta);
     if (!std::isfinite(lml)) return kInfinity;
+    // The log-normal priors on each length scale and the noise (gp.h).
+    for (Eigen::Index d = 0; d < dims; ++d) {
+      double t = (std::log(h.lengthScales(d)) - kLogLengthPriorMedian) / kLogLengthPriorSd;
+      lml -= 0.5 * t * t;
+      gTheta(d) -= t / kLogLengthPriorSd;
+    }
+    double t = (std::log(h.noiseVariance) - kLogNoisePriorMedian) / kLogNoisePriorSd;
+    lml -= 0.5 * t * t;
+    gTheta(dims + 1) -= t / kLogNoisePriorSd;
     g = -gTheta.cwiseProduct(dTheta);
     return -lml;
   };

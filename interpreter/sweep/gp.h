@@ -9,7 +9,13 @@
 // The hyper-parameters (l_1..l_D, s2, noise) are fitted by maximising the log
 // marginal likelihood with its analytic gradient (L-BFGS, several starts),
 // each one bounded: l in [0.01, 20], s2 in [0.05, 20], noise in [1e-6, 2]
-// (targets are standardised, so these are relative to their spread).
+// (targets are standardised, so these are relative to their spread). Each
+// length scale also has a weak log-normal prior (median 0.4, sd 1 in the
+// logarithm) added to the likelihood: with the few observations of a sweep's
+// first trials the likelihood alone often prefers length scales so short
+// that the model is white noise (a mean that reverts to the average between
+// any two trials), and expected improvement then only re-samples the best
+// trial's neighbourhood. With a few dozen observations the data dominate.
 #pragma once
 
 #include <Eigen/Dense>

@@ -55,9 +55,17 @@ std::string numberText(double v) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   if (v == 0) return "0";
+  // The fewest significant digits that read back exactly, in %g's notation
+  // (0.0001, 1e-05, 6.02214076e+23: fixed unless the exponent is below -4
+  // or not below the digits), which is how people write them.
   char buf[64];
-  auto result = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, result.ptr);
+  for (int digits = 1; digits <= 17; ++digits) {
+    auto result = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general, digits);
+    double back = 0;
+    std::from_chars(buf, result.ptr, back);
+    if (back == v || digits == 17) return std::string(buf, result.ptr);
+  }
+  return "?";
 }
 
 // A double-quoted string with `"` and `\` escaped and control characters as

@@ -63,8 +63,9 @@ struct ParamValue {
   static ParamValue ofText(std::string t) { return {Kind::Text, 0, std::move(t)}; }
   bool isNumeric() const { return kind == Kind::Number || kind == Kind::Integer || kind == Kind::Boolean; }
   // Exact, locale-independent text: the identity of a value, as it is stored
-  // and shown. Numbers: the shortest decimal that reads back as the same
-  // double (0.1, not 0.10000000000000001); integers in full; booleans
+  // and shown. Numbers: the fewest significant digits that read back as the
+  // same double, in %g notation (0.1, not 0.10000000000000001; 0.0001, 1e-05);
+  // integers in full; booleans
   // true/false; names as written; text double-quoted with `"`, `\` and
   // control characters escaped.
   std::string canonical() const;
