@@ -88,6 +88,33 @@ bool sameValue(const ParamValue& a, const ParamValue& b) {
   return a == b;
 }
 
+// Fitting the hyper-parameters costs O(n^3) per likelihood evaluation and a
+// few hundred evaluations; beyond kFitLimit observations they are fitted to
+// the best half of kFitLimit and the rest spread evenly over the history, and
+// the model is then conditioned on all observations (one factorisation).
+constexpr std::size_t kFitLimit = 100;
+
+GaussianProcess fitHyperOnSubset(const Eigen::MatrixXd& X, const Eigen::VectorXd& y, SplitMix64& rng) {
+  const auto n = static_cast<std::size_t>(X.rows());
+  if (n <= kFitLimit) return GaussianProcess::fit(X, y, rng);
+  std::vector<std::size_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return y(a) < y(b); });
+  std::vector<std::size_t> chosen(order.begin(), order.begin() + kFitLimit / 2);
+  std::vector<std::size_t> rest(order.begin() + kFitLimit / 2, order.end());
+  std::sort(rest.begin(), rest.end());
+  const std::size_t others = kFitLimit - chosen.size();
+  for (std::size_t i = 0; i < others; ++i) chosen.push_back(rest[i * rest.size() / others]);
+  Eigen::MatrixXd Xs(chosen.size(), X.cols());
+  Eigen::VectorXd ys(chosen.size());
+  for (std::size_t i = 0; i < chosen.size(); ++i) {
+    Xs.row(static_cast<Eigen::Index>(i)) = X.row(static_cast<Eigen::Index>(chosen[i]));
+    ys(static_cast<Eigen::Index>(i)) = y(static_cast<Eigen::Index>(chosen[i]));
+  }
+  GaussianProcess subset = GaussianProcess::fit(Xs, ys, rng);
+  return GaussianProcess::withHyper(X, y, subset.hyper(), subset.yMean(), subset.yScale());
+}
+
 }  // namespace
 
 Encoding::Encoding(const SweepSpec& spec) {
@@ -216,7 +243,7 @@ Proposal proposeBayes(const SweepSpec& spec, const std::vector<Trial>& history, 
     X.row(observedX.size() + i) = failedX[i].transpose();
     y(observedX.size() + i) = worst;
   }
-  GaussianProcess gp = GaussianProcess::fit(X, y, rng);
+  GaussianProcess gp = fitHyperOnSubset(X, y, rng);
   if (!pendingX.empty()) {
     Eigen::MatrixXd P(pendingX.size(), dims);
     for (std::size_t i = 0; i < pendingX.size(); ++i) P.row(i) = pendingX[i].transpose();

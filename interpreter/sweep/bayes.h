@@ -18,6 +18,9 @@
 //   mean at their points (the "kriging believer"), which leaves the mean
 //   unchanged but removes the uncertainty there, so concurrent agents spread
 //   out. Trials whose assignment does not fit the spec are ignored.
+// - Beyond 100 observations the hyper-parameters are fitted to 100 of them
+//   (the best 50 and 50 spread over the rest), and the model conditioned on
+//   all: a sweep of 500 trials proposes in about a second.
 // - The first max(2, parameters + 1) trials, or all trials while fewer than
 //   two observations exist, are drawn as by random search.
 // - Expected improvement over the smallest posterior mean at an observed or

@@ -20,19 +20,30 @@ const double kLogNoiseMin = std::log(1e-6), kLogNoiseMax = std::log(2.0);
 const double kLogLengthPriorMedian = std::log(0.4), kLogLengthPriorSd = 1.0;
 const double kLogNoisePriorMedian = std::log(1e-2), kLogNoisePriorSd = 2.0;
 
+// Squared scaled distances r^2 between the rows of A and of B (|a|^2 + |b|^2
+// - 2 a.b, a matrix product rather than a loop over pairs).
+Eigen::MatrixXd squaredDistances(const Eigen::MatrixXd& A, const Eigen::MatrixXd& B, const Eigen::VectorXd& lengths) {
+  Eigen::MatrixXd a = A * lengths.cwiseInverse().asDiagonal(), b = B * lengths.cwiseInverse().asDiagonal();
+  Eigen::MatrixXd d = -2.0 * a * b.transpose();
+  d.colwise() += a.rowwise().squaredNorm();
+  d.rowwise() += b.rowwise().squaredNorm().transpose();
+  return d.cwiseMax(0.0);
+}
+
+// The Matern 5/2 kernel of squared distances.
+Eigen::MatrixXd matern(const Eigen::MatrixXd& r2, double signal) {
+  Eigen::ArrayXXd r = r2.array().sqrt();
+  return (signal * (1 + kSqrt5 * r + 5.0 / 3.0 * r2.array()) * (-kSqrt5 * r).exp()).matrix();
+}
+
 // K = k(X, X), and the factor C with dk/dlog l_d = C * delta_d^2 / l_d^2.
 void kernelMatrix(const Eigen::MatrixXd& X, const GpHyper& h, Eigen::MatrixXd& K, Eigen::MatrixXd* C) {
-  const Eigen::Index n = X.rows();
-  K.resize(n, n);
-  if (C) C->resize(n, n);
-  Eigen::RowVectorXd inverse = h.lengthScales.cwiseInverse().transpose();
-  for (Eigen::Index i = 0; i < n; ++i) {
-    for (Eigen::Index j = i; j < n; ++j) {
-      double r2 = ((X.row(i) - X.row(j)).cwiseProduct(inverse)).squaredNorm();
-      double r = std::sqrt(r2), e = std::exp(-kSqrt5 * r);
-      K(i, j) = K(j, i) = h.signalVariance * (1 + kSqrt5 * r + 5.0 / 3.0 * r2) * e;
-      if (C) (*C)(i, j) = (*C)(j, i) = h.signalVariance * 5.0 / 3.0 * (1 + kSqrt5 * r) * e;
-    }
+  Eigen::MatrixXd r2 = squaredDistances(X, X, h.lengthScales);
+  r2.diagonal().setZero();
+  K = matern(r2, h.signalVariance);
+  if (C) {
+    Eigen::ArrayXXd r = r2.array().sqrt();
+    *C = (h.signalVariance * 5.0 / 3.0 * (1 + kSqrt5 * r) * (-kSqrt5 * r).exp()).matrix();
   }
 }
 
@@ -88,7 +99,7 @@ Eigen::VectorXd minimise(F&& f, Eigen::VectorXd x, int maxIterations, double& fx
   if (!std::isfinite(fx)) return x;
   std::vector<Eigen::VectorXd> S, Y;
   for (int iteration = 0; iteration < maxIterations; ++iteration) {
-    if (g.lpNorm<Eigen::Infinity>() < 1e-6) break;
+    if (g.lpNorm<Eigen::Infinity>() < 1e-5) break;
     // Two-loop recursion: d = -H g.
     Eigen::VectorXd q = g;
     std::vector<double> a(S.size());
@@ -124,7 +135,7 @@ Eigen::VectorXd minimise(F&& f, Eigen::VectorXd x, int maxIterations, double& fx
     }
     if (!accepted) break;
     Eigen::VectorXd s = xNew - x, y = gNew - g;
-    bool converged = std::fabs(fx - fNew) < 1e-10 * (1 + std::fabs(fx));
+    bool converged = std::fabs(fx - fNew) < 1e-8 * (1 + std::fabs(fx));
     x = xNew;
     g = gNew;
     fx = fNew;
@@ -157,15 +168,13 @@ double GaussianProcess::logMarginalLikelihood(const Eigen::MatrixXd& X, const Ei
     // d lml / d theta = 1/2 tr((alpha alpha^T - K^-1) dK/dtheta).
     Eigen::MatrixXd W = alpha * alpha.transpose() - llt.solve(Eigen::MatrixXd::Identity(n, n));
     gradient->resize(dims + 2);
+    // sum_ij WC_ij (x_i - x_j)^2 = 2 sum_i x_i^2 (WC 1)_i - 2 x^T WC x, WC symmetric.
     Eigen::MatrixXd WC = W.cwiseProduct(C);
+    Eigen::VectorXd rowSums = WC.rowwise().sum();
     for (Eigen::Index d = 0; d < dims; ++d) {
-      double l2 = h.lengthScales(d) * h.lengthScales(d), sum = 0;
-      for (Eigen::Index i = 0; i < n; ++i)
-        for (Eigen::Index j = 0; j < n; ++j) {
-          double delta = X(i, d) - X(j, d);
-          sum += WC(i, j) * delta * delta;
-        }
-      (*gradient)(d) = 0.5 * sum / l2;
+      const auto x = X.col(d);
+      double sum = 2 * x.cwiseAbs2().dot(rowSums) - 2 * x.dot(WC * x);
+      (*gradient)(d) = 0.5 * sum / (h.lengthScales(d) * h.lengthScales(d));
     }
     (*gradient)(dims) = 0.5 * W.cwiseProduct(K).sum();
     (*gradient)(dims + 1) = 0.5 * h.noiseVariance * W.trace();
@@ -228,7 +237,7 @@ GaussianProcess GaussianProcess::fit(const Eigen::MatrixXd& X, const Eigen::Vect
     if (start > 0)
       for (Eigen::Index i = 0; i < u.size(); ++i) u(i) = 1.5 * rng.normal();
     double value = kInfinity;
-    Eigen::VectorXd found = minimise(objective, u, 100, value);
+    Eigen::VectorXd found = minimise(objective, u, 60, value);
     if (value < bestValue || best.size() == 0) {
       bestValue = value;
       best = found;
@@ -238,15 +247,7 @@ GaussianProcess GaussianProcess::fit(const Eigen::MatrixXd& X, const Eigen::Vect
 }
 
 void GaussianProcess::predict(const Eigen::MatrixXd& Xs, Eigen::VectorXd& mean, Eigen::VectorXd& variance) const {
-  const Eigen::Index m = Xs.rows(), n = X_.rows();
-  Eigen::MatrixXd Ks(n, m);
-  Eigen::RowVectorXd inverse = hyper_.lengthScales.cwiseInverse().transpose();
-  for (Eigen::Index j = 0; j < m; ++j)
-    for (Eigen::Index i = 0; i < n; ++i) {
-      double r2 = ((X_.row(i) - Xs.row(j)).cwiseProduct(inverse)).squaredNorm();
-      double r = std::sqrt(r2);
-      Ks(i, j) = hyper_.signalVariance * (1 + kSqrt5 * r + 5.0 / 3.0 * r2) * std::exp(-kSqrt5 * r);
-    }
+  Eigen::MatrixXd Ks = matern(squaredDistances(X_, Xs, hyper_.lengthScales), hyper_.signalVariance);
   Eigen::VectorXd meanZ = Ks.transpose() * alpha_;
   Eigen::MatrixXd V = llt_.matrixL().solve(Ks);
   Eigen::VectorXd varianceZ =
