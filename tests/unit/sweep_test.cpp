@@ -603,6 +603,29 @@ TEST(SweepBayes, FirstTrialsAreRandomAndForeignTrialsIgnored) {
   EXPECT_EQ(propose(spec, history, 6).kind, Proposal::Kind::Next);
 }
 
+TEST(SweepBayes, LongHistoriesStillFitAndPropose) {
+  // 150 trials: the hyper-parameters are fitted to 100 of them, the model
+  // conditioned on all; the proposal is near the optimum of a 4-D bowl.
+  std::vector<ParamSpec> params;
+  for (int d = 0; d < 4; ++d) params.push_back(ranged("x" + std::to_string(d), Distribution::Uniform, 0, 1));
+  SweepSpec spec = specOf(Method::Bayes, params);
+  SplitMix64 rng(9);
+  std::vector<Trial> history;
+  for (int i = 0; i < 150; ++i) {
+    Assignment a;
+    double f = 0;
+    for (int d = 0; d < 4; ++d) {
+      double x = rng.uniform();
+      a.emplace_back("x" + std::to_string(d), ParamValue::ofNumber(x));
+      f += (x - 0.3) * (x - 0.3);
+    }
+    history.push_back({a, TrialState::Finished, f});
+  }
+  Proposal p = propose(spec, history, 150);
+  ASSERT_EQ(p.kind, Proposal::Kind::Next);
+  for (int d = 0; d < 4; ++d) EXPECT_NEAR(number(p.assignment, "x" + std::to_string(d)), 0.3, 0.05) << d;
+}
+
 // ----------------------------------------------------------------- hyperband
 
 EarlyTerminate hyperband(long long minIter, int eta, long long maxIter = 0) {
