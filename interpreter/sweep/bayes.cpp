@@ -280,7 +280,7 @@ Proposal proposeBayes(const SweepSpec& spec, const std::vector<Trial>& history, 
   for (int i = 0; i < 2000; ++i) candidates.push_back(encoding.round(encoding.randomPoint(rng)));
   std::vector<std::size_t> order(observedX.size());
   std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return observedY[a] < observedY[b]; });
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return observedY[a] < observedY[b]; });
   for (std::size_t k = 0; k < std::min<std::size_t>(5, order.size()); ++k)
     for (int i = 0; i < 50; ++i) candidates.push_back(encoding.round(encoding.perturb(observedX[order[k]], 0.05, rng)));
   std::vector<double> ei = score(candidates);

@@ -48,8 +48,9 @@ class Encoding {
   // nullopt when a parameter is missing or a listed value is not in its list.
   std::optional<Eigen::VectorXd> encode(const Assignment& a) const;
   Assignment decode(const Eigen::VectorXd& point) const;
-  // The point of the values `point` decodes to (rounded).
-  Eigen::VectorXd round(const Eigen::VectorXd& point) const { return *encode(decode(point)); }
+  // The point of the values `point` decodes to (rounded); `point` itself if
+  // they cannot be encoded (a log-normal draw beyond the largest double).
+  Eigen::VectorXd round(const Eigen::VectorXd& point) const { return encode(decode(point)).value_or(point); }
   Eigen::VectorXd randomPoint(SplitMix64& rng) const;
   // A nearby point: continuous coordinates moved by N(0, scale^2) (within
   // [0, 1]); each one-hot parameter switched to another value with

@@ -40,8 +40,9 @@ struct StopDecision {
 };
 
 // Whether trial `index` of `curves`, having reported at `step`, is stopped.
-// A disabled rule, an index out of range or a step before the first bracket
-// never stops.
+// A disabled rule, one with min_iter < 1 or eta < 2 (the checker rejects
+// those), an index out of range or a step before the first bracket never
+// stops.
 StopDecision hyperbandDecision(const EarlyTerminate& rule, Goal goal, const std::vector<Curve>& curves,
                                std::size_t index, long long step);
 

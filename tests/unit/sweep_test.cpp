@@ -200,6 +200,37 @@ TEST(SweepGrid, ProblemsAreReportedNotCrashed) {
   EXPECT_NE(problem({cat}).find("negative"), std::string::npos);
 }
 
+TEST(SweepPropose, HostileSpecsAreRefusedOrSearchedWithoutCrashing) {
+  const double inf = INFINITY, nan = NAN;
+  std::vector<ParamSpec> hostile = {
+      ranged("a", Distribution::Uniform, nan, 1),          ranged("a", Distribution::LogUniform, -1, 1),
+      ranged("a", Distribution::QUniform, 0, 1, nan),     ranged("a", Distribution::QUniform, 0, 1e300, 1e-300),
+      ranged("a", Distribution::IntUniform, -1e300, 0),   ranged("a", Distribution::QLogUniform, 1e-300, 1e300, 1e-10),
+      normal("a", Distribution::Normal, inf, 1),          normal("a", Distribution::QNormal, 0, 1, -1),
+      normal("a", Distribution::LogNormal, 700, 50),      normal("a", Distribution::QLogNormal, 0, 1e300, 1),
+      normal("a", Distribution::Normal, 0, 0),            ranged("a", Distribution::Uniform, 5, 5),
+  };
+  int refused = 0;
+  for (const ParamSpec& p : hostile)
+    for (Method m : {Method::Grid, Method::Random, Method::Bayes}) {
+      SweepSpec spec = specOf(m, {p});
+      std::vector<Trial> history;
+      for (std::uint64_t i = 0; i < 6; ++i) {
+        Proposal next = propose(spec, history, i);
+        if (next.kind == Proposal::Kind::Invalid) {
+          EXPECT_FALSE(next.problem.empty());
+          ++refused;
+          break;
+        }
+        if (next.kind != Proposal::Kind::Next) break;
+        history.push_back({next.assignment, TrialState::Finished, static_cast<double>(i % 3)});
+      }
+    }
+  // The first eight are refused by every method; the other four (valid, if
+  // extreme) only by grid, which needs a finite list.
+  EXPECT_EQ(refused, 8 * 3 + 4);
+}
+
 TEST(SweepGrid, SizeSaturates) {
   std::vector<ParamSpec> params;
   for (int i = 0; i < 8; ++i) params.push_back(ranged("p" + std::to_string(i), Distribution::IntUniform, 0, 1e6));
