@@ -62,8 +62,12 @@ struct ParamValue {
   static ParamValue ofName(std::string n) { return {Kind::Name, 0, std::move(n)}; }
   static ParamValue ofText(std::string t) { return {Kind::Text, 0, std::move(t)}; }
   bool isNumeric() const { return kind == Kind::Number || kind == Kind::Integer || kind == Kind::Boolean; }
-  // Exact, locale-independent text: the identity of a value (numbers
-  // round-trip: %.17g), as it is stored and shown.
+  // Exact, locale-independent text: the identity of a value, as it is stored
+  // and shown. Numbers: the fewest significant digits that read back as the
+  // same double, in %g notation (0.1, not 0.10000000000000001; 0.0001, 1e-05);
+  // integers in full; booleans
+  // true/false; names as written; text double-quoted with `"`, `\` and
+  // control characters escaped.
   std::string canonical() const;
   bool operator==(const ParamValue& o) const { return kind == o.kind && number == o.number && text == o.text; }
 };
@@ -123,7 +127,9 @@ struct SweepSpec {
 using Assignment = std::vector<std::pair<std::string, ParamValue>>;
 
 // The identity of an assignment (a grid cell): canonical text of the sorted
-// (path, value) pairs. Two trials with the same key are the same cell.
+// (path, value) pairs, `path=value` separated by single spaces, e.g.
+// `lr=0.001 micro_batch=4 precision.compute=fp16`. Two trials with the same
+// key are the same cell.
 std::string assignmentKey(const Assignment& a);
 
 }  // namespace ipu::sweep
