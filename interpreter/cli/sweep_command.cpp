@@ -99,7 +99,7 @@ json statusJson(const store::SweepStatus& s) {
            {{"name", sw.spec.metric.name},
             {"goal", sweep::goalName(sw.spec.metric.goal)},
             {"target", sw.spec.metric.target ? numberOrNull(*sw.spec.metric.target) : json(nullptr)}}},
-          {"trials", total},
+          {"total", total},
           {"counts", counts},
           {"best", s.best ? trialJson(*s.best) : json(nullptr)}};
 }
