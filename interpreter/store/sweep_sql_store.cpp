@@ -211,10 +211,10 @@ class SweepSqlStore : public SweepStore {
       if (!sweep) return;
       const bool finishesSweep = o.state == TrialState::Finished && reaches(sweep->spec.metric, o.metric);
       if (finishesSweep) lockSweep(lease.sweepId);  // sweep row before trial row
-      std::vector<SqlValue> params{text(name(o.state)), now, orNull(o.metric), o.reason};
+      std::vector<SqlValue> params{text(name(o.state)), now, now, orNull(o.metric), o.reason};
       if (o.runId) params.push_back(*o.runId);
       params = withLease(std::move(params), lease);
-      out = !db_->query(std::string("UPDATE trials SET state = ?, ended_at = ?, heartbeat_at = ended_at, metric = ?,") +
+      out = !db_->query(std::string("UPDATE trials SET state = ?, ended_at = ?, heartbeat_at = ?, metric = ?,") +
                             " reason = ?" + (o.runId ? ", run_id = ?" : "") + whereLeased() + " RETURNING trial_index",
                         params)
                  .empty();
@@ -332,21 +332,25 @@ class SweepSqlStore : public SweepStore {
     auto rows = db_->query("SELECT trial_index, attempts, agent FROM trials WHERE sweep_id = ? AND state = ?"
                            " AND heartbeat_at < ? ORDER BY trial_index",
                            {sweepId, text(name(TrialState::Running)), now - staleAfter});
+    // Each update checks again that the trial is still running and silent:
+    // its agent may have sent a heartbeat since the select (PostgreSQL).
+    const std::string still = " WHERE sweep_id = ? AND trial_index = ? AND state = ? AND heartbeat_at < ? RETURNING trial_index";
     for (const auto& row : rows) {
       const long long index = cellInt(row[0]), attempts = cellInt(row[1]);
       const std::string agent = cellText(row[2]);
+      const std::vector<SqlValue> where{sweepId, index, text(name(TrialState::Running)), now - staleAfter};
       if (attempts >= maxAttempts) {
-        db_->query("UPDATE trials SET state = ?, ended_at = heartbeat_at, reason = ? WHERE sweep_id = ? AND trial_index = ?",
-                   {text(name(TrialState::Failed)),
-                    "its agent (" + agent + ") stopped sending heartbeats, on each of its " + std::to_string(attempts) +
-                        " attempts",
-                    sweepId, index});
-        out.failed.push_back(index);
+        std::vector<SqlValue> params{text(name(TrialState::Failed)),
+                                     "its agent (" + agent + ") stopped sending heartbeats, on each of its " +
+                                         std::to_string(attempts) + " attempts"};
+        params.insert(params.end(), where.begin(), where.end());
+        if (!db_->query("UPDATE trials SET state = ?, ended_at = heartbeat_at, reason = ?" + still, params).empty())
+          out.failed.push_back(index);
       } else {
-        db_->query("UPDATE trials SET state = ?, reason = ? WHERE sweep_id = ? AND trial_index = ?",
-                   {text(name(TrialState::Queued)), "queued again: its agent (" + agent + ") stopped sending heartbeats",
-                    sweepId, index});
-        out.requeued.push_back(index);
+        std::vector<SqlValue> params{text(name(TrialState::Queued)),
+                                     "queued again: its agent (" + agent + ") stopped sending heartbeats"};
+        params.insert(params.end(), where.begin(), where.end());
+        if (!db_->query("UPDATE trials SET state = ?, reason = ?" + still, params).empty()) out.requeued.push_back(index);
       }
     }
     return out;

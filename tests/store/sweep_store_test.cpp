@@ -170,6 +170,8 @@ TEST_P(SweepStoreTest, ADeadAgentsTrialIsQueuedAgainAndItsLeaseLost) {
   EXPECT_EQ(trials[0].state, TrialState::Finished);
   EXPECT_EQ(trials[0].agent, "b");
   EXPECT_DOUBLE_EQ(trials[0].endedAt, 1094);
+  EXPECT_DOUBLE_EQ(trials[0].heartbeatAt, 1094);
+  EXPECT_DOUBLE_EQ(trials[0].startedAt, 1091);
   EXPECT_FALSE(trials[0].runId.has_value());
 }
 
