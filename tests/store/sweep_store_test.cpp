@@ -355,6 +355,52 @@ TEST_P(SweepStoreTest, AClaimNeedsAnAgentAndASweep) {
   EXPECT_THROW(store_->status(s.id + 100), StoreError);
 }
 
+TEST_P(SweepStoreTest, ConcurrentClaimsNeverProposeOrTakeACellTwice) {
+  // Six agents (threads, each with its own connection) claim and end trials
+  // of a 120-cell space as fast as they can: every proposal races.
+  sweep::SweepSpec spec = gridSpec("race");
+  spec.parameters = {spec.parameters[0]};
+  spec.parameters[0].values.clear();
+  for (int i = 0; i < 120; ++i) spec.parameters[0].values.push_back(sweep::ParamValue::ofInteger(i));
+  SweepRecord s = newSweep(spec);
+  std::vector<std::thread> agents;
+  std::vector<std::string> errors(6);
+  std::vector<int> ran(6, 0);
+  for (int a = 0; a < 6; ++a)
+    agents.emplace_back([&, a] {
+      try {
+        auto st = openSweepStore(location_, OpenMode::Existing);
+        for (;;) {
+          Claim c = st->claimTrial(s.id, as("t" + std::to_string(a)), nextGridCell, nowSeconds());
+          if (c.outcome == ClaimOutcome::Wait) {  // the last trials are running: let them end
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+            continue;
+          }
+          if (c.outcome != ClaimOutcome::Trial) break;
+          if (!st->endTrial(c.lease, {TrialState::Finished, 1.0, std::nullopt, ""}, nowSeconds()))
+            errors[static_cast<std::size_t>(a)] = "lost a lease";
+          ++ran[static_cast<std::size_t>(a)];
+        }
+      } catch (const std::exception& e) {
+        errors[static_cast<std::size_t>(a)] = e.what();
+      }
+    });
+  for (auto& t : agents) t.join();
+  for (const auto& e : errors) EXPECT_EQ(e, "");
+  auto trials = store_->trials(s.id);
+  ASSERT_EQ(trials.size(), 120u);
+  std::set<std::string> keys;
+  for (const auto& t : trials) {
+    keys.insert(t.key);
+    EXPECT_EQ(t.state, TrialState::Finished);
+    EXPECT_EQ(t.attempts, 1);
+  }
+  EXPECT_EQ(keys.size(), 120u);
+  int total = 0;
+  for (int n : ran) total += n;
+  EXPECT_EQ(total, 120);
+}
+
 // Every row of every table a version 1 store has, in a fixed order.
 std::map<std::string, std::vector<SqlRow>> dumpV1(SqlConnection& db) {
   std::map<std::string, std::vector<SqlRow>> out;
