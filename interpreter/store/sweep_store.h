@@ -148,6 +148,8 @@ struct CreatedSweep {
   long long requeued = 0;  // resumed: failed and killed trials queued again
 };
 
+// One object may be shared by an agent's threads (its training and its
+// heartbeat): calls are serialised on its one connection.
 class SweepStore {
  public:
   virtual ~SweepStore() = default;
