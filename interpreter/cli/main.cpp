@@ -20,6 +20,7 @@
 #include "interpreter/cli/output_file.h"
 #include "interpreter/cli/report_command.h"
 #include "interpreter/cli/runs_command.h"
+#include "interpreter/cli/sweep_command.h"
 #include "interpreter/cli/search_command.h"
 #include "interpreter/repl/repl.h"
 #include "interpreter/report/estimate_report.h"
@@ -61,6 +62,8 @@ commands:
   runs            list, filter, show and compare recorded runs and estimates
                   (`ipu runs --help`; docs/tracking.md)
   report [IDS]    one self-contained HTML file with plots of recorded runs
+  sweep           list sweeps of the run store, show one's status, pause, resume
+                  or cancel it (`ipu sweep --help`; docs/sweeps.md)
 
 options:
   --json                 machine-readable output (plan, estimate; check: same as --format json)
@@ -85,7 +88,7 @@ options:
   --version              the version
 
 Documentation: docs/language.md, docs/plan.md, docs/cost-model.md, docs/run.md,
-docs/repl.md, docs/hooks.md, docs/emulator.md, docs/tracking.md, docs/diagnostics.md.
+docs/repl.md, docs/hooks.md, docs/emulator.md, docs/tracking.md, docs/sweeps.md, docs/diagnostics.md.
 )";
 
 struct Options {
@@ -450,7 +453,8 @@ int main(int argc, char** argv) {
     std::cerr << kUsageText;
     return kUsage;
   }
-  // `runs`, `report` and `search` parse their own arguments (interpreter/cli/runs_command.h, report_command.h, search_command.h).
+  // `runs`, `report`, `search` and `sweep` parse their own arguments (interpreter/cli/runs_command.h,
+  // report_command.h, search_command.h, sweep_command.h).
   static const std::vector<std::string> kTakesValue{"--timeline-svg", "-o", "--output", "--runs-dir", "--threads", "--steps",
                                                    "--checkpoint-every", "--format", "--color", "--store"};
   for (std::size_t i = 0; i < args.size(); ++i) {
@@ -468,6 +472,7 @@ int main(int argc, char** argv) {
     if (args[i] == "runs") return cli::runsCommand(rest);
     if (args[i] == "report") return cli::reportCommand(rest);
     if (args[i] == "search") return cli::searchCommand(rest);
+    if (args[i] == "sweep") return cli::sweepCommand(rest);
     break;
   }
   Options o;
@@ -592,6 +597,6 @@ int main(int argc, char** argv) {
     return repl::runRepl(ro);
   }
   if (o.command == "run") return cmdRun(o);
-  std::string hint = base::didYouMean(o.command, {"check", "plan", "fmt", "estimate", "search", "calibrate", "run", "repl", "runs", "report"});
+  std::string hint = base::didYouMean(o.command, {"check", "plan", "fmt", "estimate", "search", "calibrate", "run", "repl", "runs", "report", "sweep"});
   return usage("unknown command `" + o.command + "`" + (hint.empty() ? "" : "; " + hint));
 }

@@ -6,6 +6,8 @@
 // nothing for NULL), the one representation both libraries share.
 #pragma once
 
+#include <cstdlib>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -36,6 +38,13 @@ class SqlConnection {
   virtual void commit() = 0;
   virtual void rollback() = 0;
 };
+
+// Reading a cell of a row: 0, NaN and "" for NULL.
+inline long long cellInt(const std::optional<std::string>& v) { return v ? std::atoll(v->c_str()) : 0; }
+inline double cellDouble(const std::optional<std::string>& v) {
+  return v ? std::strtod(v->c_str(), nullptr) : std::numeric_limits<double>::quiet_NaN();
+}
+inline std::string cellText(const std::optional<std::string>& v) { return v ? *v : std::string(); }
 
 // `path`: the database file. With `create` false a missing file is an error.
 std::unique_ptr<SqlConnection> connectSqlite(const std::string& path, bool create);

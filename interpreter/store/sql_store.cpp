@@ -1,6 +1,6 @@
-// The run store over any SqlConnection: the schema, its creation and
-// migration, and every read and write, written once for SQLite and
-// PostgreSQL. The tables follow MLflow's split (docs/tracking.md):
+// The run store over any SqlConnection: every read and write of runs,
+// written once for SQLite and PostgreSQL. The tables (sql_schema.cpp) follow
+// MLflow's split (docs/tracking.md):
 //
 //   ipu_meta          key/value; `schema_version`
 //   runs              one row per run or estimate: status, times, host, heartbeat, script, plan hash, note
@@ -12,8 +12,7 @@
 //
 // Every write is one short transaction (SQLite: BEGIN IMMEDIATE) so that
 // writers queue on the busy timeout instead of failing; metric points come in
-// batches. Schema creation and migration happen in one transaction, after the
-// version was read and found not newer than this build's.
+// batches. The sweep tables (sweeps, trials) are sweep_sql_store.cpp's.
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -23,71 +22,13 @@
 
 #include "interpreter/store/run_store.h"
 #include "interpreter/store/sql_connection.h"
+#include "interpreter/store/sql_schema.h"
 
 namespace ipu::store {
 
 namespace {
 
-long long toInt(const std::optional<std::string>& v) { return v ? std::atoll(v->c_str()) : 0; }
-double toDouble(const std::optional<std::string>& v) {
-  if (!v) return kNoTime;
-  return std::strtod(v->c_str(), nullptr);
-}
-std::string toText(const std::optional<std::string>& v) { return v ? *v : std::string(); }
 SqlValue orNull(double v) { return std::isfinite(v) ? SqlValue(v) : SqlValue(nullptr); }
-
-// Creates version 1 of the tables. Types read the same in both databases
-// (SQLite maps DOUBLE PRECISION to REAL and BIGINT to INTEGER).
-std::string schemaV1(SqlDialect d) {
-  const std::string id = d == SqlDialect::Sqlite ? "INTEGER PRIMARY KEY AUTOINCREMENT" : "BIGSERIAL PRIMARY KEY";
-  return "CREATE TABLE runs ("
-         " id " + id + ","
-         " name TEXT NOT NULL DEFAULT '',"
-         " kind TEXT NOT NULL,"
-         " training TEXT NOT NULL,"
-         " status TEXT NOT NULL,"
-         " stop_reason TEXT NOT NULL DEFAULT '',"
-         " script TEXT NOT NULL,"
-         " plan_hash TEXT NOT NULL,"
-         " host TEXT NOT NULL,"
-         " pid BIGINT NOT NULL,"
-         " started_at DOUBLE PRECISION NOT NULL,"
-         " ended_at DOUBLE PRECISION,"
-         " heartbeat_at DOUBLE PRECISION NOT NULL,"
-         " note TEXT NOT NULL DEFAULT '');"
-         "CREATE INDEX runs_status ON runs(status);"
-         "CREATE TABLE params ("
-         " run_id BIGINT NOT NULL REFERENCES runs(id),"
-         " key TEXT NOT NULL,"
-         " value TEXT NOT NULL,"
-         " PRIMARY KEY (run_id, key));"
-         "CREATE TABLE metrics ("
-         " run_id BIGINT NOT NULL REFERENCES runs(id),"
-         " key TEXT NOT NULL,"
-         " step BIGINT NOT NULL,"
-         " value DOUBLE PRECISION,"
-         " recorded_at DOUBLE PRECISION NOT NULL);"
-         "CREATE INDEX metrics_run_key_step ON metrics(run_id, key, step);"
-         "CREATE TABLE metric_summaries ("
-         " run_id BIGINT NOT NULL REFERENCES runs(id),"
-         " key TEXT NOT NULL,"
-         " latest DOUBLE PRECISION,"
-         " latest_step BIGINT NOT NULL,"
-         " minimum DOUBLE PRECISION,"
-         " maximum DOUBLE PRECISION,"
-         " count BIGINT NOT NULL,"
-         " PRIMARY KEY (run_id, key));"
-         "CREATE TABLE tags ("
-         " run_id BIGINT NOT NULL REFERENCES runs(id),"
-         " tag TEXT NOT NULL,"
-         " PRIMARY KEY (run_id, tag));"
-         "CREATE TABLE artifacts ("
-         " run_id BIGINT NOT NULL REFERENCES runs(id),"
-         " kind TEXT NOT NULL,"
-         " path TEXT NOT NULL,"
-         " PRIMARY KEY (run_id, path));"
-         "CREATE INDEX artifacts_path ON artifacts(path);";
-}
 
 // Merges one point into a summary: `latest` is the value at the highest step
 // (the later arrival wins a tie); non-finite values are counted, not summarised.
@@ -106,7 +47,7 @@ class SqlStore : public RunStore {
  public:
   SqlStore(std::string location, std::unique_ptr<SqlConnection> conn)
       : location_(std::move(location)), db_(std::move(conn)) {
-    openSchema();
+    openSchema(*db_, location_);
   }
 
   const std::string& location() const override { return location_; }
@@ -121,7 +62,7 @@ class SqlStore : public RunStore {
           {std::string(name(r.kind)), r.training, std::string(name(RunStatus::Running)), r.script, r.planHash,
            r.host, r.pid, r.startedAt, r.startedAt});
       if (rows.empty()) throw StoreError("store `" + location_ + "`: a new run got no id");
-      id = toInt(rows[0][0]);
+      id = cellInt(rows[0][0]);
       db_->query("UPDATE runs SET name = ? WHERE id = ?", {r.training + "-" + std::to_string(id), id});
       std::vector<std::vector<SqlValue>> params;
       for (const auto& [k, v] : r.parameters) params.push_back({id, k, v});
@@ -146,9 +87,9 @@ class SqlStore : public RunStore {
       for (const auto& row : db_->query(
                "SELECT key, latest, latest_step, minimum, maximum, count FROM metric_summaries WHERE run_id = ?",
                {run})) {
-        auto it = touched.find(toText(row[0]));
+        auto it = touched.find(cellText(row[0]));
         if (it == touched.end()) continue;
-        it->second = MetricSummary{toDouble(row[1]), toDouble(row[3]), toDouble(row[4]), toInt(row[2]), toInt(row[5])};
+        it->second = MetricSummary{cellDouble(row[1]), cellDouble(row[3]), cellDouble(row[4]), cellInt(row[2]), cellInt(row[5])};
       }
       for (const auto& p : points) merge(touched[p.key], p.step, p.value);
       writeSummaries(run, touched);
@@ -175,7 +116,7 @@ class SqlStore : public RunStore {
       db_->query("DELETE FROM metrics WHERE run_id = ? AND step >= ?", {run, fromStep});
       std::map<std::string, MetricSummary> all;
       for (const auto& row : db_->query("SELECT key, step, value FROM metrics WHERE run_id = ? ORDER BY key, step", {run}))
-        merge(all[toText(row[0])], toInt(row[1]), toDouble(row[2]));
+        merge(all[cellText(row[0])], cellInt(row[1]), cellDouble(row[2]));
       db_->query("DELETE FROM metric_summaries WHERE run_id = ?", {run});
       writeSummaries(run, all);
       db_->query("UPDATE runs SET status = ?, stop_reason = '', ended_at = NULL, heartbeat_at = ? WHERE id = ?",
@@ -196,7 +137,7 @@ class SqlStore : public RunStore {
     auto rows = db_->query("SELECT run_id FROM artifacts WHERE kind = ? AND path = ? ORDER BY run_id DESC",
                            {std::string("run_directory"), path});
     if (rows.empty()) return std::nullopt;
-    return toInt(rows[0][0]);
+    return cellInt(rows[0][0]);
   }
 
   std::vector<RunRecord> listRuns() override {
@@ -212,19 +153,19 @@ class SqlStore : public RunStore {
         out.push_back(std::move(r));
       }
       for (const auto& row : db_->query("SELECT run_id, key, value FROM params")) {
-        auto it = index.find(toInt(row[0]));
-        if (it != index.end()) out[it->second].parameters.emplace(toText(row[1]), toText(row[2]));
+        auto it = index.find(cellInt(row[0]));
+        if (it != index.end()) out[it->second].parameters.emplace(cellText(row[1]), cellText(row[2]));
       }
       for (const auto& row :
            db_->query("SELECT run_id, key, latest, latest_step, minimum, maximum, count FROM metric_summaries")) {
-        auto it = index.find(toInt(row[0]));
+        auto it = index.find(cellInt(row[0]));
         if (it != index.end())
-          out[it->second].metrics[toText(row[1])] =
-              MetricSummary{toDouble(row[2]), toDouble(row[4]), toDouble(row[5]), toInt(row[3]), toInt(row[6])};
+          out[it->second].metrics[cellText(row[1])] =
+              MetricSummary{cellDouble(row[2]), cellDouble(row[4]), cellDouble(row[5]), cellInt(row[3]), cellInt(row[6])};
       }
       for (const auto& row : db_->query("SELECT run_id, tag FROM tags ORDER BY tag")) {
-        auto it = index.find(toInt(row[0]));
-        if (it != index.end()) out[it->second].tags.push_back(toText(row[1]));
+        auto it = index.find(cellInt(row[0]));
+        if (it != index.end()) out[it->second].tags.push_back(cellText(row[1]));
       }
     });
     return out;
@@ -240,17 +181,17 @@ class SqlStore : public RunStore {
           {id});
       if (rows.empty()) return;
       out = fromRow(rows[0]);
-      out->script = toText(rows[0][13]);
+      out->script = cellText(rows[0][13]);
       for (const auto& row : db_->query("SELECT key, value FROM params WHERE run_id = ?", {id}))
-        out->parameters.emplace(toText(row[0]), toText(row[1]));
+        out->parameters.emplace(cellText(row[0]), cellText(row[1]));
       for (const auto& row : db_->query(
                "SELECT key, latest, latest_step, minimum, maximum, count FROM metric_summaries WHERE run_id = ?", {id}))
-        out->metrics[toText(row[0])] =
-            MetricSummary{toDouble(row[1]), toDouble(row[3]), toDouble(row[4]), toInt(row[2]), toInt(row[5])};
+        out->metrics[cellText(row[0])] =
+            MetricSummary{cellDouble(row[1]), cellDouble(row[3]), cellDouble(row[4]), cellInt(row[2]), cellInt(row[5])};
       for (const auto& row : db_->query("SELECT tag FROM tags WHERE run_id = ? ORDER BY tag", {id}))
-        out->tags.push_back(toText(row[0]));
+        out->tags.push_back(cellText(row[0]));
       for (const auto& row : db_->query("SELECT kind, path FROM artifacts WHERE run_id = ? ORDER BY kind DESC, path", {id}))
-        out->artifacts.push_back({toText(row[0]), toText(row[1])});
+        out->artifacts.push_back({cellText(row[0]), cellText(row[1])});
     });
     return out;
   }
@@ -265,7 +206,7 @@ class SqlStore : public RunStore {
                                  " ORDER BY step",
                                  {run, key});
     out.reserve(rows.size());
-    for (const auto& row : rows) out.push_back({toText(row[0]), toInt(row[1]), toDouble(row[2]), toDouble(row[3])});
+    for (const auto& row : rows) out.push_back({cellText(row[0]), cellInt(row[1]), cellDouble(row[2]), cellDouble(row[3])});
     return out;
   }
 
@@ -278,8 +219,8 @@ class SqlStore : public RunStore {
                              " ORDER BY key",
                              {run});
       for (const auto& k : keys) {
-        const std::string key = toText(k[0]);
-        const long long first = toInt(k[1]), last = toInt(k[2]), count = toInt(k[3]);
+        const std::string key = cellText(k[0]);
+        const long long first = cellInt(k[1]), last = cellInt(k[2]), count = cellInt(k[3]);
         const long long width = (last - first + most) / most;  // ceil((last - first + 1) / most)
         auto rows = count <= most || width <= 1
                         ? db_->query("SELECT step, value, recorded_at FROM metrics WHERE run_id = ? AND key = ?"
@@ -289,8 +230,8 @@ class SqlStore : public RunStore {
                                      " WHERE run_id = ? AND key = ? GROUP BY (step - ?) / ? ORDER BY 1",
                                      {run, key, first, width});
         for (const auto& row : rows) {
-          double step = toDouble(row[0]);
-          out.push_back({key, static_cast<long long>(std::llround(step)), toDouble(row[1]), toDouble(row[2])});
+          double step = cellDouble(row[0]);
+          out.push_back({key, static_cast<long long>(std::llround(step)), cellDouble(row[1]), cellDouble(row[2])});
         }
       }
     });
@@ -322,6 +263,8 @@ class SqlStore : public RunStore {
     bool existed = false;
     write([&] {
       existed = !db_->query("SELECT id FROM runs WHERE id = ?", {run}).empty();
+      // A sweep's trial keeps its result, without the run.
+      db_->query("UPDATE trials SET run_id = NULL WHERE run_id = ?", {run});
       for (const char* table : {"metrics", "metric_summaries", "params", "tags", "artifacts"})
         db_->query(std::string("DELETE FROM ") + table + " WHERE run_id = ?", {run});
       db_->query("DELETE FROM runs WHERE id = ?", {run});
@@ -337,7 +280,7 @@ class SqlStore : public RunStore {
       for (const auto& row :
            db_->query("SELECT id FROM runs WHERE status = ? AND heartbeat_at < ? ORDER BY id",
                       {std::string("running"), before}))
-        ids.push_back(toInt(row[0]));
+        ids.push_back(cellInt(row[0]));
       for (long long id : ids)
         db_->query("UPDATE runs SET status = ?, ended_at = heartbeat_at,"
                    " stop_reason = 'no heartbeat: the process ended without saying how' WHERE id = ?",
@@ -349,25 +292,11 @@ class SqlStore : public RunStore {
  private:
   template <typename F>
   void write(F&& body) {
-    db_->beginWrite();
-    try {
-      body();
-      db_->commit();
-    } catch (...) {
-      db_->rollback();
-      throw;
-    }
+    inWriteTransaction(*db_, std::forward<F>(body));
   }
   template <typename F>
   void read(F&& body) {
-    db_->beginRead();
-    try {
-      body();
-      db_->commit();
-    } catch (...) {
-      db_->rollback();
-      throw;
-    }
+    inReadTransaction(*db_, std::forward<F>(body));
   }
 
   void writeSummaries(long long run, const std::map<std::string, MetricSummary>& summaries) {
@@ -384,72 +313,20 @@ class SqlStore : public RunStore {
 
   static RunRecord fromRow(const SqlRow& row) {
     RunRecord r;
-    r.id = toInt(row[0]);
-    r.name = toText(row[1]);
-    r.kind = parseRunKind(toText(row[2])).value_or(RunKind::Run);
-    r.training = toText(row[3]);
-    r.status = parseRunStatus(toText(row[4])).value_or(RunStatus::Failed);
-    r.stopReason = toText(row[5]);
-    r.startedAt = toDouble(row[6]);
-    r.endedAt = toDouble(row[7]);
-    r.heartbeatAt = toDouble(row[8]);
-    r.host = toText(row[9]);
-    r.pid = toInt(row[10]);
-    r.planHash = toText(row[11]);
-    r.note = toText(row[12]);
+    r.id = cellInt(row[0]);
+    r.name = cellText(row[1]);
+    r.kind = parseRunKind(cellText(row[2])).value_or(RunKind::Run);
+    r.training = cellText(row[3]);
+    r.status = parseRunStatus(cellText(row[4])).value_or(RunStatus::Failed);
+    r.stopReason = cellText(row[5]);
+    r.startedAt = cellDouble(row[6]);
+    r.endedAt = cellDouble(row[7]);
+    r.heartbeatAt = cellDouble(row[8]);
+    r.host = cellText(row[9]);
+    r.pid = cellInt(row[10]);
+    r.planHash = cellText(row[11]);
+    r.note = cellText(row[12]);
     return r;
-  }
-
-  bool hasTable(const std::string& table) {
-    auto rows = db_->dialect() == SqlDialect::Sqlite
-                    ? db_->query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", {table})
-                    : db_->query("SELECT 1 FROM pg_tables WHERE schemaname = current_schema() AND tablename = ?",
-                                 {table});
-    return !rows.empty();
-  }
-
-  int schemaVersion() {
-    if (!hasTable("ipu_meta")) return 0;
-    auto rows = db_->query("SELECT value FROM ipu_meta WHERE key = 'schema_version'");
-    return rows.empty() ? 0 : static_cast<int>(toInt(rows[0][0]));
-  }
-
-  void refuseNewer(int version) {
-    throw StoreError("the store `" + location_ + "` has schema version " + std::to_string(version) +
-                     ", written by a newer ipu; this ipu reads versions up to " + std::to_string(kSchemaVersion) +
-                     ". It was left untouched: use a newer ipu, or another store (--store or IPU_STORE)");
-  }
-
-  void openSchema() {
-    // Read first, write nothing: a newer store must come out as it went in.
-    int version = schemaVersion();
-    if (version > kSchemaVersion) refuseNewer(version);
-    if (db_->dialect() == SqlDialect::Sqlite) {
-      db_->query("PRAGMA journal_mode = WAL");
-      db_->execute("PRAGMA synchronous = NORMAL");
-    }
-    if (version == kSchemaVersion) return;
-    write([&] {
-      // Several processes may open a new store at once: one creates, the
-      // others find it created once they get the lock.
-      if (db_->dialect() == SqlDialect::Postgres) db_->query("SELECT pg_advisory_xact_lock(7305931412)");
-      int now = schemaVersion();
-      if (now > kSchemaVersion) refuseNewer(now);
-      if (now == kSchemaVersion) return;
-      if (now == 0) {
-        bool otherTables = db_->dialect() == SqlDialect::Sqlite
-                               ? !db_->query("SELECT 1 FROM sqlite_master WHERE type = 'table'").empty()
-                               : hasTable("runs");
-        if (otherTables)
-          throw StoreError("`" + location_ + "` is a database but not an ipu run store (it has other tables); "
-                           "give --store a new file or an empty database");
-        db_->execute("CREATE TABLE IF NOT EXISTS ipu_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
-        db_->execute(schemaV1(db_->dialect()));
-        db_->query("INSERT INTO ipu_meta(key, value) VALUES ('schema_version', ?)",
-                   {std::to_string(kSchemaVersion)});
-      }
-      // Migrations from version N to N+1 go here, each in this transaction.
-    });
   }
 
   std::string location_;
@@ -463,15 +340,19 @@ bool isPostgresLocation(const std::string& location) {
   return location.rfind("postgresql://", 0) == 0 || location.rfind("postgres://", 0) == 0;
 }
 
-std::unique_ptr<RunStore> openStore(const std::string& location, OpenMode mode) {
-  if (isPostgresLocation(location)) return std::make_unique<SqlStore>(location, connectPostgres(location));
+std::unique_ptr<SqlConnection> connectStore(const std::string& location, OpenMode mode) {
+  if (isPostgresLocation(location)) return connectPostgres(location);
   if (mode == OpenMode::Create) {
     std::filesystem::path parent = std::filesystem::path(location).parent_path();
     std::error_code ec;
     if (!parent.empty()) std::filesystem::create_directories(parent, ec);
     if (ec) throw StoreError("cannot create `" + parent.string() + "` for the store: " + ec.message());
   }
-  return std::make_unique<SqlStore>(location, connectSqlite(location, mode == OpenMode::Create));
+  return connectSqlite(location, mode == OpenMode::Create);
+}
+
+std::unique_ptr<RunStore> openStore(const std::string& location, OpenMode mode) {
+  return std::make_unique<SqlStore>(location, connectStore(location, mode));
 }
 
 }  // namespace ipu::store

@@ -1,0 +1,166 @@
+// The run store's schema (docs/tracking.md, "The schema"): version 1 (runs,
+// their parameters, metrics, tags and artifacts) and version 2 (sweeps and
+// their trials), created and migrated in one transaction. A new store is
+// made by the same steps as an old one is migrated (create version 1, then
+// migrate), so every migration runs on every new store too.
+#include "interpreter/store/sql_schema.h"
+
+#include <cstdlib>
+
+#include "interpreter/store/run_store.h"
+
+namespace ipu::store {
+
+namespace {
+
+// Creates version 1 of the tables. Types read the same in both databases
+// (SQLite maps DOUBLE PRECISION to REAL and BIGINT to INTEGER).
+std::string schemaV1(SqlDialect d) {
+  const std::string id = d == SqlDialect::Sqlite ? "INTEGER PRIMARY KEY AUTOINCREMENT" : "BIGSERIAL PRIMARY KEY";
+  return "CREATE TABLE runs ("
+         " id " + id + ","
+         " name TEXT NOT NULL DEFAULT '',"
+         " kind TEXT NOT NULL,"
+         " training TEXT NOT NULL,"
+         " status TEXT NOT NULL,"
+         " stop_reason TEXT NOT NULL DEFAULT '',"
+         " script TEXT NOT NULL,"
+         " plan_hash TEXT NOT NULL,"
+         " host TEXT NOT NULL,"
+         " pid BIGINT NOT NULL,"
+         " started_at DOUBLE PRECISION NOT NULL,"
+         " ended_at DOUBLE PRECISION,"
+         " heartbeat_at DOUBLE PRECISION NOT NULL,"
+         " note TEXT NOT NULL DEFAULT '');"
+         "CREATE INDEX runs_status ON runs(status);"
+         "CREATE TABLE params ("
+         " run_id BIGINT NOT NULL REFERENCES runs(id),"
+         " key TEXT NOT NULL,"
+         " value TEXT NOT NULL,"
+         " PRIMARY KEY (run_id, key));"
+         "CREATE TABLE metrics ("
+         " run_id BIGINT NOT NULL REFERENCES runs(id),"
+         " key TEXT NOT NULL,"
+         " step BIGINT NOT NULL,"
+         " value DOUBLE PRECISION,"
+         " recorded_at DOUBLE PRECISION NOT NULL);"
+         "CREATE INDEX metrics_run_key_step ON metrics(run_id, key, step);"
+         "CREATE TABLE metric_summaries ("
+         " run_id BIGINT NOT NULL REFERENCES runs(id),"
+         " key TEXT NOT NULL,"
+         " latest DOUBLE PRECISION,"
+         " latest_step BIGINT NOT NULL,"
+         " minimum DOUBLE PRECISION,"
+         " maximum DOUBLE PRECISION,"
+         " count BIGINT NOT NULL,"
+         " PRIMARY KEY (run_id, key));"
+         "CREATE TABLE tags ("
+         " run_id BIGINT NOT NULL REFERENCES runs(id),"
+         " tag TEXT NOT NULL,"
+         " PRIMARY KEY (run_id, tag));"
+         "CREATE TABLE artifacts ("
+         " run_id BIGINT NOT NULL REFERENCES runs(id),"
+         " kind TEXT NOT NULL,"
+         " path TEXT NOT NULL,"
+         " PRIMARY KEY (run_id, path));"
+         "CREATE INDEX artifacts_path ON artifacts(path);";
+}
+
+// Version 2: sweeps and their trials (interpreter/store/sweep_store.h). A
+// trial's identity in its sweep is its assignment: (sweep_id,
+// assignment_key) is unique, so a grid cell has one row whatever happens to
+// its agents. `run_id` is the trial's recorded run, cleared if that run is
+// deleted. Specs and assignments are JSON (store/sweep_records.h); a seed is
+// its 64 bits as a signed BIGINT.
+std::string schemaV2(SqlDialect d) {
+  const std::string id = d == SqlDialect::Sqlite ? "INTEGER PRIMARY KEY AUTOINCREMENT" : "BIGSERIAL PRIMARY KEY";
+  return "CREATE TABLE sweeps ("
+         " id " + id + ","
+         " name TEXT NOT NULL UNIQUE,"
+         " spec TEXT NOT NULL,"
+         " script TEXT NOT NULL,"
+         " method TEXT NOT NULL,"
+         " state TEXT NOT NULL,"
+         " seed BIGINT NOT NULL,"
+         " created_at DOUBLE PRECISION NOT NULL);"
+         "CREATE TABLE trials ("
+         " sweep_id BIGINT NOT NULL REFERENCES sweeps(id),"
+         " trial_index BIGINT NOT NULL,"
+         " assignment_key TEXT NOT NULL,"
+         " assignment TEXT NOT NULL,"
+         " state TEXT NOT NULL,"
+         " agent TEXT NOT NULL DEFAULT '',"
+         " attempts BIGINT NOT NULL DEFAULT 0,"
+         " created_at DOUBLE PRECISION NOT NULL,"
+         " started_at DOUBLE PRECISION,"
+         " heartbeat_at DOUBLE PRECISION,"
+         " ended_at DOUBLE PRECISION,"
+         " run_id BIGINT REFERENCES runs(id),"
+         " metric DOUBLE PRECISION,"
+         " reason TEXT NOT NULL DEFAULT '',"
+         " PRIMARY KEY (sweep_id, trial_index),"
+         " UNIQUE (sweep_id, assignment_key));"
+         "CREATE INDEX trials_state ON trials(sweep_id, state);"
+         "CREATE INDEX trials_run ON trials(run_id);";
+}
+
+bool hasTable(SqlConnection& db, const std::string& table) {
+  auto rows = db.dialect() == SqlDialect::Sqlite
+                  ? db.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", {table})
+                  : db.query("SELECT 1 FROM pg_tables WHERE schemaname = current_schema() AND tablename = ?", {table});
+  return !rows.empty();
+}
+
+int schemaVersion(SqlConnection& db) {
+  if (!hasTable(db, "ipu_meta")) return 0;
+  auto rows = db.query("SELECT value FROM ipu_meta WHERE key = 'schema_version'");
+  return rows.empty() || !rows[0][0] ? 0 : std::atoi(rows[0][0]->c_str());
+}
+
+[[noreturn]] void refuseNewer(const std::string& location, int version) {
+  throw StoreError("the store `" + location + "` has schema version " + std::to_string(version) +
+                   ", written by a newer ipu; this ipu reads versions up to " + std::to_string(kSchemaVersion) +
+                   ". It was left untouched: use a newer ipu, or another store (--store or IPU_STORE)");
+}
+
+}  // namespace
+
+void openSchema(SqlConnection& db, const std::string& location) {
+  // Read first, write nothing: a newer store must come out as it went in.
+  int version = schemaVersion(db);
+  if (version > kSchemaVersion) refuseNewer(location, version);
+  if (db.dialect() == SqlDialect::Sqlite) {
+    db.query("PRAGMA journal_mode = WAL");
+    db.execute("PRAGMA synchronous = NORMAL");
+  }
+  if (version == kSchemaVersion) return;
+  inWriteTransaction(db, [&] {
+    // Several processes may open (or migrate) a store at once: one does it,
+    // the others find it done once they get the lock.
+    if (db.dialect() == SqlDialect::Postgres) db.query("SELECT pg_advisory_xact_lock(7305931412)");
+    int now = schemaVersion(db);
+    if (now > kSchemaVersion) refuseNewer(location, now);
+    if (now == kSchemaVersion) return;
+    if (now == 0) {
+      bool otherTables = db.dialect() == SqlDialect::Sqlite
+                             ? !db.query("SELECT 1 FROM sqlite_master WHERE type = 'table'").empty()
+                             : hasTable(db, "runs");
+      if (otherTables)
+        throw StoreError("`" + location + "` is a database but not an ipu run store (it has other tables); "
+                         "give --store a new file or an empty database");
+      db.execute("CREATE TABLE IF NOT EXISTS ipu_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
+      db.execute(schemaV1(db.dialect()));
+      db.query("INSERT INTO ipu_meta(key, value) VALUES ('schema_version', '1')");
+      now = 1;
+    }
+    // Migrations from version N to N+1, each in this transaction; records of
+    // the older version are kept as they are.
+    if (now == 1) {
+      db.execute(schemaV2(db.dialect()));
+      now = 2;
+    }
+    db.query("UPDATE ipu_meta SET value = ? WHERE key = 'schema_version'", {std::to_string(now)});
+  });
+}
+
+}  // namespace ipu::store
