@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "interpreter/check/evaluator.h"
+#include "interpreter/check/program.h"
 #include "interpreter/sweep/space.h"
 
 namespace ipu::check {
