@@ -276,7 +276,12 @@ class Substitution {
  public:
   Substitution(Evaluator& ev, const Record& training) : ev_(ev), tr_(std::make_shared<Record>(training)) {}
 
+  // Substitutes `v` for what `t` names. A value the field does not take is
+  // reported as in a script and, as in a script, the field becomes unknown
+  // and checking goes on (so the diagnostics that follow are the script's
+  // too). False when something was reported.
   bool apply(const Target& t, Value v, Span at) {
+    const std::size_t before = ev_.diags().errorCount();
     Record* host = tr_.get();
     std::shared_ptr<Record> phaseCopy;
     std::size_t phaseIndex = 0;
@@ -288,14 +293,16 @@ class Substitution {
       host = phaseCopy.get();
       entry = &tr_->phases[phaseIndex];
     }
-    bool ok = true;
     switch (t.kind) {
-      case Target::Kind::Field: ok = setField(*host, entry, t, std::move(v), at); break;
+      case Target::Kind::Field: setField(*host, entry, t, std::move(v), at); break;
       case Target::Kind::RecordField: {
         const Value* rv = fieldOf(*host, *tr_, entry, t.record);
         Span where = writtenAt(*rv->record, t.field, at);
-        if (!ev_.conforms(v, t.spec->type, t.field, where)) return false;
         auto copy = std::make_shared<Record>(*rv->record);
+        if (!ev_.conforms(v, t.spec->type, t.field, where)) {
+          v = Value::unknown(where);
+          copy->hadErrors = true;
+        }
         copy->set(t.field, withSpan(v, where), nameSpanOf(*copy, t.field, at));
         Value nv = *rv;
         nv.record = copy;
@@ -306,9 +313,8 @@ class Substitution {
         const Value* mv = fieldOf(*host, *tr_, entry, "mapping");
         const Value* old = mv->record->get("model");
         v.span = at;
-        std::size_t before = ev_.diags().errorCount();
         Value model = ev_.reapplyModel(*old->model, {{t.field, v}});
-        if (model.kind != ValueKind::Model || ev_.diags().errorCount() != before) return false;
+        if (model.kind != ValueKind::Model) break;
         auto mapping = std::make_shared<Record>(*mv->record);
         model.span = old->span;
         mapping->set("model", model, nameSpanOf(*mapping, "model", at));
@@ -322,30 +328,32 @@ class Substitution {
         break;
       }
     }
-    if (ok && phaseCopy) tr_->phases[phaseIndex].fields = phaseCopy;
-    return ok;
+    if (phaseCopy) tr_->phases[phaseIndex].fields = phaseCopy;
+    return ev_.diags().errorCount() == before;
   }
 
   std::shared_ptr<const Record> result() const { return tr_; }
 
  private:
-  bool setField(Record& host, const PhaseEntry* entry, const Target& t, Value v, Span at) {
+  void setField(Record& host, const PhaseEntry* entry, const Target& t, Value v, Span at) {
     const Value* old = fieldOf(host, *tr_, entry, t.field);
     Span where = old != nullptr && old->span.valid() ? old->span : at;
-    if (!ev_.conforms(v, t.spec->type, t.field, where)) return false;
-    // A learning rate given as a number replaces the peak of the schedule
-    // written there: warmup and decay stay as written.
-    if (t.spec->type.kind == TypeKind::Schedule && v.isNumber() && old != nullptr && old->kind == ValueKind::Schedule) {
+    if (t.spec->type.kind == TypeKind::Schedule && old != nullptr && old->kind == ValueKind::Schedule &&
+        !v.isUnknown()) {
+      // A learning rate replaces the peak of the schedule written there:
+      // warmup and decay stay as written, and the schedule's checks apply.
       auto s = std::make_shared<ScheduleValue>(*old->schedule);
       s->base = withSpan(v, s->base.span.valid() ? s->base.span : where);
       Value nv = *old;
       nv.schedule = s;
       v = nv;
+    } else if (!ev_.conforms(v, t.spec->type, t.field, where)) {
+      v = Value::unknown(where);
+      host.hadErrors = true;
     } else {
       v = withSpan(v, where);
     }
     host.set(t.field, v, nameSpanOf(host, t.field, nameSpanOf(*tr_, t.field, at)));
-    return true;
   }
 
   static Value withSpan(Value v, Span s) {
@@ -1148,9 +1156,9 @@ std::optional<sweep::SweepSpec> checkSweep(Evaluator& ev, const Module& module, 
 
 std::shared_ptr<const Record> applyOverrides(Evaluator& ev, const Module& module, const Record& training,
                                              const sweep::Assignment& values, Span at) {
-  const std::size_t before = ev.diags().errorCount();
   ScopePtr scope = ev.scopePtrOf(module);
   Substitution s(ev, training);
+  bool resolved = true;
   std::set<std::string> seen;
   // In path order: a whole declaration (`mapping`) before its fields (`mapping.replicas`).
   sweep::Assignment sorted = values;
@@ -1158,17 +1166,20 @@ std::shared_ptr<const Record> applyOverrides(Evaluator& ev, const Module& module
   for (const auto& [path, value] : sorted) {
     if (!seen.insert(path).second) {
       ev.error(code::kDuplicateField, at, "the trial gives `" + path + "` twice");
+      resolved = false;
       continue;
     }
     // Paths resolve against the training as substituted so far.
     Paths paths(ev, *s.result());
     std::optional<Target> t = paths.resolve(path, at);
-    if (!t) continue;
-    Value v = toValue(ev, scope, *t, value, at);
-    if (v.isUnknown()) continue;
-    s.apply(*t, v, at);
+    if (!t) {
+      resolved = false;  // no script writes a value there
+      continue;
+    }
+    // A name that names nothing is unknown, as it would be in the script.
+    s.apply(*t, toValue(ev, scope, *t, value, at), at);
   }
-  if (ev.diags().errorCount() != before) return nullptr;
+  if (!resolved) return nullptr;
   return s.result();
 }
 

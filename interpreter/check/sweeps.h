@@ -49,8 +49,10 @@ std::optional<sweep::SweepSpec> checkSweep(Evaluator& ev, const Module& module, 
                                            const TrainingSpec* training);
 
 // The training record `training` (of `module`) with `values` substituted.
-// Null when a path or a value is wrong: the diagnostics are those the script
-// would give with that value written in (a path it does not have: IPU1301).
+// Null when a path names nothing (IPU1301): no script writes a value there.
+// A value the field does not take is reported as the script with it written
+// in would report it, and that field is unknown in the record returned, so
+// that checking goes on (and reports what follows) as it does for the script.
 std::shared_ptr<const Record> applyOverrides(Evaluator& ev, const Module& module, const Record& training,
                                              const sweep::Assignment& values, Span at);
 

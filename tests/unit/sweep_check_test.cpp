@@ -308,7 +308,7 @@ TEST(SweepOverrides, BadValuesGetTheFieldsDiagnostics) {
       {{{"phase.short.micro_batch", PV::ofNumber(2.5)}}, "micro_batch: 4", "micro_batch: 2.5", check::code::kOutOfRange},
       {{{"phase.short.micro_batch", PV::ofInteger(0)}}, "micro_batch: 4", "micro_batch: 0", check::code::kOutOfRange},
       {{{"mapping.recompute", PV::ofName("sometimes")}}, "recompute: none", "recompute: sometimes", check::code::kTypeMismatch},
-      {{{"mapping.replicas", PV::ofInteger(3)}}, "replicas: 2", "replicas: 3", check::code::kReplicasPowerOfTwo},
+      {{{"mapping.replicas", PV::ofInteger(3)}}, "replicas: 2", "replicas: 3", check::code::kTooManyIpus},
       {{{"phase.long.micro_batch", PV::ofInteger(3)}}, "micro_batch: 2", "micro_batch: 3", check::code::kBatchIndivisible},
       {{{"optimizer.weight_decay", PV::ofText("high")}}, "weight_decay: 0.01", "weight_decay: \"high\"", check::code::kTypeMismatch},
   };
