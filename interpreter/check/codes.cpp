@@ -64,6 +64,7 @@ const std::vector<base::CodeInfo>& checkCodes() {
       {kRunCapRequired, "a random or Bayesian sweep without `run_cap`"},
       {kBadSweepStart, "a sweep's `from` that names no sweep or run, or a cycle of sweeps starting from each other"},
       {kBadSweep, "a sweep declaration that is not `sweep NAME for TRAINING { ... }`"},
+      {kMetricDirection, "a sweep that maximizes a loss or minimizes an accuracy or a throughput (warning)"},
   };
   return codes;
 }

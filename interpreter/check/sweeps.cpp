@@ -259,7 +259,7 @@ Value toValue(Evaluator& ev, const ScopePtr& scope, const Target& t, const sweep
 sweep::ParamValue toParam(const Value& v) {
   switch (v.kind) {
     case ValueKind::Number:
-      return v.integer || (v.isWhole() && std::fabs(v.number) < kMaxExactInteger)
+      return (v.integer || v.isWhole()) && std::fabs(v.number) < kMaxExactInteger
                  ? sweep::ParamValue::ofInteger(static_cast<long long>(v.number))
                  : sweep::ParamValue::ofNumber(v.number);
     case ValueKind::Bool: return sweep::ParamValue::ofBoolean(v.boolean);
@@ -512,6 +512,7 @@ class SweepReader {
                 std::string("a ") + (spec_.method == sweep::Method::Bayes ? "Bayesian" : "random") + " sweep needs `run_cap`",
                 "it can propose trials forever: add e.g. `run_cap: 40`");
     if (hasMethod && spec_.method == sweep::Method::Grid) checkGrid();
+    if (hasMetric) checkDirection();
     if (earlyTerminate != nullptr) readEarlyTerminate(*earlyTerminate);
   }
 
@@ -578,6 +579,11 @@ class SweepReader {
     if (v.isUnknown()) return std::nullopt;
     if (!v.isNumber()) {
       ev_.error(code::kBadDistribution, e.span, "a bound of `" + p.path + "`'s range must be a number, found " + v.describe());
+      return std::nullopt;
+    }
+    if (std::fabs(v.number) > kMaxExactInteger) {
+      ev_.error(code::kBadDistribution, e.span, "a bound of `" + p.path + "`'s range is too large: `" + v.show() + "`",
+                "check for a typo in the number");
       return std::nullopt;
     }
     if (integral && v.number != std::floor(v.number)) {
@@ -958,7 +964,29 @@ class SweepReader {
     if (!hasGoal) ev_.error(code::kBadMetric, b.nameSpan, "the metric has no `goal`", "add `goal: minimize` or `goal: maximize`");
   }
 
+  // A goal against the way a well-known metric improves is almost always a
+  // slip (maximizing the loss): a warning, since a hook's key may mean anything.
+  void checkDirection() {
+    const std::string& n = spec_.metric.name;
+    if (n.empty()) return;
+    auto endsWith = [&](const std::string& tail) {
+      return n.size() >= tail.size() && n.compare(n.size() - tail.size(), tail.size(), tail) == 0;
+    };
+    std::optional<sweep::Goal> better;
+    if (endsWith("loss") || endsWith("step_time_s") || endsWith("time_to_train_s") || endsWith("peak_memory_bytes"))
+      better = sweep::Goal::Minimize;
+    else if (endsWith("accuracy") || endsWith("samples_per_s") || endsWith("tokens_per_s") || endsWith("pipeline_utilisation"))
+      better = sweep::Goal::Maximize;
+    if (!better || *better == spec_.metric.goal) return;
+    const bool lower = *better == sweep::Goal::Minimize;
+    ev_.warning(code::kMetricDirection, metricSpan_,
+                std::string("this sweep ") + (lower ? "maximizes" : "minimizes") + " `" + n + "`, for which " +
+                    (lower ? "lower" : "higher") + " is better",
+                std::string("write `") + (lower ? "minimize" : "maximize") + "(" + n + ")`");
+  }
+
   void metricName(const Expr& e) {
+    metricSpan_ = e.span;
     auto name = dottedName(e);
     if (!name) {
       ev_.error(code::kBadMetric, e.span, "a metric is named by its key: `loss`, `eval.mlm_accuracy`, `\"my.metric\"`",
@@ -1003,7 +1031,7 @@ class SweepReader {
       if (v.isUnknown()) return;
       // Iterations are steps of the trial's step counter.
       if (!v.isNumber() || !(v.dim.dimensionless() || v.dim == dims::steps()) || v.number != std::floor(v.number) ||
-          v.number > kMaxExactInteger) {
+          std::fabs(v.number) > kMaxExactInteger) {
         ev_.error(code::kBadEarlyTerminate, arg.value->span, "`" + arg.name + "` is a whole number of steps, found " + v.describe());
         return;
       }
@@ -1144,7 +1172,7 @@ class SweepReader {
   std::shared_ptr<const Record> training_record_;
   ScopePtr scope_;
   sweep::SweepSpec spec_;
-  Span parametersEmptyAt_;
+  Span parametersEmptyAt_, metricSpan_;
 };
 
 }  // namespace

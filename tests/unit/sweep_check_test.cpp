@@ -362,3 +362,101 @@ TEST(SweepOverrides, KeptUntilCleared) {
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(p->runs[0].seed, 1234);
 }
+
+// What `ipu check` says about sweeps, case by case: the parameter lines of a
+// sweep of kScript's training, and the one diagnostic each must give.
+TEST(SweepDeclaration, ChecksEveryParameter) {
+  struct Case {
+    std::string method, parameters, code, message;
+  };
+  std::vector<Case> cases = {
+      {"grid", "phase.short.micro_batch: [4, 2.5]", check::code::kOutOfRange, "must be a whole number"},
+      {"grid", "phase.short.micro_batch: [4, 0]", check::code::kOutOfRange, "must be positive"},
+      {"grid", "mapping.recompute: [none, evry_layer]", check::code::kTypeMismatch, "found `evry_layer`"},
+      {"grid", "phase.short.steps: [100, 2 GB]", check::code::kUnitMismatch, "`steps` expects"},
+      {"grid", "precision: [full, fp64]", check::code::kUnknownName, "fp64"},
+      {"grid", "model.hidden: [64, \"wide\"]", check::code::kTypeMismatch, "`hidden`"},
+      {"grid", "phase.short.lr: [0.001, 0.001]", check::code::kBadDistribution, "listed twice"},
+      {"grid", "phase.short.lr: []", check::code::kBadDistribution, "has no values"},
+      {"random", "phase.short.lr: uniform(0.01, 0.01)", check::code::kBadDistribution, "is empty"},
+      {"random", "phase.short.lr: log_uniform(0, 0.01)", check::code::kOutOfRange, "must be positive"},
+      {"random", "optimizer.weight_decay: log_uniform(0, 0.01)", check::code::kBadDistribution, "bounds must be positive"},
+      {"random", "optimizer.beta2: normal(0.99, 0)", check::code::kBadDistribution, "`sigma` must be a positive"},
+      {"random", "optimizer.weight_decay: q_uniform(0, 0.1, 0.5)", check::code::kBadDistribution, "wider than the range"},
+      {"random", "optimizer.weight_decay: categorical([0, 0.1], probabilities: [1])", check::code::kBadDistribution,
+       "1 probability for 2 values"},
+      {"random", "optimizer.weight_decay: gaussian(0, 1)", check::code::kBadDistribution, "not a distribution"},
+      {"random", "optimizer.weight_decay: uniform(0)", check::code::kBadArgument, "needs `max`"},
+      {"random", "mapping.recompute: uniform(0, 1)", check::code::kDistributionForField, "a range of numbers cannot"},
+      {"random", "phase.long.micro_batch: q_uniform(1, 8, 0.5)", check::code::kDistributionForField, "gives fractions"},
+      {"random", "model.hidden: int_uniform(32.5, 64)", check::code::kBadDistribution, "takes whole numbers"},
+      {"grid", "optimizer.weight_decay: categorical([0, 0.1], probabilities: [0.5, 0.5])", check::code::kGridNotFinite,
+       "probabilities mean nothing"},
+      {"grid", "hooks: [1]", check::code::kUnknownSweepPath, "cannot be swept"},
+      {"grid", "phase.short.model: [tiny]", check::code::kUnknownSweepPath, "cannot be swept"},
+      {"grid", "model.hidden.x: [1]", check::code::kUnknownSweepPath, "no value `model.hidden.x`"},
+  };
+  for (const auto& c : cases) {
+    std::string text = kScript + "sweep s for tiny_pretrain {\n  method: " + c.method +
+                       "\n  metric: minimize(loss)\n  parameters {\n    " + c.parameters + "\n  }\n  run_cap: 4\n}\n";
+    session::Session s;
+    const check::CheckedProgram* p = checkText(s, text);
+    EXPECT_EQ(p, nullptr) << c.parameters;
+    const auto& all = s.diagnostics().all();
+    ASSERT_EQ(all.size(), 1u) << c.parameters << "\n" << sessionCodes(s);
+    EXPECT_EQ(all[0].code, c.code) << c.parameters << "\n" << sessionCodes(s);
+    EXPECT_NE(all[0].message.find(c.message), std::string::npos) << c.parameters << "\n" << sessionCodes(s);
+  }
+}
+
+TEST(SweepDeclaration, DeclarationForms) {
+  struct Case {
+    std::string text, code, message;
+  };
+  const std::string body = "{\n  method: grid\n  metric: minimize(loss)\n  parameters {\n    seed: [1, 2]\n  }\n}\n";
+  std::vector<Case> cases = {
+      {"sweep s " + body, check::code::kBadSweep, "does not say which training"},
+      {"sweep s for two_by_two " + body, check::code::kBadSweep, "this is a mapping"},
+      {"sweep s for tiny_pretrain on tiny_pod " + body, check::code::kBadSweep, "`on` belongs to mappings"},
+      {"sweep s for tiny_pretrain {\n  method: grid\n  metric: minimize(loss)\n  parameters {\n  }\n}\n",
+       check::code::kMissingField, "varies nothing"},
+      {"sweep s for tiny_pretrain {\n  method: grid\n  parameters {\n    seed: [1]\n  }\n}\n", check::code::kBadMetric,
+       "needs a `metric`"},
+      {"sweep s for tiny_pretrain {\n  method: grid\n  metric { name: loss }\n  parameters {\n    seed: [1]\n  }\n}\n",
+       check::code::kBadMetric, "no `goal`"},
+      {"sweep s for tiny_pretrain {\n  method: grid\n  metric: minimize(loss + 1)\n  parameters {\n    seed: [1]\n  }\n}\n",
+       check::code::kBadMetric, "named by its key"},
+      {"sweep s for tiny_pretrain {\n  methd: grid\n  metric: minimize(loss)\n  parameters {\n    seed: [1]\n  }\n}\n",
+       check::code::kUnknownField, "not a field of a sweep"},
+      {"sweep s for tiny_pretrain {\n  method: grid\n  metric: minimize(loss)\n  parameters {\n    seed: [1]\n  }\n"
+       "  early_terminate: hyperband(eta: 3)\n}\n",
+       check::code::kBadEarlyTerminate, "needs `min_iter`"},
+      {"sweep s for tiny_pretrain {\n  method: grid\n  metric: minimize(loss)\n  parameters {\n    seed: [1]\n  }\n"
+       "  early_terminate: hyperband(min_iter: 10, eta: 1)\n}\n",
+       check::code::kBadEarlyTerminate, "at least 2"},
+      {"sweep s for tiny_pretrain {\n  method: grid\n  metric: minimize(loss)\n  parameters {\n    seed: [1]\n  }\n"
+       "  from: best(s)\n}\n",
+       check::code::kBadSweepStart, "its own best trial"},
+      {"sweep s for tiny_pretrain {\n  method: grid\n  metric: minimize(loss)\n  parameters {\n    seed: [1]\n  }\n"
+       "  from: checkpoint(run7)\n}\n",
+       check::code::kBadSweepStart, "a run's id as a string"},
+      {"sweep s for tiny_pretrain " + body + "run s\n", check::code::kBadRun, "`s` is a sweep"},
+  };
+  for (const auto& c : cases) {
+    std::string text = kScript + c.text;
+    // The script already runs tiny_pretrain; a second `run` line is the case's.
+    session::Session s;
+    checkText(s, text);
+    const auto& all = s.diagnostics().all();
+    ASSERT_FALSE(all.empty()) << c.text;
+    EXPECT_EQ(all[0].code, c.code) << c.text << "\n" << sessionCodes(s);
+    EXPECT_NE(all[0].message.find(c.message), std::string::npos) << c.text << "\n" << sessionCodes(s);
+  }
+  // A training-level path is fine when some phase inherits it.
+  session::Session ok;
+  const check::CheckedProgram* p = checkText(ok, kScript + "sweep s for tiny_pretrain {\n  method: grid\n"
+                                                           "  metric: minimize(loss)\n  parameters {\n"
+                                                           "    optimizer.weight_decay: [0, 0.1]\n    seed: [1, 2]\n  }\n}\n");
+  ASSERT_NE(p, nullptr) << sessionCodes(ok);
+  EXPECT_EQ(p->sweeps.at(0).parameters.size(), 2u);
+}
