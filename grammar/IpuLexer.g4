@@ -18,6 +18,7 @@ OPTIMIZER : 'optimizer';
 DATASET   : 'dataset';
 TRAINING  : 'training';
 HOOK      : 'hook';
+SWEEP     : 'sweep';
 RUN       : 'run';
 
 // ---- keywords (structure and expressions) ----

@@ -22,14 +22,14 @@ declaration : declKind name=IDENT paramList? (FOR forExpr=expr)? (ON onExpr=expr
               ( ASSIGN value | block ) ;
 
 declKind    : CHIP | MACHINE | POD | LAYER | MODEL | MAPPING | PRECISION
-            | OPTIMIZER | DATASET | TRAINING | HOOK ;
+            | OPTIMIZER | DATASET | TRAINING | HOOK | SWEEP ;
 
 paramList   : LPAREN ( param ( COMMA param )* COMMA? )? RPAREN ;
 param       : name=IDENT ( COLON type=fieldName )? ( ASSIGN dflt=expr )? ;
 
 block       : LBRACE ( member ( COMMA | SEMI )? )* RBRACE ;
 
-member      : fieldName COLON value                                        # fieldMember
+member      : fieldPath COLON value                                        # fieldMember
             | fieldName block                                              # blockMember
             | LET name=IDENT ASSIGN value                                  # letMember
             | LAYER name=IDENT ASSIGN expr                                 # layerMember
@@ -42,11 +42,16 @@ member      : fieldName COLON value                                        # fie
 // Field names may be keywords (`optimizer: lamb`, `model: x`): a name followed by
 // `:` can never start anything else, so this costs no ambiguity.
 fieldName   : IDENT | IMPORT | AS | LET | CHIP | MACHINE | POD | LAYER | MODEL
-            | MAPPING | PRECISION | OPTIMIZER | DATASET | TRAINING | HOOK | RUN
+            | MAPPING | PRECISION | OPTIMIZER | DATASET | TRAINING | HOOK | SWEEP | RUN
             | WITH | FOR | ON | OFF | REPEAT | IPU | STAGE | PHASE | FROM
             | WARMUP | THEN | TO | PER | IF | ELSE | LUA | FILE | TRUE | FALSE
             | AND | OR | NOT
             ;
+
+// A dotted field name (`phase.short.micro_batch: [4, 8]`) names a value inside
+// the training a sweep varies; only a sweep's `parameters { ... }` accepts one
+// (the checker says so elsewhere).
+fieldPath   : fieldName ( DOT fieldName )* ;
 
 // A value is an expression, optionally followed by a learning-rate schedule:
 //   0.006 warmup 2000 steps then linear to 0

@@ -402,6 +402,23 @@ Value Evaluator::callBuiltin(const std::string& name, const std::vector<Arg>& ar
   return Value::num(r, keepsUnit ? x.dim : Dim::none(), span);
 }
 
+Value Evaluator::reapplyModel(const ModelValue& model, const std::vector<std::pair<std::string, Value>>& args) {
+  if (!model.tmpl) return Value::unknown(model.span);
+  std::vector<std::pair<std::string, Value>> given = model.args;
+  for (const auto& [name, v] : args) {
+    auto it = std::find_if(given.begin(), given.end(), [&](const auto& a) { return a.first == name; });
+    if (it != given.end()) it->second = v;
+    else given.emplace_back(name, v);
+  }
+  Value v = callTemplate(*model.tmpl, {}, model.tmpl->scope, model.span, &given);
+  if (v.kind == ValueKind::Model) {
+    auto m = std::make_shared<ModelValue>(*v.model);
+    m->name = model.name;
+    v.model = m;
+  }
+  return v;
+}
+
 Value Evaluator::evalWith(const WithExpr& e, const ScopePtr& scope) {
   Value base = eval(*e.base, scope);
   if (base.isUnknown()) return base;

@@ -45,7 +45,7 @@ void probeTemplate(Evaluator& ev, const Template& t) {
 
 }  // namespace
 
-std::unique_ptr<CheckedProgram> Checker::checkFile(base::FileId rootFile) {
+std::unique_ptr<CheckedProgram> Checker::checkFile(base::FileId rootFile, const Overrides* overrides) {
   const std::size_t errorsBefore = diags_.errorCount();
   Module* root = loader_->loadRoot(rootFile);
   root_ = root;
@@ -82,6 +82,18 @@ std::unique_ptr<CheckedProgram> Checker::checkFile(base::FileId rootFile) {
     }
   }
 
+  // A trial's values replace the script's in the training they are for.
+  bool overridden = false;
+  auto trainingRecord = [&](const Value& v) -> std::shared_ptr<const Record> {
+    if (overrides == nullptr || v.record->name != overrides->training) return v.record;
+    overridden = true;
+    return applyOverrides(ev, *root, *v.record, overrides->values, overrides->at);
+  };
+  auto resolveTraining = [&](const Value& v, TrainingSpec& t) {
+    auto rec = trainingRecord(v);
+    return rec != nullptr && resolver.training(*rec, t);
+  };
+
   // What runs: `run` statements, or every training when there are none.
   std::set<std::string> seen;
   std::map<std::string, Span> runAt;
@@ -111,22 +123,42 @@ std::unique_ptr<CheckedProgram> Checker::checkFile(base::FileId rootFile) {
       continue;
     }
     TrainingSpec t;
-    if (resolver.training(*v->record, t)) program->runs.push_back(std::move(t));
+    if (resolveTraining(*v, t)) program->runs.push_back(std::move(t));
   }
   if (runAt.empty()) {
     program->implicitRuns = true;
     for (const auto& [name, v] : rootValues) {
       if (v->kind != ValueKind::Record || v->record->kind != "training") continue;
       TrainingSpec t;
-      if (resolver.training(*v->record, t)) program->runs.push_back(std::move(t));
+      if (resolveTraining(*v, t)) program->runs.push_back(std::move(t));
     }
   } else {
     // Trainings not run are still checked.
     for (const auto& [name, v] : rootValues)
       if (v->kind == ValueKind::Record && v->record->kind == "training" && !runAt.count(name)) {
         TrainingSpec t;
-        resolver.training(*v->record, t);
+        resolveTraining(*v, t);
       }
+  }
+  if (overrides != nullptr && !overridden)
+    ev.error(code::kBadSweep, overrides->at, "no training `" + overrides->training + "` to give the trial's values to",
+             "a sweep's trials vary the training the sweep names");
+
+  // Sweeps: each declaration checked into a SweepSpec (sweeps.h); those of the
+  // script itself are the program's.
+  for (const Module* mod : userModules) {
+    std::vector<const syntax::Declaration*> sweeps;
+    for (const auto& item : mod->program->items)
+      if (const auto* d = item->dyn<syntax::Declaration>(); d != nullptr && d->declKind == syntax::DeclKind::Sweep)
+        sweeps.push_back(d);
+    for (const auto* d : sweeps) {
+      if (diags_.full()) break;
+      const TrainingSpec* run = nullptr;
+      for (const auto& r : program->runs)
+        if (d->forExpr && d->forExpr->dyn<syntax::NameExpr>() && r.name == d->forExpr->as<syntax::NameExpr>().name) run = &r;
+      auto spec = checkSweep(ev, *mod, *d, sweeps, mod == root ? run : nullptr);
+      if (spec && mod == root) program->sweeps.push_back(std::move(*spec));
+    }
   }
 
   // Hooks: read file hooks; note which hooks trainings list (a hook no

@@ -12,6 +12,7 @@
 #include "interpreter/check/modules.h"
 #include "interpreter/check/prelude.h"
 #include "interpreter/check/program.h"
+#include "interpreter/check/sweeps.h"
 
 namespace ipu::check {
 
@@ -23,7 +24,10 @@ class Checker {
   Checker(base::SourceMap& sources, base::Diagnostics& diags, const Prelude* prelude, ModuleCache* cache = nullptr);
   ~Checker();
 
-  std::unique_ptr<CheckedProgram> checkFile(base::FileId root);
+  // With `overrides`, the training they name is checked with a trial's values
+  // in place of those the script writes (sweeps.h): the program is the one
+  // the script with those values written in would give.
+  std::unique_ptr<CheckedProgram> checkFile(base::FileId root, const Overrides* overrides = nullptr);
 
   // Access for the session and the REPL.
   Evaluator& evaluator() { return *evaluator_; }

@@ -53,6 +53,18 @@ const std::vector<base::CodeInfo>& checkCodes() {
       {kMaskedTokens, "more masked tokens than the sequence has"},
       {kNoPhases, "a training with no phase"},
       {kNothingToRun, "a script with nothing to plan"},
+      {kUnknownSweepPath, "a sweep parameter that names no value of the training"},
+      {kSweepPathNoEffect, "a sweep parameter that every phase overrides, so it changes nothing"},
+      {kBadDistribution, "a sweep parameter's values or distribution that cannot be drawn from (empty or inverted range, bad probabilities)"},
+      {kDistributionForField, "a distribution the swept value cannot take (a continuous range for a whole number or a name)"},
+      {kGridNotFinite, "a grid sweep over a continuous distribution"},
+      {kGridTooLarge, "a grid with more cells than a sweep is meant to run"},
+      {kBadMetric, "a sweep without a metric, or with a metric that is not `minimize(NAME)` / `maximize(NAME)`"},
+      {kBadEarlyTerminate, "early termination that is not `hyperband(...)` with sensible min_iter and eta"},
+      {kRunCapRequired, "a random or Bayesian sweep without `run_cap`"},
+      {kBadSweepStart, "a sweep's `from` that names no sweep or run, or a cycle of sweeps starting from each other"},
+      {kBadSweep, "a sweep declaration that is not `sweep NAME for TRAINING { ... }`"},
+      {kMetricDirection, "a sweep that maximizes a loss or minimizes an accuracy or a throughput (warning)"},
   };
   return codes;
 }

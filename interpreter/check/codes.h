@@ -1,5 +1,5 @@
 // Check diagnostic codes (IPU1xxx): names and types (10xx), mappings onto pods
-// (11xx), trainings and batches (12xx). Stable: tests and docs refer to them.
+// (11xx), trainings and batches (12xx), sweeps (13xx). Stable: tests and docs refer to them.
 #pragma once
 
 #include <vector>
@@ -57,6 +57,19 @@ inline constexpr const char* kDuplicateRun = "IPU1212";
 inline constexpr const char* kMaskedTokens = "IPU1213";
 inline constexpr const char* kNoPhases = "IPU1215";
 inline constexpr const char* kNothingToRun = "IPU1216";
+
+inline constexpr const char* kUnknownSweepPath = "IPU1301";
+inline constexpr const char* kSweepPathNoEffect = "IPU1302";
+inline constexpr const char* kBadDistribution = "IPU1303";
+inline constexpr const char* kDistributionForField = "IPU1304";
+inline constexpr const char* kGridNotFinite = "IPU1305";
+inline constexpr const char* kGridTooLarge = "IPU1306";
+inline constexpr const char* kBadMetric = "IPU1307";
+inline constexpr const char* kBadEarlyTerminate = "IPU1308";
+inline constexpr const char* kRunCapRequired = "IPU1309";
+inline constexpr const char* kBadSweepStart = "IPU1310";
+inline constexpr const char* kBadSweep = "IPU1311";
+inline constexpr const char* kMetricDirection = "IPU1312";
 }  // namespace ipu::check::code
 
 namespace ipu::check {

@@ -136,6 +136,10 @@ class Evaluator {
 
   Value call(const Value& callee, const std::vector<syntax::Arg>& args, const ScopePtr& scope, Span span,
              Span calleeSpan);
+  // A model made by a call, applied again with `args` in place of its own
+  // (what `model with { hidden: 128 }` makes, from values instead of syntax;
+  // sweeps.h). Argument errors are reported at each value's span.
+  Value reapplyModel(const ModelValue& model, const std::vector<std::pair<std::string, Value>>& args);
 
   // Where in the standard library a name is declared (for "add an import").
   std::string standardModuleDeclaring(const std::string& name);

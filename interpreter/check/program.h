@@ -13,6 +13,7 @@
 
 #include "interpreter/base/source.h"
 #include "interpreter/check/model.h"
+#include "interpreter/sweep/space.h"
 #include "runtime/ir/execution_plan.h"
 #include "runtime/model/hardware.h"
 
@@ -117,6 +118,7 @@ struct CheckedProgram {
   bool implicitRuns = false;          // true when there were no `run` statements
   std::vector<std::shared_ptr<const MappingSpec>> mappings;  // every mapping of the script, checked
   std::vector<HookSpec> hooks;        // every hook of the script
+  std::vector<sweep::SweepSpec> sweeps;  // the script's `sweep` declarations, checked (sweeps.h)
 };
 
 }  // namespace ipu::check

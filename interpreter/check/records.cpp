@@ -308,6 +308,12 @@ std::shared_ptr<Record> Evaluator::buildRecord(const std::string& kind, const Bl
     switch (member->kind) {
       case MemberKind::Field: {
         const auto& f = member->as<FieldMember>();
+        if (f.name.find('.') != std::string::npos) {
+          error(code::kMisplacedMember, f.nameSpan,
+                "a dotted name (`" + f.name + "`) belongs in a sweep's `parameters { ... }`, not in " + what,
+                "write the field in the block it belongs to: `" + f.name.substr(f.name.rfind('.') + 1) + ": ...`");
+          continue;
+        }
         if (noteDuplicate(f.name, f.nameSpan)) continue;
         if (schema == nullptr) {
           rec->set(f.name, eval(*f.value, blockScope), f.nameSpan);
@@ -482,6 +488,19 @@ Value Evaluator::evaluateItemIsolated(const Item& item, ModuleScope& moduleScope
     v.span = d.nameSpan;
     return v;
   };
+  if (d.declKind == DeclKind::Sweep) {
+    // A sweep describes a search over a training rather than a value: the
+    // checker reads its body (sweeps.h). As a name it stands for itself.
+    auto rec = std::make_shared<Record>();
+    rec->kind = kind;
+    rec->name = d.name;
+    rec->span = d.nameSpan;
+    Value v;
+    v.kind = ValueKind::Record;
+    v.record = rec;
+    v.span = d.nameSpan;
+    return v;
+  }
   if (d.hasParams || (d.declKind == DeclKind::Layer && d.body)) {
     if (!d.body && !d.value) return Value::unknown(d.nameSpan);
     return tmpl();

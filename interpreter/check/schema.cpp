@@ -128,7 +128,7 @@ const std::vector<std::string> kDtypes = {"fp16", "fp32"};
 
 struct Schemas {
   Schema flopsPerCycle, calibration, chip, machine, pod, flops, layer, mapping, search, precision, lossScale, optimizer, dataset,
-      training, phase, hook;
+      training, phase, hook, sweep, metric;
   std::vector<const Schema*> all;
 
   Schemas() {
@@ -354,8 +354,32 @@ struct Schemas {
     hook.kind = "hook";
     hook.fields = {req("lua", simple(TypeKind::Lua), "the hook's Lua code")};
 
+    // A sweep's members (docs/sweeps.md). Its parameters, metric, early
+    // termination and start are not values but descriptions of the search
+    // (paths, distributions, metric names): interpreter/check/sweeps.cpp reads
+    // them; these rows give the members, their docs and "did you mean".
+    Type described = simple(TypeKind::Any);
+    metric.kind = "metric";
+    metric.fields = {
+        req("name", described, "the metric a trial reports: `loss`, `eval.mlm_accuracy`, `samples_per_s`, a hook's `ctx:log` key"),
+        req("goal", enumOf({"minimize", "maximize"}), "whether lower or higher is better"),
+        opt("target", signedNumber(), Value(), "stop the sweep once a trial reaches this value", "none"),
+    };
+    sweep.kind = "sweep";
+    sweep.fields = {
+        req("method", enumOf({"grid", "random", "bayes"}), "how trials are chosen: every cell, at random, or by Bayesian optimisation"),
+        req("metric", described, "what is optimised: `minimize(loss)`, `maximize(eval.mlm_accuracy, target: 0.7)`, or a block"),
+        req("parameters", described, "the values varied, by path from the training, each with its values or distribution"),
+        opt("run_cap", whole(true, Dim::none(), 1e9), Value(), "trials in all (required for random and bayes)",
+            "the grid's size"),
+        opt("early_terminate", described, Value(), "stop poor trials early: `hyperband(min_iter: 100, eta: 3)`", "none"),
+        opt("from", described, Value(), "what trials start from: `best(SWEEP)` or `checkpoint(\"RUN_ID\")`",
+            "the training's initial weights"),
+        opt("seed", whole(false, Dim::none(), kMaxExactInteger), Value::integral(0), "seed of the proposals (same seed, same trials)"),
+    };
+
     all = {&chip, &machine, &pod, &layer, &flops, &mapping, &search, &precision, &lossScale, &optimizer, &dataset,
-           &training, &phase, &hook, &flopsPerCycle, &calibration};
+           &training, &phase, &hook, &flopsPerCycle, &calibration, &sweep, &metric};
   }
 };
 

@@ -66,7 +66,7 @@ struct Schema {
 };
 
 // Schemas by kind: chip, machine, pod, layer, flops, mapping, precision,
-// loss_scale, optimizer, dataset, training, phase, hook.
+// loss_scale, optimizer, dataset, training, phase, hook, sweep, metric.
 const Schema* schemaFor(const std::string& kind);
 const std::vector<const Schema*>& allSchemas();
 

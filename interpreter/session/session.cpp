@@ -59,7 +59,7 @@ const check::CheckedProgram* Session::check(base::FileId file) {
   layerExpansions_.reset();
   root_ = file;
   checker_ = std::make_unique<check::Checker>(sources_, diags_, prelude_, &moduleCache_);
-  program_ = checker_->checkFile(file);
+  program_ = checker_->checkFile(file, overrides_ ? &*overrides_ : nullptr);
   if (program_) {
     // Loading runs each hook's top level (in its sandbox) and resolves the
     // program's `lua NAME` functions.

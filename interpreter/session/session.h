@@ -50,6 +50,20 @@ class Session {
 
   // Parse, check and validate hooks. Null when there were errors.
   const check::CheckedProgram* check(base::FileId file);
+  // A sweep trial's values (check/sweeps.h), in place of those the script
+  // writes, for every later check(), plan() and estimate() until cleared:
+  // the program and plan are those of the script with the values written in,
+  // derived values (global batch, steps from epochs, lr scaling, layer costs)
+  // derived again. A value that does not fit gets the diagnostics the field
+  // would give in a script. No script text is written.
+  void setOverrides(std::optional<check::Overrides> overrides) { overrides_ = std::move(overrides); }
+  const std::optional<check::Overrides>& overrides() const { return overrides_; }
+  // check() with `overrides` (kept for later calls, as setOverrides does).
+  const check::CheckedProgram* checkWithOverrides(base::FileId file, check::Overrides overrides) {
+    setOverrides(std::move(overrides));
+    return check(file);
+  }
+
   // Check, then plan every run. Null when checking failed; a plan that does not
   // fit is returned (with IPU2001 reported) so it can be shown. With
   // `requireRuns`, a script with no training to plan is an error (IPU1216).
@@ -97,6 +111,7 @@ class Session {
   base::FileId root_ = base::kNoFile;
   std::unique_ptr<check::Checker> checker_;
   std::unique_ptr<check::CheckedProgram> program_;
+  std::optional<check::Overrides> overrides_;      // a sweep trial's values (setOverrides)
   std::unique_ptr<check::LayerCostCache> layerCosts_;  // for variants of the checked program
   std::unique_ptr<plan::LayerExpansions> layerExpansions_;
   std::unique_ptr<ir::ExecutionPlan> plan_;

@@ -34,6 +34,7 @@ const char* spelling(DeclKind k) {
     case DeclKind::Dataset: return "dataset";
     case DeclKind::Training: return "training";
     case DeclKind::Hook: return "hook";
+    case DeclKind::Sweep: return "sweep";
   }
   return "?";
 }
@@ -42,7 +43,7 @@ const std::vector<DeclKind>& allDeclKinds() {
   static const std::vector<DeclKind> kinds = {
       DeclKind::Chip,      DeclKind::Machine,   DeclKind::Pod,     DeclKind::Layer,
       DeclKind::Model,     DeclKind::Mapping,   DeclKind::Precision, DeclKind::Optimizer,
-      DeclKind::Dataset,   DeclKind::Training,  DeclKind::Hook};
+      DeclKind::Dataset,   DeclKind::Training,  DeclKind::Hook,    DeclKind::Sweep};
   return kinds;
 }
 

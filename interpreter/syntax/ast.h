@@ -199,7 +199,7 @@ using MemberPtr = std::unique_ptr<Member>;
 struct FieldMember : Member {  // name: value
   static constexpr MemberKind kKind = MemberKind::Field;
   explicit FieldMember(Span s) : Member(kKind, s) {}
-  std::string name;
+  std::string name;   // may be a dotted path (`phase.short.micro_batch`): only sweep parameters take one
   Span nameSpan;
   ExprPtr value;
 };
@@ -265,7 +265,7 @@ struct Block {
 
 // ---------------------------------------------------------------------- items
 
-enum class DeclKind { Chip, Machine, Pod, Layer, Model, Mapping, Precision, Optimizer, Dataset, Training, Hook };
+enum class DeclKind { Chip, Machine, Pod, Layer, Model, Mapping, Precision, Optimizer, Dataset, Training, Hook, Sweep };
 const char* spelling(DeclKind k);
 const std::vector<DeclKind>& allDeclKinds();
 

@@ -81,6 +81,7 @@ static DeclKind declKindOf(antlr4::Token* tok) {
     case P::OPTIMIZER: return DeclKind::Optimizer;
     case P::DATASET: return DeclKind::Dataset;
     case P::TRAINING: return DeclKind::Training;
+    case P::SWEEP: return DeclKind::Sweep;
     default: return DeclKind::Hook;
   }
 }
@@ -125,8 +126,8 @@ BlockPtr Transformer::transformBlock(P::BlockContext& ctx) {
 MemberPtr Transformer::transformMember(P::MemberContext& ctx) {
   if (auto* c = dynamic_cast<P::FieldMemberContext*>(&ctx)) {
     auto m = std::make_unique<FieldMember>(span(ctx));
-    m->name = c->fieldName()->getText();
-    m->nameSpan = span(*c->fieldName());
+    for (auto* part : c->fieldPath()->fieldName()) m->name += (m->name.empty() ? "" : ".") + part->getText();
+    m->nameSpan = span(*c->fieldPath());
     m->value = transformValue(*c->value());
     return m;
   }

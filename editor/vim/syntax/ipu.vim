@@ -35,7 +35,7 @@ syntax match ipuErrorChar "%"
 " a number is a unit; one the checker does not know is an error (IPU1017), and so is
 " NAME/s for a NAME with no such rate unit. `100 MB / n` is a division.
 syntax match ipuNumber "\v<\d(_?\d)*(\.\d(_?\d)*)?([eE][+-]?\d+)?" nextgroup=ipuErrorUnit,ipuUnit skipwhite
-syntax match ipuErrorUnit contained "\v(<(import|as|let|chip|machine|pod|layer|model|mapping|precision|optimizer|dataset|training|hook|run|with|for|on|off|repeat|ipu|stage|phase|from|warmup|then|to|per|if|else|lua|file|true|false|and|or|not)>)@!\h\w*(\s*/\s*s>)?(\w)@!(\s*:)@!"
+syntax match ipuErrorUnit contained "\v(<(import|as|let|chip|machine|pod|layer|model|mapping|precision|optimizer|dataset|training|hook|sweep|run|with|for|on|off|repeat|ipu|stage|phase|from|warmup|then|to|per|if|else|lua|file|true|false|and|or|not)>)@!\h\w*(\s*/\s*s>)?(\w)@!(\s*:)@!"
 syntax match ipuUnit contained "\v(KiB\s*/\s*s|MiB\s*/\s*s|GiB\s*/\s*s|B\s*/\s*s|KB\s*/\s*s|MB\s*/\s*s|GB\s*/\s*s|TB\s*/\s*s)(\w)@!(\s*:)@!"
 syntax match ipuUnit contained "\v(minutes|samples|GFLOPS|PFLOPS|TFLOPS|epochs|sample|FLOPS|GFLOP|PFLOP|TFLOP|epoch|hours|steps|FLOP|Gbps|Mbps|Tbps|days|step|GHz|GiB|KiB|MHz|MiB|TiB|kHz|min|GB|Hz|KB|MB|TB|ms|ns|us|B|h|s)(\w)@!(\s*/\s*s>)@!(\s*:)@!"
 syntax match ipuUnit contained "%"
@@ -47,7 +47,7 @@ syntax region ipuString start=+"+ skip=+\\\\\|\\"+ end=+"+ end=+$+ oneline conta
 syntax region ipuRawString start=+"""+ end=+"""+
 
 " Keywords.
-syntax match ipuKeywordDecl "\v<(chip|machine|pod|layer|model|mapping|precision|optimizer|dataset|training|hook)>" nextgroup=ipuDeclName skipwhite
+syntax match ipuKeywordDecl "\v<(chip|machine|pod|layer|model|mapping|precision|optimizer|dataset|training|hook|sweep)>" nextgroup=ipuDeclName skipwhite
 syntax match ipuKeywordLet "\v<(let)>" nextgroup=ipuDeclName skipwhite
 syntax match ipuKeywordPhase "\v<(phase)>" nextgroup=ipuDeclName skipwhite
 syntax match ipuKeywordImport "\v<(import)>"
