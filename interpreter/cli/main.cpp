@@ -21,6 +21,7 @@
 #include "interpreter/cli/report_command.h"
 #include "interpreter/cli/runs_command.h"
 #include "interpreter/cli/sweep_command.h"
+#include "interpreter/cli/sweep_run_command.h"
 #include "interpreter/cli/search_command.h"
 #include "interpreter/repl/repl.h"
 #include "interpreter/report/estimate_report.h"
@@ -62,8 +63,11 @@ commands:
   runs            list, filter, show and compare recorded runs and estimates
                   (`ipu runs --help`; docs/tracking.md)
   report [IDS]    one self-contained HTML file with plots of recorded runs
+  sweep FILE [NAME]
+                  create or resume a sweep declared in FILE and run an agent on it
   sweep           list sweeps of the run store, show one's status, pause, resume
                   or cancel it (`ipu sweep --help`; docs/sweeps.md)
+  agent SWEEP     run one more agent on a sweep of the run store (`ipu agent --help`)
 
 options:
   --json                 machine-readable output (plan, estimate; check: same as --format json)
@@ -473,6 +477,7 @@ int main(int argc, char** argv) {
     if (args[i] == "report") return cli::reportCommand(rest);
     if (args[i] == "search") return cli::searchCommand(rest);
     if (args[i] == "sweep") return cli::sweepCommand(rest);
+    if (args[i] == "agent") return cli::agentCommand(rest);
     break;
   }
   Options o;
@@ -597,6 +602,6 @@ int main(int argc, char** argv) {
     return repl::runRepl(ro);
   }
   if (o.command == "run") return cmdRun(o);
-  std::string hint = base::didYouMean(o.command, {"check", "plan", "fmt", "estimate", "search", "calibrate", "run", "repl", "runs", "report", "sweep"});
+  std::string hint = base::didYouMean(o.command, {"check", "plan", "fmt", "estimate", "search", "calibrate", "run", "repl", "runs", "report", "sweep", "agent"});
   return usage("unknown command `" + o.command + "`" + (hint.empty() ? "" : "; " + hint));
 }

@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "interpreter/base/diagnostic.h"
 #include "interpreter/base/terminal.h"
 #include "interpreter/cli/runs_command.h"
+#include "interpreter/cli/sweep_run_command.h"
 #include "interpreter/store/filter.h"
 #include "interpreter/store/sweep_records.h"
 #include "interpreter/store/sweep_store.h"
@@ -23,7 +25,8 @@ using store::TrialState;
 
 constexpr int kOk = 0, kUserError = 1, kUsage = 2;
 
-const char* kSweepUsage = R"usage(usage: ipu sweep list [--json]
+const char* kSweepUsage = R"usage(usage: ipu sweep FILE [NAME] [--count N] ...   (run a sweep: `ipu sweep FILE --help`)
+       ipu sweep list [--json]
        ipu sweep status SWEEP [--json]
        ipu sweep pause SWEEP      ipu sweep resume SWEEP      ipu sweep cancel SWEEP
 
@@ -42,6 +45,13 @@ The sweeps of the run store and their trials (docs/sweeps.md). The store is
 const std::vector<std::string> kSubcommands{"list", "ls", "status", "pause", "resume", "cancel"};
 constexpr TrialState kTrialStates[] = {TrialState::Queued, TrialState::Running, TrialState::Finished,
                                        TrialState::Failed, TrialState::Killed,  TrialState::Stopped};
+
+// A script to run rather than a subcommand: a path to a file, or a name ending in `.ipu`.
+bool isScriptPath(const std::string& word) {
+  std::error_code ec;
+  if (word.size() > 4 && word.compare(word.size() - 4, 4, ".ipu") == 0) return true;
+  return word.find('/') != std::string::npos || std::filesystem::is_regular_file(word, ec);
+}
 
 int usage(const std::string& message) {
   std::cerr << "ipu sweep: " << message << "\n(`ipu sweep --help` lists what it takes)\n";
@@ -245,6 +255,20 @@ int changeState(store::SweepStore& st, const SweepOptions& o) {
 }  // namespace
 
 int sweepCommand(const std::vector<std::string>& args) {
+  // `ipu sweep FILE [NAME]` runs a sweep (sweep_run_command.h): its first
+  // word that is not an option is a script, not a subcommand.
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--store" || a == "--runs-dir" || a == "--color" || a == "--count" || a == "--steps" || a == "--threads" ||
+        a == "--stale-after") {
+      ++i;
+      continue;
+    }
+    if (a.empty() || a[0] == '-') continue;
+    if (std::find(kSubcommands.begin(), kSubcommands.end(), a) != kSubcommands.end()) break;
+    if (isScriptPath(a)) return sweepRunCommand(args);
+    break;
+  }
   SweepOptions o;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];

@@ -1,0 +1,271 @@
+#include "interpreter/cli/sweep_run_command.h"
+
+#include <algorithm>
+#include <atomic>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+
+#include "interpreter/base/diagnostic.h"
+#include "interpreter/base/render.h"
+#include "interpreter/base/terminal.h"
+#include "interpreter/cli/runs_command.h"
+#include "interpreter/runner/sweep_agent.h"
+#include "interpreter/session/session.h"
+#include "interpreter/store/sweep_store.h"
+
+namespace ipu::cli {
+
+namespace {
+
+constexpr int kOk = 0, kUserError = 1, kUsage = 2, kInterrupted = 130;
+
+const char* kSweepRunUsage = R"usage(usage: ipu sweep FILE [NAME] [options]
+       ipu agent SWEEP [options]
+
+`ipu sweep FILE [NAME]` creates the sweep NAME declared in FILE in the run
+store, or resumes it if the store has it (finished trials are kept, failed and
+killed ones run again), then runs an agent on it. NAME may be left out when
+FILE declares one sweep. `ipu agent SWEEP` runs one more agent on a sweep of
+the store, from any process or host that reaches the store (docs/sweeps.md).
+
+Each trial trains on the emulator and is recorded in the store as a run; a
+sweep whose metric is a prediction of the cost model (samples_per_s,
+tokens_per_s, step_time_s, pipeline_utilisation, peak_memory_bytes,
+time_to_train_s) estimates each trial instead. One line per trial on stderr.
+
+  --store PATH|URI   the run store (else $IPU_STORE, else <runs-dir>/ipu.db)
+  --count N          run at most N trials, then leave
+  --runs-dir DIR     where trials' run directories go (default: runs)
+  --steps N          at most N steps per phase of each trial
+  --threads N        host threads for training (default: all)
+  --script-dir DIR   (agent) the directory the sweep's script is checked in,
+                     for its imports (default: the current directory)
+  --stale-after S    seconds without a heartbeat before a trial is presumed dead (default 60)
+)usage";
+
+std::atomic<bool> gInterrupt{false};
+extern "C" void onInterrupt(int) { gInterrupt = true; }
+
+int usage(const std::string& command, const std::string& message) {
+  std::cerr << "ipu " << command << ": " << message << "\n(`ipu " << command << " --help` lists what it takes)\n";
+  return kUsage;
+}
+
+struct RunOptions {
+  std::vector<std::string> positional;
+  std::string store, runsDir = "runs", scriptDir;
+  runner::AgentSettings agent;
+  bool help = false;
+};
+
+bool parseCount(const std::string& text, long long& out) {
+  try {
+    std::size_t used = 0;
+    long long v = std::stoll(text, &used);
+    if (used != text.size() || v < 1) return false;
+    out = v;
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+// Parses the options both commands take; returns an exit code for a usage error, or -1.
+int parse(const std::string& command, const std::vector<std::string>& args, RunOptions& o) {
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&](const std::string& name, std::string& slot) -> bool {
+      if (a.rfind(name + "=", 0) == 0) {
+        slot = a.substr(name.size() + 1);
+        return true;
+      }
+      if (a != name) return false;
+      slot = i + 1 < args.size() ? args[++i] : std::string();
+      return true;
+    };
+    std::string v;
+    if (a == "-h" || a == "--help") {
+      o.help = true;
+    } else if (value("--store", v)) {
+      if (v.empty()) return usage(command, "`--store` needs a path or a postgresql:// URI");
+      o.store = v;
+    } else if (value("--runs-dir", v)) {
+      if (v.empty()) return usage(command, "`--runs-dir` needs a directory");
+      o.runsDir = v;
+    } else if (value("--count", v)) {
+      if (!parseCount(v, o.agent.count)) return usage(command, "`--count` takes a whole number of trials, at least 1");
+    } else if (value("--steps", v)) {
+      if (!parseCount(v, o.agent.stepLimit)) return usage(command, "`--steps` takes a whole number of steps, at least 1");
+    } else if (value("--threads", v)) {
+      long long n = 0;
+      if (!parseCount(v, n) || n > 1024) return usage(command, "`--threads` takes a whole number from 1 to 1024");
+      o.agent.threads = static_cast<int>(n);
+    } else if (value("--stale-after", v)) {
+      long long n = 0;
+      if (!parseCount(v, n)) return usage(command, "`--stale-after` takes a whole number of seconds, at least 1");
+      o.agent.staleAfter = static_cast<double>(n);
+      o.agent.heartbeatEvery = std::min(5.0, o.agent.staleAfter / 4);
+    } else if (command == "agent" && value("--script-dir", v)) {
+      if (v.empty()) return usage(command, "`--script-dir` needs a directory");
+      o.scriptDir = v;
+    } else if (a.size() > 1 && a[0] == '-') {
+      return usage(command, "unknown option `" + a + "`");
+    } else {
+      o.positional.push_back(a);
+    }
+  }
+  return -1;
+}
+
+// Runs the agent and reports how it ended.
+int agent(store::SweepStore& sweepStore, const std::string& location, const store::SweepRecord& sw,
+          runner::AgentSettings settings, const std::string& command) {
+  std::unique_ptr<store::RunStore> runStore = store::openStore(location, store::OpenMode::Existing);
+  gInterrupt = false;
+  settings.interrupt = &gInterrupt;
+  auto previous = std::signal(SIGINT, onInterrupt);
+  runner::AgentResult r;
+  try {
+    r = runner::runAgent(sweepStore, *runStore, sw.id, settings, std::cerr);
+  } catch (...) {
+    std::signal(SIGINT, previous);
+    throw;
+  }
+  std::signal(SIGINT, previous);
+  store::SweepStatus st = sweepStore.status(sw.id);
+  std::cout << "sweep " << sw.name << ": this agent ran " << r.trials << " trial" << (r.trials == 1 ? "" : "s") << " ("
+            << r.finished << " finished, " << r.failed << " failed); the sweep is " << store::name(st.sweep.state);
+  if (st.best) {
+    std::cout << "; best trial " << st.best->index << " " << sw.spec.metric.name << "=" << st.best->metric << " [";
+    bool first = true;
+    for (const auto& [path, value] : st.best->assignment) {
+      std::cout << (first ? "" : " ") << path << "=" << value.canonical();
+      first = false;
+    }
+    std::cout << "]";
+    if (st.best->runId) std::cout << " run " << *st.best->runId;
+  }
+  std::cout << "\n";
+  switch (r.ending) {
+    case runner::AgentResult::Ending::Interrupted: return kInterrupted;
+    case runner::AgentResult::Ending::Paused:
+      std::cerr << "ipu " << command << ": the sweep is paused; `ipu sweep resume " << sw.name << "` lets agents go on\n";
+      return kOk;
+    case runner::AgentResult::Ending::Cancelled:
+      std::cerr << "ipu " << command << ": the sweep is cancelled\n";
+      return kOk;
+    default: return kOk;
+  }
+}
+
+void printDiagnostics(session::Session& s) {
+  base::Painter painter(base::shouldColor(base::ColorMode::Auto, 2));
+  for (const auto& d : s.diagnostics().all()) {
+    base::renderHuman(std::cerr, d, s.sources(), painter);
+    std::cerr << "\n";
+  }
+  std::string summary = base::summaryLine(s.diagnostics(), painter);
+  if (!summary.empty()) std::cerr << summary << "\n";
+}
+
+}  // namespace
+
+int sweepRunCommand(const std::vector<std::string>& args) {
+  RunOptions o;
+  if (int code = parse("sweep", args, o); code >= 0) return code;
+  if (o.help) {
+    std::cout << kSweepRunUsage;
+    return kOk;
+  }
+  if (o.positional.empty() || o.positional.size() > 2) return usage("sweep", "`ipu sweep FILE [NAME]` takes a script and, optionally, the sweep's name");
+  const std::string& path = o.positional[0];
+  session::Session s;
+  auto file = s.readFile(path);
+  const check::CheckedProgram* program = file ? s.check(*file) : nullptr;
+  if (program == nullptr || s.diagnostics().hasErrors()) {
+    printDiagnostics(s);
+    return kUserError;
+  }
+  if (!s.diagnostics().empty()) printDiagnostics(s);  // warnings
+  const std::vector<sweep::SweepSpec>& sweeps = program->sweeps;
+  std::vector<std::string> names;
+  for (const auto& sp : sweeps) names.push_back(sp.name);
+  const sweep::SweepSpec* spec = nullptr;
+  if (o.positional.size() == 2) {
+    for (const auto& sp : sweeps)
+      if (sp.name == o.positional[1]) spec = &sp;
+    if (spec == nullptr) {
+      std::string hint = base::didYouMean(o.positional[1], names);
+      std::cerr << "ipu sweep: error: `" << path << "` declares no sweep `" << o.positional[1] << "`"
+                << (hint.empty() ? "" : "; " + hint) << "\n";
+      return kUserError;
+    }
+  } else if (sweeps.size() == 1) {
+    spec = &sweeps.front();
+  } else if (sweeps.empty()) {
+    std::cerr << "ipu sweep: error: `" << path << "` declares no sweep\n  help: declare one with `sweep NAME for TRAINING { ... }` (docs/sweeps.md)\n";
+    return kUserError;
+  } else {
+    std::string list;
+    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+    return usage("sweep", "`" + path + "` declares several sweeps (" + list + "): name one, `ipu sweep " + path + " " + names.front() + "`");
+  }
+  o.agent.scriptPath = path;
+  o.agent.runsRoot = o.runsDir;
+  const std::string location = storeLocation(o.store, o.runsDir);
+  try {
+    auto st = store::openSweepStore(location, store::OpenMode::Create);
+    store::CreatedSweep c = st->createOrResumeSweep(*spec, s.rootText(), store::nowSeconds());
+    if (c.created)
+      std::cerr << "sweep " << c.sweep.name << ": created in " << st->location() << "\n";
+    else
+      std::cerr << "sweep " << c.sweep.name << ": resumed in " << st->location()
+                << (c.requeued > 0 ? " (" + std::to_string(c.requeued) + " failed or killed trials queued again)" : std::string())
+                << "\n";
+    return agent(*st, location, c.sweep, o.agent, "sweep");
+  } catch (const store::StoreError& e) {
+    std::cerr << "ipu sweep: error: " << e.what() << "\n";
+    return kUserError;
+  } catch (const std::runtime_error& e) {
+    std::cerr << "ipu sweep: error: " << e.what() << "\n";
+    return kUserError;
+  }
+}
+
+int agentCommand(const std::vector<std::string>& args) {
+  RunOptions o;
+  if (int code = parse("agent", args, o); code >= 0) return code;
+  if (o.help) {
+    std::cout << kSweepRunUsage;
+    return kOk;
+  }
+  if (o.positional.size() != 1) return usage("agent", "`ipu agent SWEEP` takes the name of one sweep of the store");
+  const std::string location = storeLocation(o.store, o.runsDir);
+  try {
+    auto st = store::openSweepStore(location, store::OpenMode::Existing);
+    std::optional<store::SweepRecord> sw = st->sweep(o.positional[0]);
+    if (!sw) {
+      std::vector<std::string> names;
+      for (const auto& x : st->listSweeps()) names.push_back(x.name);
+      std::string hint = base::didYouMean(o.positional[0], names);
+      std::cerr << "ipu agent: error: the store `" << st->location() << "` has no sweep `" << o.positional[0] << "`"
+                << (hint.empty() ? "" : "; " + hint) << "\n  help: `ipu sweep FILE NAME` creates it; `ipu sweep list` lists the store's\n";
+      return kUserError;
+    }
+    // The stored script, as if it were in --script-dir: its imports resolve there.
+    const std::string dir = o.scriptDir.empty() ? std::string(".") : o.scriptDir;
+    o.agent.scriptPath = (std::filesystem::path(dir) / (sw->name + ".ipu")).string();
+    o.agent.runsRoot = o.runsDir;
+    return agent(*st, location, *sw, o.agent, "agent");
+  } catch (const store::StoreError& e) {
+    std::cerr << "ipu agent: error: " << e.what() << "\n";
+    return kUserError;
+  } catch (const std::runtime_error& e) {
+    std::cerr << "ipu agent: error: " << e.what() << "\n";
+    return kUserError;
+  }
+}
+
+}  // namespace ipu::cli

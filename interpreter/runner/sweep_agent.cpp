@@ -1,0 +1,379 @@
+#include "interpreter/runner/sweep_agent.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <filesystem>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <thread>
+
+#include "interpreter/check/sweeps.h"
+#include "interpreter/runner/estimate_record.h"
+#include "interpreter/runner/train.h"
+#include "interpreter/session/session.h"
+#include "interpreter/sweep/propose.h"
+
+namespace ipu::runner {
+
+namespace {
+
+using store::TrialState;
+
+const char* const kPredicted[] = {"samples_per_s",        "tokens_per_s",      "step_time_s",
+                                  "pipeline_utilisation", "peak_memory_bytes", "time_to_train_s"};
+
+// How many fresh draws a random or Bayesian proposal gets before the sweep is
+// taken to have nothing new left (a small discrete space, fully tried).
+constexpr std::uint64_t kRedraws = 64;
+
+// The store's trials as the proposers see them (sweep/propose.h). Queued and
+// running trials are in flight. A failed or killed trial is a failed one for
+// random and Bayesian search (imputed as the worst value); for a grid its
+// cell is taken: the store keeps one row per cell, and failed cells are
+// queued again when the sweep is resumed (`ipu sweep FILE`), not proposed anew.
+std::vector<sweep::Trial> history(const store::SweepRecord& sw, const std::vector<store::TrialRecord>& trials) {
+  std::vector<sweep::Trial> out;
+  out.reserve(trials.size());
+  for (const auto& t : trials) {
+    sweep::Trial h;
+    h.assignment = t.assignment;
+    if (std::isfinite(t.metric)) h.value = t.metric;
+    switch (t.state) {
+      case TrialState::Finished: h.state = sweep::TrialState::Finished; break;
+      case TrialState::Stopped: h.state = sweep::TrialState::Stopped; break;
+      case TrialState::Queued:
+      case TrialState::Running: h.state = sweep::TrialState::Running; break;
+      case TrialState::Failed:
+      case TrialState::Killed:
+        h.state = sw.spec.method == sweep::Method::Grid ? sweep::TrialState::Running : sweep::TrialState::Failed;
+        break;
+    }
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
+// The proposer the store calls inside its claim. A draw whose key is an
+// existing trial's (random and Bayesian search over lists can repeat one) is
+// drawn again from another stream, deterministically.
+std::optional<sweep::Assignment> proposeNext(const store::SweepRecord& sw, const std::vector<store::TrialRecord>& trials) {
+  const std::vector<sweep::Trial> past = history(sw, trials);
+  std::set<std::string> keys;
+  for (const auto& t : trials) keys.insert(t.key);
+  const auto index = static_cast<std::uint64_t>(trials.size());
+  for (std::uint64_t redraw = 0; redraw < kRedraws; ++redraw) {
+    sweep::Proposal p = sweep::propose(sw.spec, past, index + (redraw << 32));
+    if (p.kind == sweep::Proposal::Kind::Invalid)
+      throw std::runtime_error("sweep `" + sw.name + "` cannot be searched: " + p.problem);
+    if (p.kind == sweep::Proposal::Kind::Exhausted) return std::nullopt;
+    if (!keys.count(sweep::assignmentKey(p.assignment))) return std::move(p.assignment);
+    if (sw.spec.method == sweep::Method::Grid) return std::nullopt;  // cannot happen: the grid skips taken cells
+  }
+  return std::nullopt;
+}
+
+std::string formatNumber(double v) {
+  if (!std::isfinite(v)) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+std::string assignmentText(const sweep::Assignment& a) {
+  std::string out;
+  for (const auto& [path, value] : a) out += (out.empty() ? "" : " ") + path + "=" + value.canonical();
+  return out;
+}
+
+std::string firstError(const base::Diagnostics& d) {
+  for (const auto& x : d.all())
+    if (x.severity == base::Severity::Error) return x.code + ": " + x.message;
+  return "the trial's script has errors";
+}
+
+std::string defaultAgentId() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "unknown");
+  return std::string(host) + ":" + std::to_string(static_cast<long long>(::getpid()));
+}
+
+// Sends the trial's heartbeat every `every` seconds until stopped; sets
+// `cancel` (which the training polls) when the lease is lost or the sweep is
+// cancelled, or when `interrupt` is set.
+class Heartbeat {
+ public:
+  Heartbeat(store::SweepStore& st, const store::TrialLease& lease, double every, const std::atomic<bool>* interrupt)
+      : store_(st), lease_(lease), every_(every), interrupt_(interrupt), thread_([this] { loop(); }) {}
+  ~Heartbeat() { stop(); }
+  void stop() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+  const std::atomic<bool>& cancel() const { return cancel_; }
+  store::LeaseState state() const { return state_.load(); }
+  bool interrupted() const { return interrupted_.load(); }
+  std::string storeError() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return error_;
+  }
+
+ private:
+  void loop() {
+    auto last = std::chrono::steady_clock::now();
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!done_) {
+      // Short waits so an interrupt stops the training promptly.
+      wake_.wait_for(lock, std::chrono::milliseconds(200));
+      if (done_) break;
+      if (interrupt_ != nullptr && interrupt_->load()) {
+        interrupted_ = true;
+        cancel_ = true;
+      }
+      if (std::chrono::steady_clock::now() - last < std::chrono::duration<double>(every_)) continue;
+      last = std::chrono::steady_clock::now();
+      lock.unlock();
+      try {
+        store::LeaseState s = store_.heartbeatTrial(lease_, store::nowSeconds());
+        if (s != store::LeaseState::Held) {
+          state_ = s;
+          cancel_ = true;
+        }
+      } catch (const std::exception& e) {
+        // A store that fails now and then (a busy SQLite file, a dropped
+        // connection) is retried at the next beat; the trial goes on.
+        std::lock_guard<std::mutex> relock(mutex_);
+        error_ = e.what();
+      }
+      lock.lock();
+    }
+  }
+
+  store::SweepStore& store_;
+  store::TrialLease lease_;
+  double every_;
+  const std::atomic<bool>* interrupt_;
+  std::atomic<bool> cancel_{false};
+  std::atomic<bool> interrupted_{false};
+  std::atomic<store::LeaseState> state_{store::LeaseState::Held};
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  bool done_ = false;
+  std::string error_;
+  std::thread thread_;  // last: started once the rest is ready
+};
+
+struct TrialRun {
+  store::TrialOutcome outcome;
+  bool lost = false;         // the lease was lost: write nothing
+  bool interrupted = false;  // the agent was interrupted
+};
+
+// The last value of `key` in run `runId`, or NaN.
+double metricOf(store::RunStore& runStore, long long runId, const std::string& key) {
+  std::optional<store::RunRecord> r = runStore.run(runId);
+  if (!r) return store::kNoTime;
+  auto it = r->metrics.find(key);
+  if (it == r->metrics.end() || it->second.count == 0) return store::kNoTime;
+  return it->second.last;
+}
+
+TrialRun runTrial(store::SweepStore& sweepStore, store::RunStore& runStore, const store::SweepRecord& sw,
+                  const store::Claim& claim, const AgentSettings& settings) {
+  TrialRun out;
+  store::TrialOutcome& o = out.outcome;
+  o.state = TrialState::Failed;
+  session::Session s;
+  const base::FileId file = s.addSource(settings.scriptPath, sw.script);
+  check::Overrides overrides;
+  overrides.training = sw.spec.training;
+  overrides.values = claim.trial.assignment;
+  s.setOverrides(overrides);
+  const bool predicted = isPredictedMetric(sw.spec.metric.name);
+
+  Heartbeat beat(sweepStore, claim.lease, settings.heartbeatEvery, settings.interrupt);
+  const ir::ExecutionPlan* plan = predicted ? nullptr : s.plan(file, /*requireRuns=*/true);
+  const cost::Estimate* estimate = predicted ? s.estimate(file) : nullptr;
+  if (predicted) plan = s.lastPlan();
+  if (s.diagnostics().hasErrors() || plan == nullptr || (predicted && estimate == nullptr)) {
+    o.reason = firstError(s.diagnostics());
+    return out;
+  }
+  auto run = std::find_if(plan->runs.begin(), plan->runs.end(),
+                          [&](const ir::RunPlan& r) { return r.name == sw.spec.training; });
+  if (run == plan->runs.end()) {
+    o.reason = "the script does not `run " + sw.spec.training + "`: there is no trial to train";
+    return out;
+  }
+  const std::size_t runIndex = static_cast<std::size_t>(run - plan->runs.begin());
+
+  if (predicted) {
+    // The trial's run alone: an estimate of the other runs is not this trial.
+    ir::ExecutionPlan one;
+    one.runs.push_back(*run);
+    cost::Estimate mine;
+    if (runIndex < estimate->runs.size()) mine.runs.push_back(estimate->runs[runIndex]);
+    std::vector<long long> ids = recordEstimate(runStore, one, mine, sw.script);
+    if (ids.empty()) {
+      o.reason = "the trial's run could not be estimated";
+      return out;
+    }
+    o.runId = ids.front();
+    for (const auto& p : mine.runs.front().phases)
+      if (!p.fits) {
+        o.reason = "phase `" + p.name + "` does not fit in the IPUs' memory";
+        return out;
+      }
+  } else {
+    TrainSettings t;
+    t.runsRoot = settings.runsRoot;
+    t.threads = settings.threads;
+    t.stepLimit = settings.stepLimit;
+    t.cancel = &beat.cancel();
+    t.scriptText = sw.script;
+    t.scriptDirectory = std::filesystem::absolute(settings.scriptPath).parent_path().string();
+    t.color = base::ColorMode::Never;
+    t.store = &runStore;
+    // One line per trial is the agent's display: the training's own goes nowhere.
+    std::ostream quiet(nullptr);
+    TrainResult r = train(s, *run, t, quiet, false);
+    if (r.storeRunId != 0) o.runId = r.storeRunId;
+    beat.stop();
+    out.interrupted = beat.interrupted();
+    if (beat.state() == store::LeaseState::Lost) {
+      out.lost = true;
+      return out;
+    }
+    switch (r.status) {
+      case TrainResult::Status::Completed: break;
+      case TrainResult::Status::Stopped:
+        // A hook stopped the training: a result with the metric it reached.
+        o.state = TrialState::Stopped;
+        o.reason = r.stopReason.empty() ? "a hook stopped the training" : r.stopReason;
+        break;
+      case TrainResult::Status::Cancelled:
+        o.state = TrialState::Killed;
+        o.reason = beat.state() == store::LeaseState::Cancelled ? "the sweep was cancelled" : "the agent was interrupted";
+        return out;
+      case TrainResult::Status::Failed:
+        o.reason = s.diagnostics().hasErrors() ? firstError(s.diagnostics()) : "the training failed";
+        return out;
+    }
+    if (!o.runId) {
+      o.state = TrialState::Failed;
+      o.reason = "the run store did not record the training" + (r.storeFailure.empty() ? "" : ": " + r.storeFailure);
+      return out;
+    }
+  }
+  beat.stop();
+  if (beat.state() == store::LeaseState::Lost) {
+    out.lost = true;
+    return out;
+  }
+  o.metric = metricOf(runStore, *o.runId, sw.spec.metric.name);
+  if (!std::isfinite(o.metric)) {
+    o.state = TrialState::Failed;
+    o.reason = "the trial's run recorded no finite `" + sw.spec.metric.name + "`";
+    if (!predicted && sw.spec.metric.name.rfind("eval.", 0) == 0)
+      o.reason += " (is the training's dataset evaluated? the run's `eval.` keys are its held-out metrics)";
+    return out;
+  }
+  if (o.state != TrialState::Stopped) o.state = TrialState::Finished;
+  return out;
+}
+
+}  // namespace
+
+bool isPredictedMetric(const std::string& name) {
+  return std::find(std::begin(kPredicted), std::end(kPredicted), name) != std::end(kPredicted);
+}
+
+const char* endingName(AgentResult::Ending e) {
+  switch (e) {
+    case AgentResult::Ending::Done: return "done";
+    case AgentResult::Ending::Count: return "count";
+    case AgentResult::Ending::Paused: return "paused";
+    case AgentResult::Ending::Cancelled: return "cancelled";
+    case AgentResult::Ending::Interrupted: return "interrupted";
+  }
+  return "done";
+}
+
+AgentResult runAgent(store::SweepStore& sweepStore, store::RunStore& runStore, long long sweepId,
+                     const AgentSettings& settings, std::ostream& progress) {
+  AgentResult result;
+  store::ClaimOptions options;
+  options.agent = settings.agentId.empty() ? defaultAgentId() : settings.agentId;
+  options.staleAfter = settings.staleAfter;
+  options.maxAttempts = settings.maxAttempts;
+  auto interrupted = [&] { return settings.interrupt != nullptr && settings.interrupt->load(); };
+  for (;;) {
+    if (interrupted()) {
+      result.ending = AgentResult::Ending::Interrupted;
+      return result;
+    }
+    if (settings.count > 0 && result.trials >= settings.count) {
+      result.ending = AgentResult::Ending::Count;
+      return result;
+    }
+    store::Claim claim = sweepStore.claimTrial(sweepId, options, proposeNext, store::nowSeconds());
+    switch (claim.outcome) {
+      case store::ClaimOutcome::Trial: break;
+      case store::ClaimOutcome::Wait:
+        // Other agents' trials are running; one may fail and be queued again.
+        for (int i = 0; i < 10 && !interrupted(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        continue;
+      case store::ClaimOutcome::Paused: result.ending = AgentResult::Ending::Paused; return result;
+      case store::ClaimOutcome::Cancelled: result.ending = AgentResult::Ending::Cancelled; return result;
+      case store::ClaimOutcome::Finished: result.ending = AgentResult::Ending::Done; return result;
+    }
+    // The sweep as it is now (its spec and script may have been replaced by a resume).
+    const std::optional<store::SweepRecord> sw = sweepStore.status(sweepId).sweep;
+    const auto started = std::chrono::steady_clock::now();
+    TrialRun tr = runTrial(sweepStore, runStore, *sw, claim, settings);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    bool written = false;
+    if (!tr.lost) {
+      if (tr.outcome.runId) sweepStore.attachRun(claim.lease, *tr.outcome.runId);
+      written = sweepStore.endTrial(claim.lease, tr.outcome, store::nowSeconds());
+    }
+    ++result.trials;
+    if (written && tr.outcome.state == TrialState::Finished) ++result.finished;
+    if (written && tr.outcome.state == TrialState::Failed) ++result.failed;
+
+    store::SweepStatus st = sweepStore.status(sweepId);
+    std::string line = "trial " + std::to_string(claim.trial.index) + " [" + assignmentText(claim.trial.assignment) + "] ";
+    if (!written)
+      line += "lost: another agent took it over";
+    else if (tr.outcome.state == TrialState::Finished || tr.outcome.state == TrialState::Stopped)
+      line += std::string(store::name(tr.outcome.state)) + " " + sw->spec.metric.name + "=" + formatNumber(tr.outcome.metric);
+    else
+      line += std::string(store::name(tr.outcome.state)) + ": " + tr.outcome.reason;
+    char secs[32];
+    std::snprintf(secs, sizeof secs, " (%.1fs)", seconds);
+    line += secs;
+    if (st.best) {
+      line += " | best " + formatNumber(st.best->metric) + " (trial " + std::to_string(st.best->index) + ")";
+      if (written && std::isfinite(tr.outcome.metric) && st.best->index == claim.trial.index) line += " new best";
+    }
+    const long long done = st.counts[TrialState::Finished] + st.counts[TrialState::Stopped];
+    line += " | done " + std::to_string(done) + ", running " + std::to_string(st.counts[TrialState::Running]) +
+            ", failed " + std::to_string(st.counts[TrialState::Failed]);
+    progress << line << "\n" << std::flush;
+    if (tr.interrupted) {
+      result.ending = AgentResult::Ending::Interrupted;
+      return result;
+    }
+  }
+}
+
+}  // namespace ipu::runner

@@ -1,0 +1,75 @@
+// An agent of a sweep (docs/sweeps.md, "Running a sweep"): claims trials of
+// one sweep from the run store, runs each and records its result, until the
+// sweep has nothing left for it, it is paused or cancelled, `count` trials
+// have run, or it is interrupted.
+//
+// A trial is the sweep's training with the trial's values substituted
+// (session::Session::setOverrides): the sweep's stored script text is checked
+// under the path it was declared in, so its imports resolve as they did.
+// Then either
+// - the metric is a prediction of the cost model (isPredictedMetric): the
+//   trial's plan is estimated and recorded as a run of kind `estimate`; or
+// - otherwise the trial trains on the emulator (runner::train), recorded in
+//   the store as a run.
+// Either way the trial's metric is the last value of the metric's key in its
+// recorded run (for `eval.NAME`, the held-out evaluation at the end of the
+// last phase), and the run is linked to the trial (attachRun).
+//
+// While a trial runs, a thread sends its heartbeat every few seconds; when
+// the store answers that the lease is lost or the sweep was cancelled, the
+// training is stopped.
+#pragma once
+
+#include <atomic>
+#include <ostream>
+#include <string>
+
+#include "interpreter/base/terminal.h"
+#include "interpreter/store/run_store.h"
+#include "interpreter/store/sweep_store.h"
+
+namespace ipu::runner {
+
+// The metrics a trial takes from the cost model rather than the emulator:
+// figures of the IPU pod that the emulator, running on the host, cannot
+// measure. The keys `ipu estimate` records (estimate_record.h):
+// samples_per_s, tokens_per_s, step_time_s, pipeline_utilisation,
+// peak_memory_bytes, time_to_train_s.
+bool isPredictedMetric(const std::string& name);
+
+struct AgentSettings {
+  std::string scriptPath;        // the path the sweep's script is checked under (its imports resolve from it)
+  std::string runsRoot = "runs"; // run directories of trained trials
+  long long count = 0;           // at most this many trials (0: as many as the sweep has)
+  long long stepLimit = 0;       // at most this many steps per phase of a trial (0: all)
+  int threads = 0;               // host threads for training (0: all)
+  double staleAfter = 60;        // seconds without a heartbeat before a trial is presumed dead
+  double heartbeatEvery = 5;     // seconds between heartbeats
+  int maxAttempts = 3;
+  std::string agentId;           // "" : host:pid
+  const std::atomic<bool>* interrupt = nullptr;  // set (e.g. by SIGINT): stop the trial, end it killed, leave
+};
+
+struct AgentResult {
+  enum class Ending {
+    Done,         // the sweep is finished (or has nothing left for this agent)
+    Count,        // `count` trials ran
+    Paused,       // the sweep is paused
+    Cancelled,    // the sweep is cancelled
+    Interrupted,  // `interrupt` was set
+  } ending = Ending::Done;
+  long long trials = 0;    // trials this agent ran (claimed and ended)
+  long long finished = 0;  // of which finished with a metric
+  long long failed = 0;    // of which failed
+};
+
+const char* endingName(AgentResult::Ending e);
+
+// Runs the agent's loop on sweep `sweepId`. `runStore` and `sweepStore` are
+// the same store (two connections). Progress, one line per trial, goes to
+// `progress`. Throws store::StoreError when the store fails, and
+// std::runtime_error when the sweep's method cannot search its spec.
+AgentResult runAgent(store::SweepStore& sweepStore, store::RunStore& runStore, long long sweepId,
+                     const AgentSettings& settings, std::ostream& progress);
+
+}  // namespace ipu::runner
