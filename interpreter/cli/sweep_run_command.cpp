@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 
 #include "interpreter/base/diagnostic.h"
 #include "interpreter/base/render.h"
@@ -46,7 +47,7 @@ time_to_train_s) estimates each trial instead. One line per trial on stderr.
 )usage";
 
 std::atomic<bool> gInterrupt{false};
-extern "C" void onInterrupt(int) { gInterrupt = true; }
+void onSweepInterrupt(int) { gInterrupt = true; }
 
 int usage(const std::string& command, const std::string& message) {
   std::cerr << "ipu " << command << ": " << message << "\n(`ipu " << command << " --help` lists what it takes)\n";
@@ -125,7 +126,7 @@ int agent(store::SweepStore& sweepStore, const std::string& location, const stor
   std::unique_ptr<store::RunStore> runStore = store::openStore(location, store::OpenMode::Existing);
   gInterrupt = false;
   settings.interrupt = &gInterrupt;
-  auto previous = std::signal(SIGINT, onInterrupt);
+  auto previous = std::signal(SIGINT, onSweepInterrupt);
   runner::AgentResult r;
   try {
     r = runner::runAgent(sweepStore, *runStore, sw.id, settings, std::cerr);
