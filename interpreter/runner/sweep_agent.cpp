@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <set>
 #include <stdexcept>
@@ -17,6 +18,7 @@
 #include "interpreter/runner/estimate_record.h"
 #include "interpreter/runner/train.h"
 #include "interpreter/session/session.h"
+#include "interpreter/sweep/hyperband.h"
 #include "interpreter/sweep/propose.h"
 
 namespace ipu::runner {
@@ -108,8 +110,12 @@ std::string defaultAgentId() {
 // cancelled, or when `interrupt` is set.
 class Heartbeat {
  public:
-  Heartbeat(store::SweepStore& st, const store::TrialLease& lease, double every, const std::atomic<bool>* interrupt)
-      : store_(st), lease_(lease), every_(every), interrupt_(interrupt), thread_([this] { loop(); }) {}
+  // `judge`, when set, is asked every `judgeEvery` seconds whether to stop
+  // the trial early (hyperband); it runs on the heartbeat's thread.
+  Heartbeat(store::SweepStore& st, const store::TrialLease& lease, double every, const std::atomic<bool>* interrupt,
+            std::function<bool()> judge = {}, double judgeEvery = 1)
+      : store_(st), lease_(lease), every_(every), interrupt_(interrupt), judge_(std::move(judge)),
+        judgeEvery_(judgeEvery), thread_([this] { loop(); }) {}
   ~Heartbeat() { stop(); }
   void stop() {
     {
@@ -122,6 +128,7 @@ class Heartbeat {
   const std::atomic<bool>& cancel() const { return cancel_; }
   store::LeaseState state() const { return state_.load(); }
   bool interrupted() const { return interrupted_.load(); }
+  bool judgedStop() const { return judgedStop_.load(); }
   std::string storeError() const {
     std::lock_guard<std::mutex> lock(mutex_);
     return error_;
@@ -130,6 +137,7 @@ class Heartbeat {
  private:
   void loop() {
     auto last = std::chrono::steady_clock::now();
+    auto lastJudged = last;
     std::unique_lock<std::mutex> lock(mutex_);
     while (!done_) {
       // Short waits so an interrupt stops the training promptly.
@@ -138,6 +146,21 @@ class Heartbeat {
       if (interrupt_ != nullptr && interrupt_->load()) {
         interrupted_ = true;
         cancel_ = true;
+      }
+      if (judge_ && !cancel_ && std::chrono::steady_clock::now() - lastJudged >= std::chrono::duration<double>(judgeEvery_)) {
+        lastJudged = std::chrono::steady_clock::now();
+        lock.unlock();
+        try {
+          if (judge_()) {
+            judgedStop_ = true;
+            cancel_ = true;
+          }
+        } catch (const std::exception& e) {
+          std::lock_guard<std::mutex> relock(mutex_);
+          error_ = e.what();
+        }
+        lock.lock();
+        if (done_) break;
       }
       if (std::chrono::steady_clock::now() - last < std::chrono::duration<double>(every_)) continue;
       last = std::chrono::steady_clock::now();
@@ -162,7 +185,10 @@ class Heartbeat {
   store::TrialLease lease_;
   double every_;
   const std::atomic<bool>* interrupt_;
+  std::function<bool()> judge_;
+  double judgeEvery_;
   std::atomic<bool> cancel_{false};
+  std::atomic<bool> judgedStop_{false};
   std::atomic<bool> interrupted_{false};
   std::atomic<store::LeaseState> state_{store::LeaseState::Held};
   mutable std::mutex mutex_;
@@ -170,6 +196,68 @@ class Heartbeat {
   bool done_ = false;
   std::string error_;
   std::thread thread_;  // last: started once the rest is ready
+};
+
+// Hyperband for a trial being trained (sweep/hyperband.h): finds the trial's
+// run in the store (this process's running run of the training, started
+// since the trial), links it to the trial so that other agents see its
+// curve, and judges the trial on the metric's values by step in the runs of
+// every trial of the sweep (the training's recorder writes them about once a
+// second).
+class EarlyStop {
+ public:
+  EarlyStop(store::SweepStore& sweeps, store::RunStore& runs, const store::SweepRecord& sw, const store::Claim& claim,
+            double since)
+      : sweeps_(sweeps), runs_(runs), sw_(sw), claim_(claim), since_(since), pid_(static_cast<long long>(::getpid())),
+        host_(hostName()) {}
+
+  bool operator()() {
+    if (!runId_) {
+      for (const auto& r : runs_.listRuns())
+        if (r.kind == store::RunKind::Run && r.status == store::RunStatus::Running && r.pid == pid_ &&
+            r.host == host_ && r.training == sw_.spec.training && r.startedAt >= since_ - 1 &&
+            (!runId_ || r.id > *runId_))
+          runId_ = r.id;
+      if (!runId_) return false;
+      sweeps_.attachRun(claim_.lease, *runId_);
+    }
+    std::vector<store::TrialRecord> trials = sweeps_.trials(sw_.id);
+    std::vector<sweep::Curve> curves;
+    std::size_t mine = trials.size();
+    for (const auto& t : trials) {
+      const bool self = t.index == claim_.trial.index;
+      if (self) mine = curves.size();
+      std::optional<long long> id = self ? runId_ : t.runId;
+      sweep::Curve c;
+      if (id)
+        for (const auto& p : runs_.metricHistory(*id, sw_.spec.metric.name)) c.emplace_back(p.step, p.value);
+      std::sort(c.begin(), c.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      curves.push_back(std::move(c));
+    }
+    if (mine == trials.size() || curves[mine].empty()) return false;
+    sweep::StopDecision d = sweep::hyperbandDecision(sw_.spec.earlyTerminate, sw_.spec.metric.goal, curves, mine,
+                                                     curves[mine].back().first);
+    if (!d.stop) return false;
+    std::lock_guard<std::mutex> lock(mutex_);
+    reason_ = d.reason.empty() ? "stopped early by hyperband at step " + std::to_string(d.bracket) : d.reason;
+    return true;
+  }
+  std::string reason() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return reason_;
+  }
+
+ private:
+  store::SweepStore& sweeps_;
+  store::RunStore& runs_;
+  const store::SweepRecord& sw_;
+  const store::Claim& claim_;
+  double since_;
+  long long pid_;
+  std::string host_;
+  std::optional<long long> runId_;
+  mutable std::mutex mutex_;
+  std::string reason_;
 };
 
 struct TrialRun {
@@ -200,7 +288,10 @@ TrialRun runTrial(store::SweepStore& sweepStore, store::RunStore& runStore, cons
   s.setOverrides(overrides);
   const bool predicted = isPredictedMetric(sw.spec.metric.name);
 
-  Heartbeat beat(sweepStore, claim.lease, settings.heartbeatEvery, settings.interrupt);
+  EarlyStop early(sweepStore, runStore, sw, claim, store::nowSeconds());
+  std::function<bool()> judge;
+  if (!predicted && sw.spec.earlyTerminate.enabled) judge = [&early] { return early(); };
+  Heartbeat beat(sweepStore, claim.lease, settings.heartbeatEvery, settings.interrupt, judge);
   const ir::ExecutionPlan* plan = predicted ? nullptr : s.plan(file, /*requireRuns=*/true);
   const cost::Estimate* estimate = predicted ? s.estimate(file) : nullptr;
   if (predicted) plan = s.lastPlan();
@@ -261,6 +352,12 @@ TrialRun runTrial(store::SweepStore& sweepStore, store::RunStore& runStore, cons
         o.reason = r.stopReason.empty() ? "a hook stopped the training" : r.stopReason;
         break;
       case TrainResult::Status::Cancelled:
+        if (beat.judgedStop() && !beat.interrupted() && beat.state() == store::LeaseState::Held) {
+          // Stopped by hyperband: a result, with the metric it had reached.
+          o.state = TrialState::Stopped;
+          o.reason = early.reason();
+          break;
+        }
         o.state = TrialState::Killed;
         o.reason = beat.state() == store::LeaseState::Cancelled ? "the sweep was cancelled" : "the agent was interrupted";
         return out;
