@@ -3,7 +3,8 @@
 # tiny BERT trained on the emulator by `ipu sweep FILE`, checked through
 # `ipu sweep status --json`; re-running it runs nothing; a second agent
 # (`ipu agent`) joins a random sweep; a sweep of a predicted metric is
-# estimated; usage and user errors exit 2 and 1.
+# estimated; hyperband stops a poor trial early; usage and user errors exit
+# 2 and 1.
 set -uo pipefail
 IPU="$1"
 TMP="$(mktemp -d)"
