@@ -163,7 +163,7 @@ grep -q '"estimate"' "$TMP/out" || { echo "FAIL: the predicted trial is not an e
 
 # --- hyperband: the second trial, with a learning rate far too small, is
 # stopped early (the judge reads the trials' loss curves from the store).
-sed -e 's/steps: 150/steps: 600/' -e '/^sweep lr_random/,$d' "$TMP/lr.ipu" >"$TMP/hb.ipu"
+sed -e 's/steps: 150/steps: 4000/' -e '/^sweep lr_random/,$d' "$TMP/lr.ipu" >"$TMP/hb.ipu"
 cat >>"$TMP/hb.ipu" <<'IPU'
 sweep lr_hyperband for tiny_trial {
   method: grid
@@ -171,7 +171,7 @@ sweep lr_hyperband for tiny_trial {
   parameters {
     phase.short.lr: [3e-2, 1e-5]
   }
-  early_terminate: hyperband(min_iter: 50, eta: 3)
+  early_terminate: hyperband(min_iter: 100, eta: 3)
 }
 run tiny_trial
 IPU
@@ -192,7 +192,7 @@ BAD_RUN=$(python3 -c "import json; d=json.load(open('$TMP/hb.json')); print([x f
 expect 0 "the stopped trial's run" -- "$IPU" runs show "$BAD_RUN" --store "$STORE" --json
 python3 -c "
 import json,sys; d=json.load(open('$TMP/out')); n=d['metrics']['loss']['last_step']
-assert 50 <= n < 600, ('the stopped trial trained', n, 'steps')" || { echo "FAIL: the stopped trial did not stop early"; fail=1; }
+assert 100 <= n < 4000, ('the stopped trial trained', n, 'steps')" || { echo "FAIL: the stopped trial did not stop early"; fail=1; }
 
 # --- errors
 expect 2 "ipu agent without a sweep" -- "$IPU" agent --store "$STORE"
