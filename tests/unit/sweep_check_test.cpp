@@ -233,9 +233,10 @@ TEST(SweepDeclaration, AssignmentKeysAreCanonical) {
   sweep::Assignment x = {{"phase.short.lr", PV::ofNumber(0.001)}, {"mapping.recompute", PV::ofName("none")}};
   sweep::Assignment y = {{"mapping.recompute", PV::ofName("none")}, {"phase.short.lr", PV::ofNumber(0.001)}};
   EXPECT_EQ(sweep::assignmentKey(x), sweep::assignmentKey(y));
-  EXPECT_EQ(sweep::assignmentKey(x), "mapping.recompute=none;phase.short.lr=0.001");
+  EXPECT_EQ(sweep::assignmentKey(x), "mapping.recompute=none phase.short.lr=0.001");
   EXPECT_NE(sweep::assignmentKey({{"a", PV::ofInteger(1)}}), sweep::assignmentKey({{"a", PV::ofText("1")}}));
-  EXPECT_EQ(PV::ofNumber(0.1).canonical(), "0.10000000000000001");
+  EXPECT_EQ(PV::ofNumber(0.1).canonical(), "0.1");  // the shortest text that reads back exactly
+  EXPECT_EQ(std::stod(PV::ofNumber(0.1 + 0.2).canonical()), 0.1 + 0.2);
   EXPECT_EQ(PV::ofBoolean(true).canonical(), "true");
   for (auto m : {sweep::Method::Grid, sweep::Method::Random, sweep::Method::Bayes})
     EXPECT_EQ(sweep::methodFromName(sweep::methodName(m)), m);
