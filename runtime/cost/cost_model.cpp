@@ -113,7 +113,7 @@ class Model {
     t_ = std::max(1, map.shard);
     r_ = std::max(1, map.replicas);
     const int S = static_cast<int>(p_.stages.size());
-    const long long ga = std::max<long long>(1, p_.batch.gradientAccumulation);
+    const long long ga = p_.schedule.microBatches;  // per step, through each stage
     const bool needLinks = S > 1 || t_ > 1 || r_ > 1;
     if (needLinks && !(chip.ipuLinkBandwidth > 0)) {
       problem(code::kMissingHardware, "chip `" + chip.name + "` has no `ipu_link_bandwidth`, which this mapping's communication needs",
