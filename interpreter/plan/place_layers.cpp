@@ -297,8 +297,6 @@ void placeLayers(PhaseContext& ctx) {
     p.stages.back().layers.push_back(static_cast<int>(i));
     p.layers[i].stage = p.stages.back().index;
   }
-  const int S = static_cast<int>(p.stages.size());
-  for (auto& s : p.stages) s.stashDepth = S > 1 ? 2 * (S - 1 - s.index) + 1 : 1;
 
   // Physical IPUs of one replica: pipeline IPU g spans shards g*t .. g*t+t-1.
   p.ipus.clear();

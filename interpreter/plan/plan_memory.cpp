@@ -7,8 +7,6 @@ namespace ipu::plan {
 
 namespace {
 
-int stashDepth(int stage, int stages) { return stages > 1 ? 2 * (stages - 1 - stage) + 1 : 1; }
-
 // The largest sub-graph's parameters when `weights` (per layer, in order) are
 // split into `k` phases. Up to one phase per layer, phases are contiguous runs
 // of layers; beyond that, layers are serialised into slices (matmuls split
@@ -63,7 +61,7 @@ void IpuMemory::add(int li, int stage) {
 
   // Activations: micro batches in flight between a stage's forward and
   // backward keep their stash; recomputation keeps only checkpoints.
-  const double depth = stashDepth(stage, stageCount_);
+  const double depth = ir::PipelineSchedule{stageCount_, 1, ctx_.settings.recompute}.stashDepth(stage);
   const double act = l.shardable ? l.activationElements / t_ : l.activationElements;
   maxAct_ = std::max(maxAct_, act);
   auto it = std::find_if(stages_.begin(), stages_.end(), [&](const StageSpan& s) { return s.stage == stage; });
@@ -102,7 +100,7 @@ void IpuMemory::add(int li, int stage) {
   code_ += l.codeBytes;
 }
 
-ir::MemoryBreakdown IpuMemory::breakdown(double* streamingOut) const {
+ir::MemoryBreakdown IpuMemory::breakdown(double* streamingOut, double* parametersOut) const {
   const ir::PhasePlan& p = ctx_.plan;
   const ir::Mapping& m = ctx_.settings;
   const ir::Precision& prec = p.precision;
@@ -188,6 +186,7 @@ ir::MemoryBreakdown IpuMemory::breakdown(double* streamingOut) const {
   double transient = mem.activations + mem.exchange + mem.temporaries;
   mem.optimizerState += std::max(0.0, staging - transient);
   if (streamingOut != nullptr) *streamingOut = streaming;
+  if (parametersOut != nullptr) *parametersOut = W;
   return mem;
 }
 
@@ -202,7 +201,7 @@ void planMemory(PhaseContext& ctx) {
     IpuMemory acc(ctx, ipu.ipu, S);
     for (int li : ipu.layers) acc.add(li, p.layers[static_cast<std::size_t>(li)].stage);
     double streaming = 0;
-    ipu.memory = acc.breakdown(&streaming);
+    ipu.memory = acc.breakdown(&streaming, &ipu.parameters);
     ipu.capacityBytes = capacity;
     ipu.streamingBytes = streaming;
     ipu.streamingCapacityBytes = streamingCapacity;

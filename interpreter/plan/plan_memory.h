@@ -20,7 +20,8 @@ class IpuMemory {
   // One IPU of pipeline IPU `ipu`'s shard group, in a pipeline of `stageCount` stages.
   IpuMemory(const PhaseContext& ctx, int ipu, int stageCount);
   void add(int layer, int stage);
-  ir::MemoryBreakdown breakdown(double* streamingBytes = nullptr) const;
+  // `parameters`: the parameters the IPU holds, its copies of tied weights included.
+  ir::MemoryBreakdown breakdown(double* streamingBytes = nullptr, double* parameters = nullptr) const;
   double total() const { return breakdown().total(); }
 
  private:

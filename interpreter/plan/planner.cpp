@@ -14,8 +14,9 @@ ir::PhasePlan planPhase(const check::PhaseSpec& phase, const check::MappingSpec&
   PhaseContext ctx{phase, mapping, settings, sources, diags, {}, {}, {}, placement, false, expansions};
   expandLayers(ctx);
   placeLayers(ctx);
+  planSchedule(ctx);
   planMemory(ctx);
-  scheduleSteps(ctx);
+  planTraffic(ctx);
   verifyPlan(ctx);
   ctx.plan.mapping = ctx.settings;
   ctx.plan.mapping.source = sourceRef(sources, mapping.span);

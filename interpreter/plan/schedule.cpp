@@ -4,48 +4,60 @@
 
 namespace ipu::plan {
 
-void scheduleSteps(PhaseContext& ctx) {
+void planSchedule(PhaseContext& ctx) {
+  ir::PhasePlan& p = ctx.plan;
+  p.schedule.stages = static_cast<int>(p.stages.size());
+  p.schedule.microBatches = std::max(1LL, p.batch.gradientAccumulation);
+  p.schedule.recompute = ctx.settings.recompute;
+  for (auto& s : p.stages) s.stashDepth = p.schedule.stashDepth(s.index);
+}
+
+void planTraffic(PhaseContext& ctx) {
   ir::PhasePlan& p = ctx.plan;
   const ir::Mapping& m = ctx.settings;
-  const long long ga = std::max<long long>(1, p.batch.gradientAccumulation);
-  const int S = static_cast<int>(p.stages.size());
-  // PopART: S forward stages make 2S-1 training stages; a step of GA micro
-  // batches takes GA + (2S-1) - 1 cycles (fill, steady state, drain).
-  p.pipelineCycles = static_cast<int>(S > 1 ? ga + 2 * S - 2 : ga);
-
-  const double t = std::max(1, m.shard);
+  const double ga = static_cast<double>(p.schedule.microBatches);
+  const double r = std::max(1, m.replicas);
   const double bc = ir::bytesOf(p.precision.compute);
   const double bw = ir::bytesOf(p.precision.weights);
   const double ba = ir::bytesOf(p.precision.accumulators);
-  ir::Communication c;
+  const double stateBytes = p.optimizer.moments * ir::bytesOf(p.precision.optimizerState) + (p.precision.masterWeights ? 4.0 : 0.0);
+  const double rtsO = m.rtsOptimizerState ? r : 1, rtsW = m.rtsWeights ? r : 1;
+  const bool phased = m.phases > 1 || m.weightsStreaming;
+  ir::Traffic tr;
+
+  // What stage s sends down is its last layer's output; the backward pass
+  // returns the gradient of the same tensor.
   for (std::size_t s = 0; s + 1 < p.stages.size(); ++s) {
-    int last = p.stages[s].layers.back();
-    c.boundaryBytesPerMicroBatch =
-        std::max(c.boundaryBytesPerMicroBatch, p.layers[static_cast<std::size_t>(last)].outputElements * bc);
+    const double bytes = p.layers[static_cast<std::size_t>(p.stages[s].layers.back())].outputElements * bc;
+    tr.boundaries.push_back({static_cast<int>(s), bytes, bytes});
   }
-  // Per IPU: the largest shard of the model's weights any IPU holds.
-  double maxW = 0;
+
   for (const auto& ipu : p.ipus) {
-    double w = 0;
-    for (int li : ipu.layers) {
-      const auto& l = p.layers[static_cast<std::size_t>(li)];
-      w += l.shardable ? l.params / t : l.params;
+    const double w = ipu.parameters;
+    if (m.replicas > 1) {
+      // RTS of the optimizer state: each replica updates its share, so the
+      // gradients are reduce-scattered and the updated weights all-gathered.
+      tr.collectives.push_back({m.rtsOptimizerState ? ir::CollectiveKind::ReduceScatter : ir::CollectiveKind::AllReduce,
+                                ir::CollectiveTensors::Gradients, ipu.index, w * ba});
+      if (m.rtsOptimizerState)
+        tr.collectives.push_back({ir::CollectiveKind::AllGather, ir::CollectiveTensors::UpdatedWeights, ipu.index, w * bw});
+      if (phased && m.rtsWeights)
+        tr.collectives.push_back({ir::CollectiveKind::AllGather, ir::CollectiveTensors::StreamedWeights, ipu.index, w * bw});
     }
-    maxW = std::max(maxW, w);
+    if (!m.optimizerStateStreaming && !phased) continue;
+    ir::StreamingTraffic st;
+    st.ipu = ipu.index;
+    st.optimizerState = 2 * (w / rtsO) * stateBytes;
+    if (phased) {
+      double stash = 0;
+      for (int li : ipu.layers) stash += p.layers[static_cast<std::size_t>(li)].inputElements;
+      st.weights = 2 * w * bw / rtsW;
+      st.gradients = w * ba / rtsO;
+      st.activations = 2 * ga * stash * bc;
+    }
+    tr.streaming.push_back(st);
   }
-  if (m.replicas > 1) c.allReduceBytesPerIpu = maxW * ba;
-  if (m.rtsOptimizerState && m.replicas > 1) c.rtsGatherBytesPerIpu = maxW * bw;
-  double streaming = 0;
-  for (const auto& ipu : p.ipus) streaming = std::max(streaming, ipu.streamingBytes);
-  if (m.phases > 1 || m.weightsStreaming) {
-    // Weights in for the forward and again for the backward of every micro
-    // batch; gradients out; state read and written once per step.
-    double weights = maxW * bw / (m.rtsWeights ? m.replicas : 1);
-    c.streamingBytesPerStepPerIpu = static_cast<double>(ga) * (2 * weights + maxW * ba) + 2 * streaming;
-  } else if (m.optimizerStateStreaming) {
-    c.streamingBytesPerStepPerIpu = 2 * streaming;  // read and write the state once per step
-  }
-  p.communication = c;
+  p.traffic = std::move(tr);
 }
 
 }  // namespace ipu::plan

@@ -1,11 +1,14 @@
-// Pass 4: the pipeline schedule and communication volumes per optimizer step:
-// GA + 2S - 2 pipeline cycles for S forward stages (PopART's count), the
-// activations crossing stage boundaries, the gradient all-reduce across
-// replicas, replicated-tensor-sharding gathers, and Streaming Memory traffic.
+// After placement: the pipeline schedule (ir::PipelineSchedule, built once
+// here from the stages, the gradient accumulation and the recomputation
+// policy), and, after the memory plan, pass 4: what one optimizer step moves
+// (ir::Traffic): the activations and gradients crossing each stage boundary,
+// the collectives across replicas (gradients, RTS gathers) and each IPU's
+// Streaming Memory traffic.
 #pragma once
 
 #include "interpreter/plan/context.h"
 
 namespace ipu::plan {
-void scheduleSteps(PhaseContext& ctx);
+void planSchedule(PhaseContext& ctx);
+void planTraffic(PhaseContext& ctx);
 }

@@ -183,7 +183,7 @@ void printPhase(std::ostream& os, const ir::PhasePlan& ph, const base::Painter& 
   }
   row("optimizer", opt.str());
   std::ostringstream pipe;
-  pipe << ph.stages.size() << " stage" << (ph.stages.size() == 1 ? "" : "s") << ", " << commas(ph.pipelineCycles)
+  pipe << ph.stages.size() << " stage" << (ph.stages.size() == 1 ? "" : "s") << ", " << commas(ph.schedule.cycles())
        << " cycles per step";
   if (ph.stages.size() > 1) {
     pipe << ": ";

@@ -11,6 +11,7 @@
 #include "interpreter/plan/planner.h"
 #include "interpreter/search/layer_costs.h"
 #include "runtime/cost/cost_model.h"
+#include "runtime/ir/schedule.h"
 
 namespace ipu::search {
 
@@ -451,13 +452,13 @@ class Searcher {
               const std::vector<double>* times = layerTimes(1, b, rc);
               if (times == nullptr) continue;
               Group g{t, p, r, b, perReplica / b, rc, 0, 0, t * p * r};
-              // The step takes at least GA + 2p - 2 pipeline cycles (p IPUs make
-              // at least p stages), each as long as the busiest IPU, which is
-              // at least the average IPU and at least the slowest layer.
+              // The step takes at least the cycles of a p-stage schedule (p IPUs
+              // make at least p stages), each as long as the busiest IPU, which
+              // is at least the average IPU and at least the slowest layer.
               double sum = 0, slowest = 0;
               for (double x : *times) sum += x, slowest = std::max(slowest, x);
               const double cycle = std::max(sum / p, slowest) / t;
-              const double cycles = static_cast<double>(g.ga) + (p > 1 ? 2.0 * (p - 1) : 0.0);
+              const double cycles = static_cast<double>(ir::PipelineSchedule{p, g.ga, rc}.cycles());
               g.boundStep = cycles * cycle + overhead_;
               g.boundScore = scoreOf(g.boundStep, g.ipus);
               space_ += static_cast<long long>(variants(g).size()) * splits(g);

@@ -113,7 +113,7 @@ class Model {
     t_ = std::max(1, map.shard);
     r_ = std::max(1, map.replicas);
     const int S = static_cast<int>(p_.stages.size());
-    const long long ga = std::max<long long>(1, p_.batch.gradientAccumulation);
+    const long long ga = p_.schedule.microBatches;  // per step, through each stage
     const bool needLinks = S > 1 || t_ > 1 || r_ > 1;
     if (needLinks && !(chip.ipuLinkBandwidth > 0)) {
       problem(code::kMissingHardware, "chip `" + chip.name + "` has no `ipu_link_bandwidth`, which this mapping's communication needs",
@@ -125,13 +125,13 @@ class Model {
     std::vector<LayerTime> lt(p_.layers.size());
     for (std::size_t i = 0; i < p_.layers.size(); ++i) lt[i] = layerTime(p_.layers[i], cal);
 
-    // Stage boundaries: activations cross into and out of each stage in the
-    // forward pass, and their gradients in the backward pass.
-    for (const auto& st : p_.stages) {
-      double boundary = 0;
-      if (st.index > 0) boundary += p_.layers[static_cast<std::size_t>(st.layers.front())].inputElements * bc_;
-      if (st.index < S - 1) boundary += p_.layers[static_cast<std::size_t>(st.layers.back())].outputElements * bc_;
-      boundaryTime_[st.ipu] += 2 * boundary / links_.pointToPoint;
+    // Stage boundaries (the plan's traffic): each stage receives activations
+    // from the stage before it and sends them to the one after it in the
+    // forward pass, and their gradients the other way in the backward pass.
+    for (const auto& bd : p_.traffic.boundaries) {
+      const double bytes = bd.activationBytes + bd.gradientBytes;
+      for (int s : {bd.from, bd.from + 1})
+        boundaryTime_[p_.stages[static_cast<std::size_t>(s)].ipu] += bytes / links_.pointToPoint;
     }
 
     // Per pipeline IPU: its share of one micro batch.
@@ -155,11 +155,11 @@ class Model {
     }
     e.fits = p_.fits;
 
-    // The pipeline: PopART's schedule takes GA + 2S - 2 cycles for S forward
-    // stages (fill, steady state, drain), and every cycle lasts as long as the
-    // busiest IPU's work for one micro batch (Graphcore: "the slowest stage
-    // sets the cycle"; idle IPUs wait at the cycle's synchronisation).
-    const long long cycles = S > 1 ? ga + 2 * S - 2 : ga;
+    // The pipeline: the plan's schedule (fill, steady state, drain), and every
+    // cycle lasts as long as the busiest IPU's work for one micro batch
+    // (Graphcore: "the slowest stage sets the cycle"; idle IPUs wait at the
+    // cycle's synchronisation).
+    const long long cycles = p_.schedule.cycles();
     double maxBusy = 0, meanBusy = 0, meanCompute = 0, meanRecompute = 0, meanExchange = 0;
     for (const auto& it : ipus) {
       maxBusy = std::max(maxBusy, it.busy());
@@ -263,21 +263,20 @@ class Model {
     return x;
   }
 
-  // Gradient reduction across replicas: a ring inside each rack over
-  // IPU-Links, and between racks over GW-Links (hierarchically). With
-  // replicated tensor sharding of the optimizer state it is a reduce-scatter,
-  // then the updated weights are all-gathered.
+  // The plan's collectives across replicas: a ring inside each rack over
+  // IPU-Links, and between racks over GW-Links (hierarchically). The replicas
+  // reduce their gradients (a reduce-scatter with replicated tensor sharding
+  // of the optimizer state, which then all-gathers the updated weights) on
+  // every IPU at once; the IPU with the largest buffer sets the time.
   void collectives(Breakdown& b, PhaseEstimate& e, const hw::Calibration& cal) {
     if (r_ <= 1) return;
-    double weights = 0;
-    for (const auto& ipu : p_.ipus) {
-      double w = 0;
-      for (int li : ipu.layers) {
-        const ir::Layer& l = p_.layers[static_cast<std::size_t>(li)];
-        w += l.shardable ? l.params / t_ : l.params;
-      }
-      weights = std::max(weights, w);
+    const ir::Collective* grads = nullptr;
+    const ir::Collective* gather = nullptr;
+    for (const auto& c : p_.traffic.collectives) {
+      if (c.tensors == ir::CollectiveTensors::Gradients && (grads == nullptr || c.bytes > grads->bytes)) grads = &c;
+      if (c.tensors == ir::CollectiveTensors::UpdatedWeights && (gather == nullptr || c.bytes > gather->bytes)) gather = &c;
     }
+    if (grads == nullptr) return;
     const double used = static_cast<double>(p_.ipusUsed);
     const double rackIpus = std::max(1, p_.pod.ipusPerRack());
     const double racks = std::max(1.0, std::ceil(used / rackIpus));
@@ -293,57 +292,46 @@ class Model {
       }
       return t;
     };
-    const double grads = weights * ir::bytesOf(p_.precision.accumulators);
-    const ir::Mapping& map = p_.mapping;
     if (racks > 1 && !(links_.gateway > 0)) {
       problem(code::kMissingHardware, "machine `" + p_.pod.machine.name + "` has no `gw_link_bandwidth`, which reducing across racks needs",
               "give the machine `gw_link_bandwidth`");
       return;
     }
-    if (map.rtsOptimizerState) {
-      b.allReduce = allReduce(grads) / 2;  // reduce-scatter
-      b.rtsCollectives = allReduce(weights * ir::bytesOf(p_.precision.weights)) / 2;  // all-gather
-    } else {
-      b.allReduce = allReduce(grads);
-    }
+    // A reduce-scatter or an all-gather is half an all-reduce.
+    b.allReduce = allReduce(grads->bytes) / (grads->kind == ir::CollectiveKind::AllReduce ? 1 : 2);
+    if (gather != nullptr) b.rtsCollectives = allReduce(gather->bytes) / 2;
     if (racks > 1)
       e.assumptions.push_back("across racks, gradients travel over GW-Links at " + gbps(links_.gateway) + " per IPU");
   }
 
   // The weight update reads and writes weights, accumulators and state in
-  // SRAM; offloaded state (or phased execution) adds Streaming Memory traffic.
+  // SRAM; offloaded state (or phased execution) adds the plan's Streaming
+  // Memory traffic.
   void optimizerAndStreaming(Breakdown& b, PhaseEstimate& e, double pipelineTime) {
     const hw::Chip& chip = p_.pod.machine.chip;
     const ir::Mapping& map = p_.mapping;
     const ir::Precision& prec = p_.precision;
     const double stateBytes = p_.optimizer.moments * ir::bytesOf(prec.optimizerState) + (prec.masterWeights ? 4.0 : 0.0);
-    const double rtsO = map.rtsOptimizerState ? r_ : 1, rtsW = map.rtsWeights ? r_ : 1;
+    const double rtsO = map.rtsOptimizerState ? r_ : 1;
     double worstUpdate = 0, worstStream = 0, worstStateStream = 0;
     for (const auto& ipu : p_.ipus) {
       if (ipu.shard != 0) continue;
-      double w = 0, stash = 0, layers = 0;
-      for (int li : ipu.layers) {
-        const ir::Layer& l = p_.layers[static_cast<std::size_t>(li)];
-        w += l.shardable ? l.params / t_ : l.params;
-        stash += l.inputElements;
-        layers += 1;
-      }
-      const double updated = w / rtsO;
+      const double updated = ipu.parameters / rtsO;
       const double sram = updated * (2 * ir::bytesOf(prec.weights) + ir::bytesOf(prec.accumulators) + 2 * stateBytes);
-      double update = (chip.memoryBandwidth > 0 ? sram / chip.memoryBandwidth : 0) + layers * 4 * opLatency_;
+      double update = (chip.memoryBandwidth > 0 ? sram / chip.memoryBandwidth : 0) + static_cast<double>(ipu.layers.size()) * 4 * opLatency_;
       worstUpdate = std::max(worstUpdate, update);
-      const bool phased = map.phases > 1 || map.weightsStreaming;
-      if (map.optimizerStateStreaming || phased) worstStateStream = std::max(worstStateStream, 2 * updated * stateBytes);
-      if (phased) {
-        // Each sub-graph's weights stream in for the forward and the backward
-        // pass, its gradients out, and the stash goes out and back per micro batch.
-        double bytes = 2 * w * ir::bytesOf(prec.weights) / rtsW + w * ir::bytesOf(prec.accumulators) / rtsO +
-                       2 * static_cast<double>(p_.batch.gradientAccumulation) * stash * bc_;
-        worstStream = std::max(worstStream, bytes);
-        if (map.rtsWeights && r_ > 1)
-          b.rtsCollectives += 2 * (r_ - 1.0) / r_ * w * ir::bytesOf(prec.weights) / links_.collective;
-      }
     }
+    // The state streams during the update; phased execution's weights,
+    // gradients and stash while the pipeline runs.
+    for (const auto& st : p_.traffic.streaming) {
+      if (p_.ipus[static_cast<std::size_t>(st.ipu)].shard != 0) continue;
+      worstStateStream = std::max(worstStateStream, st.optimizerState);
+      worstStream = std::max(worstStream, st.phased());
+    }
+    // Streamed weights sharded across replicas are gathered as they load.
+    for (const auto& c : p_.traffic.collectives)
+      if (c.tensors == ir::CollectiveTensors::StreamedWeights && p_.ipus[static_cast<std::size_t>(c.ipu)].shard == 0)
+        b.rtsCollectives += 2 * (r_ - 1.0) / r_ * c.bytes / links_.collective;
     // The rest of the weight update is a fixed cost of the step that grows
     // with the model, not with the micro batches: per parameter of the replica
     // (calibrated), the gradient collectives' set-up, LAMB/LARS norm

@@ -23,7 +23,6 @@ Timeline timeline(const ir::PhasePlan& p, const PhaseEstimate& e) {
   Timeline t;
   const int P = static_cast<int>(e.ipus.size());
   const int S = static_cast<int>(p.stages.size());
-  const long long ga = std::max<long long>(1, p.batch.gradientAccumulation);
   t.cycles = e.cycles;
   t.cycleTime = e.cycleTime;
   t.stepTime = e.stepTime;
@@ -51,13 +50,13 @@ Timeline timeline(const ir::PhasePlan& p, const PhaseEstimate& e) {
       for (const auto& st : p.stages) {
         if (std::clamp(st.ipu, 0, P - 1) != g) continue;
         const double share = stageShare[static_cast<std::size_t>(st.index)];
-        long long f = c - st.index, b = c - (2LL * S - 2 - st.index);
-        if (f >= 0 && f < ga) {
+        const ir::StageCycle work = p.schedule.at(st.index, c);
+        if (work.forward >= 0) {
           fwd += it.forward * share;
           active += share / 2;
         }
-        if (b >= 0 && b < ga) {
-          rec += it.recompute * share;
+        if (work.backward >= 0) {
+          if (work.recompute) rec += it.recompute * share;
           bwd += it.backward * share;
           active += share / 2;
         }

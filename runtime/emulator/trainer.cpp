@@ -10,7 +10,6 @@
 #include "runtime/emulator/counter_rng.h"
 #include "runtime/emulator/fp16.h"
 #include "runtime/emulator/optimizer.h"
-#include "runtime/emulator/schedule.h"
 #include "runtime/emulator/thread_pool.h"
 #include "runtime/train/lr_schedule.h"
 
@@ -47,7 +46,7 @@ struct Slot {
 struct StashEntry {
   std::vector<Mat> trunk;       // trunk values entering the stage's layers
   std::vector<int> trunkOf;     // per layer of the stage: index into trunk
-  std::vector<Saved> saved;     // per layer (without recomputation)
+  std::vector<Saved> saved;     // per layer (without recomputation, or once the stage is recomputed)
   double elements() const {
     double n = 0;
     for (const auto& t : trunk) n += static_cast<double>(t.size());
@@ -108,11 +107,11 @@ struct PhaseTrainer::Impl {
   ir::Recompute recompute = ir::Recompute::None;
   std::vector<int> stageIpu;
   std::vector<std::vector<int>> stageLayers;
-  std::vector<std::vector<StageWork>> cycles;
   std::vector<Group> groups;   // replica-major: groups[r * P + g]
   std::vector<double> staticBytes;   // per IPU of a replica (ipu * T + shard)
   std::vector<double> peakBytes;
   std::uint64_t phaseKey = 0;
+  StepTraffic traffic;         // what the last step moved
 
   // Training state.
   long long step = 0;
@@ -138,9 +137,15 @@ struct PhaseTrainer::Impl {
   ShardParams paramsFor(const Group& g, int layer) const;
   void accumulate(Group& g, int layer, ShardGrads& grads, int gmb);
   void forwardStage(Group& g, int stage, int micro);
+  void recomputeStage(Group& g, int stage, int micro);
   void backwardStage(Group& g, int stage, int micro);
-  void runCycle(const std::vector<StageWork>& work);
+  void runCycle(const std::vector<ir::Work>& work);
   void reduceGradients();
+  // Adds, for every replica and each of its IPUs, the bytes of the slots it
+  // enters into a collective across replicas: a slot split over the shard
+  // group belongs to its shard's IPU, a whole one to every IPU of the group.
+  void countCollective(std::vector<std::vector<double>>& into, double bytesPerElement) const;
+  std::vector<double> parameters() const;
   bool overflowed() const;
   double gradientNorm() const;
   void update(double lr, float gradScale);
@@ -202,7 +207,8 @@ Expected<bool> PhaseTrainer::Impl::setup() {
   recompute = m.recompute;
   lossScale = pr.lossScale.kind == "none" || pr.lossScale.kind == "lua" ? 1.0 : pr.lossScale.value;
   phaseKey = subKey(subKey(static_cast<std::uint64_t>(settings.seed), hashName(settings.runName)), hashName(plan.name));
-  cycles = pipelineCycles(S, GA);
+  if (plan.schedule.stages != S || plan.schedule.microBatches != GA || plan.schedule.recompute != m.recompute)
+    return Error{code::kInternal, "the plan's pipeline schedule does not match its stages and gradient accumulation", "", plan.source};
   pool = std::make_unique<ThreadPool>(std::max(1, settings.hostThreads));
 
   // Buffers of every replica, initialised from the seed (the same on every mapping).
@@ -396,7 +402,24 @@ void PhaseTrainer::Impl::forwardStage(Group& g, int stage, int micro) {
   if (!lastUsed && e.trunk.size() > 1) e.trunk.pop_back();
   if (recompute == ir::Recompute::Stage) e.trunk.resize(1);
   g.stash[{stage, micro}] = std::move(e);
-  if (stage == S - 1) backwardStage(g, stage, micro);
+}
+
+void PhaseTrainer::Impl::recomputeStage(Group& g, int stage, int micro) {
+  // `every_layer` recomputes each layer right before its backward pass (in
+  // backwardStage), so that one layer's saved values are live at a time.
+  if (recompute != ir::Recompute::Stage) return;
+  // Recompute the whole stage from its input checkpoint.
+  const auto& layers = stageLayers[static_cast<std::size_t>(stage)];
+  const MicroBatch& mb = batches[static_cast<std::size_t>(g.replica * GA + micro)];
+  StashEntry& e = g.stash.at({stage, micro});
+  for (std::size_t k = 0; k < layers.size(); ++k) {
+    const int li = layers[k];
+    const ModelLayer& L = model->layers()[static_cast<std::size_t>(li)];
+    Numerics nx = numerics(g.replica, micro, li, 0);
+    Mat out;
+    L.kernel->forward(e.trunk[static_cast<std::size_t>(e.trunkOf[k])], mb, paramsFor(g, li), nx, e.saved[k], out, nullptr);
+    if (!L.head && k + 1 < layers.size()) e.trunk.push_back(std::move(out));
+  }
 }
 
 void PhaseTrainer::Impl::backwardStage(Group& g, int stage, int micro) {
@@ -411,17 +434,6 @@ void PhaseTrainer::Impl::backwardStage(Group& g, int stage, int micro) {
     auto it = g.gradientsIn.find({stage, micro});
     d = std::move(it->second);
     g.gradientsIn.erase(it);
-  }
-  if (recompute == ir::Recompute::Stage) {
-    // Recompute the whole stage from its input checkpoint.
-    for (std::size_t k = 0; k < layers.size(); ++k) {
-      const int li = layers[k];
-      const ModelLayer& L = model->layers()[static_cast<std::size_t>(li)];
-      Numerics nx = numerics(g.replica, micro, li, 0);
-      Mat out;
-      L.kernel->forward(e.trunk[static_cast<std::size_t>(e.trunkOf[k])], mb, paramsFor(g, li), nx, e.saved[k], out, nullptr);
-      if (!L.head && k + 1 < layers.size()) e.trunk.push_back(std::move(out));
-    }
   }
   for (std::size_t k = layers.size(); k-- > 0;) {
     const int li = layers[k];
@@ -451,19 +463,28 @@ void PhaseTrainer::Impl::backwardStage(Group& g, int stage, int micro) {
   if (stage > 0) g.outbox.push_back({g.replica, stage - 1, micro, true, std::move(d)});
 }
 
-void PhaseTrainer::Impl::runCycle(const std::vector<StageWork>& work) {
+void PhaseTrainer::Impl::runCycle(const std::vector<ir::Work>& work) {
   pool->run(groups.size(), [&](std::size_t i) {
     Group& g = groups[i];
     for (const auto& w : work) {
       if (stageIpu[static_cast<std::size_t>(w.stage)] != g.ipu) continue;
-      if (w.forward) forwardStage(g, w.stage, w.micro);
-      else backwardStage(g, w.stage, w.micro);
+      const int micro = static_cast<int>(w.micro);
+      switch (w.pass) {
+        case ir::Pass::Forward: forwardStage(g, w.stage, micro); break;
+        case ir::Pass::Recompute: recomputeStage(g, w.stage, micro); break;
+        case ir::Pass::Backward: backwardStage(g, w.stage, micro); break;
+      }
     }
     g.dynamicPeak = std::max(g.dynamicPeak, g.dynamicElements());
   });
   // Exchange: deliver what each IPU sent to the IPU of the receiving stage.
+  const double bc = ir::bytesOf(plan.precision.compute);
   for (auto& g : groups) {
     for (auto& m : g.outbox) {
+      // Activations go from stage - 1 to stage; gradients from stage + 1 to stage.
+      const std::size_t boundary = static_cast<std::size_t>(m.gradient ? m.stage : m.stage - 1);
+      auto& moved = m.gradient ? traffic.gradients : traffic.activations;
+      moved[static_cast<std::size_t>(m.replica)][boundary] += static_cast<double>(m.tensor.size()) * bc;
       Group& to = group(m.replica, stageIpu[static_cast<std::size_t>(m.stage)]);
       (m.gradient ? to.gradientsIn : to.activationsIn)[{m.stage, m.micro}] = std::move(m.tensor);
     }
@@ -510,6 +531,7 @@ void PhaseTrainer::Impl::reduceGradients() {
   for (int g = 0; g < P; ++g)
     for (std::size_t j = 0; j < group(0, g).slots.size(); ++j) work.push_back({g, static_cast<int>(j)});
   const bool round = fp16Acc;
+  countCollective(traffic.reduced, ir::bytesOf(plan.precision.accumulators));
   pool->run(work.size(), [&](std::size_t w) {
     const int g = work[w].first;
     const std::size_t j = static_cast<std::size_t>(work[w].second);
@@ -520,6 +542,24 @@ void PhaseTrainer::Impl::reduceGradients() {
     if (rts) ringReduceScatter(bufs, n, fn, nullptr);
     else ringAllReduce(bufs, n, fn, nullptr);
   });
+}
+
+void PhaseTrainer::Impl::countCollective(std::vector<std::vector<double>>& into, double bytesPerElement) const {
+  for (const auto& gr : groups)
+    for (const auto& s : gr.slots)
+      for (int t = 0; t < T; ++t)
+        if (s.shard < 0 || s.shard == t)
+          into[static_cast<std::size_t>(gr.replica)][static_cast<std::size_t>(gr.ipu * T + t)] +=
+              static_cast<double>(s.rows * s.cols) * bytesPerElement;
+}
+
+std::vector<double> PhaseTrainer::Impl::parameters() const {
+  std::vector<double> out(static_cast<std::size_t>(P * T), 0.0);
+  for (int g = 0; g < P; ++g)
+    for (const auto& s : group(0, g).slots)
+      for (int t = 0; t < T; ++t)
+        if (s.shard < 0 || s.shard == t) out[static_cast<std::size_t>(g * T + t)] += static_cast<double>(s.rows * s.cols);
+  return out;
 }
 
 bool PhaseTrainer::Impl::overflowed() const {
@@ -667,6 +707,7 @@ void PhaseTrainer::Impl::update(double lr, float gradScale) {
   for (std::size_t w = 0; w < items.size(); ++w) groups[items[w].group].streamedBytes += moved[w];
   if (rts) {
     // Every replica updated its chunk; all-gather the new weights.
+    countCollective(traffic.gathered, ir::bytesOf(plan.precision.weights));
     std::vector<Key2> work;
     for (int g = 0; g < P; ++g)
       for (std::size_t j = 0; j < group(0, g).slots.size(); ++j) work.push_back({g, static_cast<int>(j)});
@@ -726,8 +767,14 @@ Expected<StepResult> PhaseTrainer::Impl::runStep() {
   results.assign(batches.size(), std::vector<HeadResult>(model->layers().size()));
   hasResult.assign(batches.size(), std::vector<char>(model->layers().size(), 0));
   for (auto& g : groups) g.dynamicPeak = 0;
+  traffic = StepTraffic{};
+  const std::size_t boundaries = static_cast<std::size_t>(std::max(0, S - 1));
+  traffic.activations.assign(static_cast<std::size_t>(R), std::vector<double>(boundaries, 0.0));
+  traffic.gradients = traffic.activations;
+  traffic.reduced.assign(static_cast<std::size_t>(R), std::vector<double>(static_cast<std::size_t>(P * T), 0.0));
+  traffic.gathered = traffic.reduced;
 
-  for (const auto& work : cycles) {
+  for (long long c = 0; c < plan.schedule.cycles(); ++c) {
     if (settings.cancel != nullptr && settings.cancel->load()) {
       // Abandon the step: nothing it did is kept.
       for (auto& g : groups) {
@@ -741,7 +788,7 @@ Expected<StepResult> PhaseTrainer::Impl::runStep() {
       out.completed = false;
       return out;
     }
-    runCycle(work);
+    runCycle(plan.schedule.cycle(c));
   }
   reduceGradients();
   out.lossScale = lossScale;
@@ -939,6 +986,9 @@ bool PhaseTrainer::copiesAgree() const {
     }
   return true;
 }
+
+const StepTraffic& PhaseTrainer::lastStepTraffic() const { return impl_->traffic; }
+std::vector<double> PhaseTrainer::ipuParameters() const { return impl_->parameters(); }
 
 double PhaseTrainer::streamingBytes() const {
   double b = 0;

@@ -50,6 +50,16 @@ struct StepResult {
 
 using NamedTensors = std::vector<std::pair<std::string, Mat>>;
 
+// What one step moved between virtual IPUs, counted where the trainer moves
+// it (bytes in the plan's precision); [replica][...], since every replica
+// moves its own. The plan's ir::Traffic says how much it should be.
+struct StepTraffic {
+  std::vector<std::vector<double>> activations;  // [replica][boundary]: forward, stage b to b + 1, every micro batch
+  std::vector<std::vector<double>> gradients;    // [replica][boundary]: backward, stage b + 1 to b
+  std::vector<std::vector<double>> reduced;      // [replica][IPU]: gradients entered into the reduction across replicas
+  std::vector<std::vector<double>> gathered;     // [replica][IPU]: updated weights all-gathered (RTS)
+};
+
 class PhaseTrainer {
  public:
   // `corpus` is the text for BERT and GPT models (null for an MLP).
@@ -85,6 +95,11 @@ class PhaseTrainer {
   // Bytes on each virtual IPU of one replica (peak so far), and what lives in Streaming Memory.
   std::vector<double> ipuMemoryBytes() const;
   double streamingBytes() const;
+  // The last step's traffic, and the parameters each IPU of a replica holds
+  // (a tensor split over the shard group counts its shard, a whole one counts
+  // on every IPU of the group).
+  const StepTraffic& lastStepTraffic() const;
+  std::vector<double> ipuParameters() const;
 
   struct Impl;
 

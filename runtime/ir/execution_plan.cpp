@@ -4,13 +4,28 @@ namespace ipu::ir {
 
 const char* name(DType t) { return t == DType::FP16 ? "fp16" : "fp32"; }
 
-const char* name(Recompute r) {
-  switch (r) {
-    case Recompute::None: return "none";
-    case Recompute::EveryLayer: return "every_layer";
-    case Recompute::Stage: return "stage_inputs";
+const char* name(CollectiveKind k) {
+  switch (k) {
+    case CollectiveKind::AllReduce: return "all_reduce";
+    case CollectiveKind::ReduceScatter: return "reduce_scatter";
+    case CollectiveKind::AllGather: return "all_gather";
   }
-  return "none";
+  return "all_reduce";
+}
+
+const char* name(CollectiveTensors t) {
+  switch (t) {
+    case CollectiveTensors::Gradients: return "gradients";
+    case CollectiveTensors::UpdatedWeights: return "updated_weights";
+    case CollectiveTensors::StreamedWeights: return "streamed_weights";
+  }
+  return "gradients";
+}
+
+double Traffic::stageExchangeBytes(long long microBatches) const {
+  double perMicroBatch = 0;
+  for (const auto& b : boundaries) perMicroBatch += b.activationBytes + b.gradientBytes;
+  return static_cast<double>(microBatches) * perMicroBatch;
 }
 
 namespace {
@@ -203,7 +218,13 @@ Json toJson(const PhasePlan& ph) {
     stages.push(std::move(sj));
   }
   j["stages"] = std::move(stages);
-  j["pipeline_cycles"] = ph.pipelineCycles;
+  j["pipeline_cycles"] = ph.schedule.cycles();
+  Json sc = Json::object();
+  sc["stages"] = ph.schedule.stages;
+  sc["micro_batches"] = ph.schedule.microBatches;
+  sc["recompute"] = name(ph.schedule.recompute);
+  sc["cycles"] = ph.schedule.cycles();
+  j["schedule"] = std::move(sc);
 
   Json ipus = Json::array();
   for (const auto& ipu : ph.ipus) {
@@ -220,16 +241,47 @@ Json toJson(const PhasePlan& ph) {
     ij["streaming_bytes"] = ipu.streamingBytes;
     ij["streaming_capacity_bytes"] = ipu.streamingCapacityBytes;
     ij["phases"] = ipu.phases;
+    ij["parameters"] = ipu.parameters;
     ipus.push(std::move(ij));
   }
   j["ipus"] = std::move(ipus);
 
-  Json c = Json::object();
-  c["boundary_bytes_per_micro_batch"] = ph.communication.boundaryBytesPerMicroBatch;
-  c["all_reduce_bytes_per_ipu"] = ph.communication.allReduceBytesPerIpu;
-  c["rts_gather_bytes_per_ipu"] = ph.communication.rtsGatherBytesPerIpu;
-  c["streaming_bytes_per_step_per_ipu"] = ph.communication.streamingBytesPerStepPerIpu;
-  j["communication"] = std::move(c);
+  const Traffic& tr = ph.traffic;
+  Json t = Json::object();
+  Json bs = Json::array();
+  for (const auto& b : tr.boundaries) {
+    Json bj = Json::object();
+    bj["from"] = b.from;
+    bj["to"] = b.from + 1;
+    bj["activation_bytes"] = b.activationBytes;
+    bj["gradient_bytes"] = b.gradientBytes;
+    bs.push(std::move(bj));
+  }
+  t["stage_boundaries"] = std::move(bs);
+  t["stage_exchange_bytes"] = tr.stageExchangeBytes(ph.schedule.microBatches);
+  Json cs = Json::array();
+  for (const auto& c : tr.collectives) {
+    Json cj = Json::object();
+    cj["kind"] = name(c.kind);
+    cj["tensors"] = name(c.tensors);
+    cj["ipu"] = c.ipu;
+    cj["bytes"] = c.bytes;
+    cs.push(std::move(cj));
+  }
+  t["collectives"] = std::move(cs);
+  Json ss = Json::array();
+  for (const auto& st : tr.streaming) {
+    Json sj = Json::object();
+    sj["ipu"] = st.ipu;
+    sj["optimizer_state"] = st.optimizerState;
+    sj["weights"] = st.weights;
+    sj["gradients"] = st.gradients;
+    sj["activations"] = st.activations;
+    sj["total"] = st.optimizerState + st.phased();
+    ss.push(std::move(sj));
+  }
+  t["streaming"] = std::move(ss);
+  j["traffic"] = std::move(t);
   return j;
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "runtime/ir/json.h"
+#include "runtime/ir/schedule.h"
 #include "runtime/model/hardware.h"
 
 namespace ipu::ir {
@@ -88,6 +89,11 @@ struct Ipu {
   double streamingBytes = 0;       // Streaming Memory this IPU uses
   double streamingCapacityBytes = 0;
   int phases = 1;                  // phased-execution sub-graphs
+  // Parameters whose weights, gradients and optimizer state it holds: its
+  // layers' own (split over the shard group when shardable), and its copy of
+  // weights tied to a layer on another IPU. The update, the gradient
+  // reduction and the streamed state are sized by it.
+  double parameters = 0;
 };
 
 struct Stage {
@@ -96,9 +102,6 @@ struct Stage {
   std::vector<int> layers;
   int stashDepth = 1;       // micro batches in flight between its forward and backward
 };
-
-enum class Recompute { None, EveryLayer, Stage };
-const char* name(Recompute r);
 
 struct Mapping {
   std::string name;
@@ -175,11 +178,59 @@ struct Dataset {
   double maskProbability = 0.15;
 };
 
-struct Communication {
-  double boundaryBytesPerMicroBatch = 0;  // largest activation crossing a stage boundary
-  double allReduceBytesPerIpu = 0;        // gradients reduced across replicas per step
-  double rtsGatherBytesPerIpu = 0;        // RTS all-gathers per step
-  double streamingBytesPerStepPerIpu = 0; // Streaming Memory traffic per step
+// What one optimizer step moves, per replica (the replicas are identical),
+// in bytes. The planner derives it once; the cost model prices it and the
+// emulator moves exactly this much (tests/emulator/traffic_test.cpp).
+
+// Between stage `from` and `from + 1`, for each micro batch: the activation
+// the forward pass sends down the pipeline and its gradient, which the
+// backward pass sends back. It is the sending stage's last layer's output.
+struct StageBoundary {
+  int from = 0;
+  double activationBytes = 0;   // forward, per micro batch
+  double gradientBytes = 0;     // backward, per micro batch
+};
+
+enum class CollectiveKind { AllReduce, ReduceScatter, AllGather };
+const char* name(CollectiveKind k);
+enum class CollectiveTensors {
+  Gradients,        // the step's accumulated gradients, before the update
+  UpdatedWeights,   // RTS of the optimizer state: each replica updated its share
+  StreamedWeights,  // RTS of streamed weights: each replica keeps a share in Streaming Memory
+};
+const char* name(CollectiveTensors t);
+
+// One collective across the replicas, on one IPU of each replica: `bytes` is
+// the buffer every replica enters (the ring moves 2(r-1)/r of it per replica
+// for an all-reduce, (r-1)/r for a reduce-scatter or an all-gather).
+struct Collective {
+  CollectiveKind kind = CollectiveKind::AllReduce;
+  CollectiveTensors tensors = CollectiveTensors::Gradients;
+  int ipu = 0;          // Ipu::index
+  double bytes = 0;
+};
+
+// One IPU's Streaming Memory traffic per step (reads plus writes). Weights
+// stream once per step, not once per micro batch: phased execution runs every
+// micro batch of the step through a sub-graph while its weights are on chip
+// (PopART's batch serialisation), which is what makes it affordable; the
+// activations each layer keeps for its backward pass go out and back for
+// every micro batch.
+struct StreamingTraffic {
+  int ipu = 0;                  // Ipu::index
+  double optimizerState = 0;    // read and written once, during the update
+  double weights = 0;           // phased: in for the forward and again for the backward
+  double gradients = 0;         // phased: out once
+  double activations = 0;       // phased: each layer's input, out and back per micro batch
+  double phased() const { return weights + gradients + activations; }
+};
+
+struct Traffic {
+  std::vector<StageBoundary> boundaries;    // one per pair of neighbouring stages, in order
+  std::vector<Collective> collectives;      // none with one replica
+  std::vector<StreamingTraffic> streaming;  // the IPUs that use Streaming Memory
+  // Bytes crossing stage boundaries in one step (both directions, every micro batch).
+  double stageExchangeBytes(long long microBatches) const;
 };
 
 struct PhasePlan {
@@ -203,8 +254,8 @@ struct PhasePlan {
   std::vector<Stage> stages;
   std::vector<Ipu> ipus;     // the IPUs of one replica (all replicas are identical)
   int ipusUsed = 0;
-  int pipelineCycles = 0;    // per optimiser step: GA + 2S - 2
-  Communication communication;
+  PipelineSchedule schedule; // built by the planner from the stages, GA and recomputation
+  Traffic traffic;
   bool fits = true;
 };
 

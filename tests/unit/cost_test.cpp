@@ -219,6 +219,72 @@ TEST(CostModel, OffloadFreesMemoryAndCostsStreamingTime) {
   EXPECT_GT(eb.stepTime, ea.stepTime);
 }
 
+// The cost model prices the plan's schedule and traffic and derives neither:
+// changing the figures in the plan changes the estimate by them.
+TEST(CostModel, PricesThePlansScheduleAndTraffic) {
+  test::Outcome o = test::runText(bert(std::string(kPipeline4) + "replicas: 4\n"));
+  ASSERT_NE(o.plan, nullptr) << o.rendered();
+  const ir::PhasePlan& base = o.plan->runs[0].phases[0];
+  const cost::PhaseEstimate e = cost::estimatePhase(base);
+  ASSERT_TRUE(e.ok);
+  EXPECT_EQ(e.cycles, base.schedule.cycles());
+  ASSERT_FALSE(base.traffic.boundaries.empty());
+  ASSERT_FALSE(base.traffic.collectives.empty());
+  ASSERT_FALSE(base.traffic.streaming.empty());
+
+  ir::PhasePlan longer = base;
+  longer.schedule.microBatches *= 2;
+  const cost::PhaseEstimate el = cost::estimatePhase(longer);
+  EXPECT_EQ(el.cycles, 2 * base.schedule.microBatches + 2 * base.schedule.stages - 2);
+  EXPECT_DOUBLE_EQ(el.breakdown.compute, 2 * e.breakdown.compute);
+  EXPECT_DOUBLE_EQ(el.breakdown.pipelineFillDrain, e.breakdown.pipelineFillDrain);
+
+  ir::PhasePlan wider = base;
+  for (auto& b : wider.traffic.boundaries) b.activationBytes *= 2, b.gradientBytes *= 2;
+  const cost::PhaseEstimate ew = cost::estimatePhase(wider);
+  EXPECT_GT(ew.breakdown.exchange, e.breakdown.exchange);
+  EXPECT_DOUBLE_EQ(ew.breakdown.compute, e.breakdown.compute);
+
+  ir::PhasePlan alone = base;
+  alone.traffic.collectives.clear();
+  const cost::PhaseEstimate ea = cost::estimatePhase(alone);
+  EXPECT_GT(e.breakdown.allReduce, 0);
+  EXPECT_EQ(ea.breakdown.allReduce, 0);
+  EXPECT_NEAR(ea.stepTime, e.stepTime - e.breakdown.allReduce - e.breakdown.rtsCollectives, 1e-12 * e.stepTime);
+
+  ir::PhasePlan heavier = base;
+  for (auto& c : heavier.traffic.collectives) c.bytes *= 2;
+  EXPECT_GT(cost::estimatePhase(heavier).breakdown.allReduce, e.breakdown.allReduce);
+
+  ir::PhasePlan offloaded = base;
+  for (auto& st : offloaded.traffic.streaming) st.optimizerState *= 4;
+  EXPECT_GT(cost::estimatePhase(offloaded).breakdown.streaming, e.breakdown.streaming);
+}
+
+// Weights stream once per step in phased execution: more micro batches per
+// step stream more activations, not more weights.
+TEST(Plan, PhasedWeightsStreamOncePerStep) {
+  auto phased = [](int ga) {
+    test::Outcome o = test::runText(bert("phases: 4\nrecompute: every_layer\n", "fp16_sr",
+                                         "seq_len: 128; masked_tokens: 20; micro_batch: 8; gradient_accumulation: " + std::to_string(ga)));
+    EXPECT_NE(o.plan, nullptr) << o.rendered();
+    return o.plan ? o.plan->runs[0].phases[0] : ir::PhasePlan{};
+  };
+  const ir::PhasePlan a = phased(8), b = phased(32);
+  ASSERT_EQ(a.traffic.streaming.size(), a.ipus.size());
+  ASSERT_EQ(b.traffic.streaming.size(), b.ipus.size());
+  for (std::size_t i = 0; i < a.ipus.size(); ++i) {
+    const ir::StreamingTraffic &sa = a.traffic.streaming[i], &sb = b.traffic.streaming[i];
+    EXPECT_GT(sa.weights, 0);
+    EXPECT_EQ(sa.weights, sb.weights) << i;
+    EXPECT_EQ(sa.gradients, sb.gradients) << i;
+    EXPECT_EQ(sa.optimizerState, sb.optimizerState) << i;
+    EXPECT_DOUBLE_EQ(4 * sa.activations, sb.activations) << i;
+    // In for the forward and the backward pass: twice the IPU's weights.
+    EXPECT_DOUBLE_EQ(sa.weights, 2 * a.ipus[i].parameters * ir::bytesOf(a.precision.weights)) << i;
+  }
+}
+
 // Tensor sharding splits the compute and adds collectives between the shards.
 TEST(CostModel, ShardingSplitsComputeAndAddsExchange) {
   cost::PhaseEstimate t1 = estimateOf(bert(std::string(kPipeline4) + "replicas: 4\n"));

@@ -127,7 +127,7 @@ TEST(Pipeline, StagesFollowDataFlowAndStashDepths) {
   for (const auto& s : ph.stages) depths.push_back(s.stashDepth);
   EXPECT_EQ(depths, (std::vector<int>{9, 7, 5, 3, 1}));
   // PopART: GA + 2S - 2 cycles.
-  EXPECT_EQ(ph.pipelineCycles, 2048 + 2 * 5 - 2);
+  EXPECT_EQ(ph.schedule.cycles(), 2048 + 2 * 5 - 2);
 }
 
 TEST(Pipeline, BalancedPlacesEveryLayerOnceAndContiguously) {
