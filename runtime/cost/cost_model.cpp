@@ -393,13 +393,6 @@ class Model {
 
 }  // namespace
 
-std::string sdkOf(const std::string& software) {
-  std::size_t end = software.find_last_not_of(' ');
-  if (end == std::string::npos) return "";
-  std::size_t start = software.find_last_of(' ', end);
-  return software.substr(start == std::string::npos ? 0 : start + 1, end - (start == std::string::npos ? 0 : start + 1) + 1);
-}
-
 std::string frameworkOf(const std::string& software) {
   const std::size_t start = software.find_first_not_of(' ');
   if (start == std::string::npos) return "";

@@ -93,10 +93,6 @@ struct PhaseEstimate {
 // makes two rows of a calibration table comparable.
 std::string familyOf(const ir::PhasePlan& phase);
 
-// The SDK release of a declared `software` ("popart sdk2.3" -> "sdk2.3"): its
-// last word.
-std::string sdkOf(const std::string& software);
-
 // The framework of a declared `software` ("pytorch sdk3.3" -> "pytorch"): its
 // first word. The calibration's fixed cost per step is per framework: the
 // published figures show frameworks on the same configuration hundreds of
