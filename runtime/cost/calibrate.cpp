@@ -80,7 +80,7 @@ namespace {
 
 // x = [op latency (kilocycles), step overhead (ms), update cost (ns per
 // parameter), GW-Link latency (ms), then per chip: matmul, conv efficiency,
-// then per declared software: its step overhead (ms)].
+// then per framework the rows declare: its step overhead (ms)].
 constexpr std::size_t kShared = 4;
 
 struct FitProblem {
@@ -184,11 +184,11 @@ FitResult fitCalibration(std::vector<Measurement> rows, const std::string& sourc
       hasConv[c] = hasConv[c] || l.forward.conv > 0;
     }
   }
-  // Software the rows declare: each gets its own step overhead.
+  // Frameworks the rows declare: each gets its own fixed cost per step.
   std::vector<std::string> software;
   for (const auto& r : rows) {
-    const std::string sdk = sdkOf(r.phase.software);
-    if (!sdk.empty() && std::find(software.begin(), software.end(), sdk) == software.end()) software.push_back(sdk);
+    const std::string fw = frameworkOf(r.phase.software);
+    if (!fw.empty() && std::find(software.begin(), software.end(), fw) == software.end()) software.push_back(fw);
   }
   FitProblem pb{rows, chips, software, source, attentionFactor, std::vector<bool>(rows.size(), true)};
   // A few fixed starting points guard against a poor local minimum.
@@ -215,12 +215,12 @@ FitResult fitCalibration(std::vector<Measurement> rows, const std::string& sourc
       // so the row left out does not decide its own prediction.
       Vec x = pb.fit({best});
       pb.apply(x);
-      // Software no other row ran is unknown to this fit: the row gets the
-      // default step overhead, as `ipu estimate` gives unknown software.
-      const std::string sw = sdkOf(rows[i].phase.software);
+      // A framework no other row ran is unknown to this fit: the row gets the
+      // default step overhead, as `ipu estimate` gives an unknown framework.
+      const std::string fw = frameworkOf(rows[i].phase.software);
       bool seen = false;
-      for (std::size_t j = 0; j < rows.size(); ++j) seen = seen || (j != i && sdkOf(rows[j].phase.software) == sw);
-      if (!seen) rows[i].phase.pod.machine.chip.calibration.softwareStepOverhead.erase(sw);
+      for (std::size_t j = 0; j < rows.size(); ++j) seen = seen || (j != i && frameworkOf(rows[j].phase.software) == fw);
+      if (!seen) rows[i].phase.pod.machine.chip.calibration.softwareStepOverhead.erase(fw);
       loo[i] = predict(rows[i]);
     }
     pb.use.assign(rows.size(), true);

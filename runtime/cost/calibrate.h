@@ -3,9 +3,11 @@
 //
 // Parameters: per chip, the matmul and convolution efficiencies; shared by all
 // chips in the table (the tile, exchange and link architecture is the same
-// across Mk2 chips), the latency of one operation in cycles, the fixed cost of
-// a step in seconds (host-side), the per-step update cost per parameter of a
-// replica, and the latency of a cross-rack step over GW-Links. The attention factor is fixed, not fitted: the
+// across Mk2 chips), the latency of one operation in cycles, the fixed
+// host-side cost of a step per framework the rows declare (and a default for
+// other frameworks), the per-step update cost per parameter of a replica, and
+// the latency of a cross-rack step over GW-Links. The attention factor is
+// fixed, not fitted: the
 // published rows cannot separate it from the matmul efficiency. The fit
 // minimises the sum of squared log errors (relative errors, symmetric) with
 // Nelder-Mead from fixed starting points, so it is deterministic.

@@ -57,6 +57,18 @@ double shapeCost(double rows, double k, double n, double tiles) {
   return padded(k, kAmpInnerGroup) * padded(n, kAmpOutputGroup) / occupancy;
 }
 
+// The fixed host-side cost of a step of `software` under `cal`: its
+// framework's, or the default when the calibration has no row of that
+// framework (then a warning says so).
+double softwareStepOverhead(const hw::Calibration& cal, const std::string& software, std::vector<std::string>* warnings) {
+  const std::string fw = frameworkOf(software);
+  const auto it = cal.softwareStepOverhead.find(fw);
+  if (it != cal.softwareStepOverhead.end()) return it->second;
+  if (warnings && !fw.empty() && !cal.softwareStepOverhead.empty())
+    warnings->push_back("no calibration row ran framework `" + fw + "`: its fixed cost per step is the default `step_overhead`");
+  return cal.stepOverheadSeconds;
+}
+
 // Bandwidths the estimate derives from the hardware description. The
 // assumptions are stated in docs/cost-model.md.
 struct Links {
@@ -180,13 +192,10 @@ class Model {
     collectives(b, e, cal);
     optimizerAndStreaming(b, e, pipelineTime);
     hostIo(b, pipelineTime, gad);
-    // The host-side cost of a step is the software's when the calibration
-    // has it (the script declares its `software`), else the default.
-    const auto sw = cal.softwareStepOverhead.find(sdkOf(p_.software));
-    b.overhead = sw != cal.softwareStepOverhead.end() ? sw->second : cal.stepOverheadSeconds;
-    if (!p_.software.empty() && sw == cal.softwareStepOverhead.end() && !cal.softwareStepOverhead.empty())
-      e.coverageWarnings.push_back("no calibration row ran SDK release `" + sdkOf(p_.software) +
-                                   "`: its fixed cost per step is the default `step_overhead`");
+    // The host-side cost of a step is the declared software's framework's
+    // (the training loop, host synchronisation and per-step host work of
+    // PopART, TensorFlow, PopTorch, ...), fitted per framework.
+    b.overhead = softwareStepOverhead(cal, p_.software, &e.coverageWarnings);
 
     e.stepTime = b.total();
     e.cycles = static_cast<int>(cycles);
@@ -372,11 +381,11 @@ class Model {
 
 }  // namespace
 
-std::string sdkOf(const std::string& software) {
-  std::size_t end = software.find_last_not_of(' ');
-  if (end == std::string::npos) return "";
-  std::size_t start = software.find_last_of(' ', end);
-  return software.substr(start == std::string::npos ? 0 : start + 1, end - (start == std::string::npos ? 0 : start + 1) + 1);
+std::string frameworkOf(const std::string& software) {
+  const std::size_t start = software.find_first_not_of(' ');
+  if (start == std::string::npos) return "";
+  const std::size_t end = software.find(' ', start);
+  return software.substr(start, end == std::string::npos ? std::string::npos : end - start);
 }
 
 std::string familyOf(const ir::PhasePlan& phase) {

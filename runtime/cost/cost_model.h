@@ -93,10 +93,12 @@ struct PhaseEstimate {
 // makes two rows of a calibration table comparable.
 std::string familyOf(const ir::PhasePlan& phase);
 
-// The SDK release of a declared `software` ("popart sdk2.3" -> "sdk2.3"): its
-// last word. The calibration's fixed cost per step is per SDK release, since
-// the published figures show frameworks on one SDK within a few percent.
-std::string sdkOf(const std::string& software);
+// The framework of a declared `software` ("pytorch sdk3.3" -> "pytorch"): its
+// first word. The calibration's fixed cost per step is per framework: the
+// published figures show frameworks on the same configuration hundreds of
+// milliseconds apart per step, and SDK releases of one framework within a
+// few milliseconds (docs/cost-model.md).
+std::string frameworkOf(const std::string& software);
 
 // Work the chip does per useful FLOP of a matrix product with inner dimension
 // `inner` and `outputs` outputs per row, over `rows` rows on `tiles` tiles: 1
