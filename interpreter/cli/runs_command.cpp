@@ -217,7 +217,7 @@ int listRuns(store::RunStore& st, const RunsOptions& o) {
   if (o.json) {
     nlohmann::json j = nlohmann::json::array();
     for (const auto& r : runs) j.push_back(toJson(r, false));
-    std::cout << j.dump(2) << "\n";
+    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return kOk;
   }
 
@@ -299,7 +299,7 @@ int showRun(store::RunStore& st, const RunsOptions& o) {
     return kUserError;
   }
   if (o.json) {
-    std::cout << toJson(*r, true).dump(2) << "\n";
+    std::cout << toJson(*r, true).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return kOk;
   }
   base::Painter p(base::shouldColor(o.color, 1));
@@ -407,7 +407,7 @@ int compareRuns(store::RunStore& st, const RunsOptions& o) {
       x["metrics"] = keys;
       j["predicted_vs_measured"].push_back(x);
     }
-    std::cout << j.dump(2) << "\n";
+    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return kOk;
   }
 

@@ -433,7 +433,7 @@ int searchCommand(const std::vector<std::string>& args) {
       std::cout << "\n";
     }
   }
-  if (a.json) std::cout << out.dump(2) << "\n";
+  if (a.json) std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   if (!a.write.empty()) {
     if (written.empty()) {
       std::cerr << "ipu search: nothing to write to `" << a.write << "`: no mapping fits\n";
