@@ -143,6 +143,18 @@ TEST(PlanHash, ChangesOfThePlanChangeIt) {
       [](ir::RunPlan& r) { r.phases[1].seqLen += 1; },
       [](ir::RunPlan& r) { r.phases[0].layers[0].name += "x"; },
       [](ir::RunPlan& r) { r.phases.pop_back(); },
+      [](ir::RunPlan& r) { r.phases[0].software = "poptorch 3.3"; },
+      // The hardware it was planned for, figures the estimate reads.
+      [](ir::RunPlan& r) { r.phases[0].pod.machine.chip.exchangeBandwidth *= 1.1; },
+      [](ir::RunPlan& r) { r.phases[0].pod.machine.chip.ipuLinks += 1; },
+      [](ir::RunPlan& r) { r.phases[0].pod.machine.hostBandwidth *= 2; },
+      [](ir::RunPlan& r) { r.phases[0].pod.machine.streamingBandwidth *= 2; },
+      [](ir::RunPlan& r) { r.phases[0].pod.machinesPerRack += 1; },
+      [](ir::RunPlan& r) {
+        auto& c = r.phases[0].pod.machine.chip.calibration;
+        c.present = true;
+        c.matmulEfficiency += 0.01;
+      },
   };
   for (std::size_t i = 0; i < edits.size(); ++i) {
     ir::RunPlan changed = base;
