@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <set>
 
@@ -51,7 +52,7 @@ Doc& at(Doc& j, const std::vector<std::string>& path) {
 // Another value for a leaf, whatever its type.
 void change(Doc& leaf) {
   if (leaf.is_boolean()) leaf = !leaf.get<bool>();
-  else if (leaf.is_number_float()) leaf = leaf.get<double>() * 1.5 + 1;
+  else if (leaf.is_number_float()) leaf = leaf.get<double>() + 1 + std::fabs(leaf.get<double>());
   else if (leaf.is_number()) leaf = leaf.get<long long>() + 1;
   else if (leaf.is_string()) leaf = leaf.get<std::string>() + "x";
   else if (leaf.is_null()) leaf = 0;
