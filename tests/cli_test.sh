@@ -158,6 +158,29 @@ expect 1 "resume from a directory that is not a run" -- "$IPU" run "$ROOT/exampl
 grep -q "error\[IPU5005\].*is not a run directory" "$TMP/err" || { echo "FAIL: resuming a non-run directory is not IPU5005"; cat "$TMP/err"; fail=1; }
 expect 2 "a misspelt command" -- "$IPU" chek "$ROOT/examples/tiny_bert.ipu"
 grep -q "did you mean \`check\`" "$TMP/err" || { echo "FAIL: a misspelt command gets no suggestion"; cat "$TMP/err"; fail=1; }
+# The command table (docs/architecture.md): every command listed by `ipu --help`
+# has its own help, by `ipu help NAME` and by `ipu NAME --help`, naming it.
+expect 0 "ipu --help" -- "$IPU" --help
+commands=$(sed -n '/^commands:/,/^$/p' "$TMP/out" | grep -E '^  [a-z]' | awk '{print $1}')
+[ "$(echo $commands)" = "check plan fmt estimate search calibrate run repl runs report" ] || { echo "FAIL: ipu --help lists: $commands"; fail=1; }
+for c in $commands; do
+  expect 0 "ipu help $c" -- "$IPU" help "$c"
+  head -1 "$TMP/out" | grep -q "^usage: ipu $c" || { echo "FAIL: ipu help $c is not its own help"; head -3 "$TMP/out"; fail=1; }
+  cp "$TMP/out" "$TMP/help_$c"
+  expect 0 "ipu $c --help" -- "$IPU" "$c" --help
+  cmp -s "$TMP/out" "$TMP/help_$c" || { echo "FAIL: ipu $c --help differs from ipu help $c"; fail=1; }
+done
+expect 0 "ipu help" -- "$IPU" help
+grep -q "ipu help COMMAND" "$TMP/out" || { echo "FAIL: ipu help does not say how to get a command's help"; fail=1; }
+expect 2 "help for a misspelt command" -- "$IPU" help estimat
+grep -q "did you mean \`estimate\`" "$TMP/err" || { echo "FAIL: ipu help estimat gets no suggestion"; cat "$TMP/err"; fail=1; }
+expect 0 "--version" -- "$IPU" --version
+grep -q "^ipu [0-9]" "$TMP/out" || { echo "FAIL: --version"; fail=1; }
+# Each command takes its own options only, and says so.
+expect 2 "an option of another command" -- "$IPU" plan "$ROOT/examples/tiny_bert.ipu" --steps 3
+grep -q "unknown option \`--steps\`" "$TMP/err" && grep -q "ipu plan --help" "$TMP/err" || { echo "FAIL: plan --steps is not a usage error naming plan's help"; cat "$TMP/err"; fail=1; }
+# Options before the command word are the command's.
+expect 0 "an option before the command" -- "$IPU" --color never check "$ROOT/examples/tiny_bert.ipu"
 touch "$TMP/not_a_dir"
 expect 1 "run into an unwritable place" -- "$IPU" run "$ROOT/examples/tiny_bert.ipu" --steps 1 --runs-dir "$TMP/not_a_dir"
 grep -q "error\[IPU5009\]" "$TMP/err" || { echo "FAIL: an unwritable runs dir is not IPU5009"; cat "$TMP/err"; fail=1; }

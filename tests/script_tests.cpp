@@ -76,19 +76,19 @@ void parseExpectations(const std::string& text, std::vector<Expectation>& diags,
   }
 }
 
-bool compareJson(const ir::Json& actual, const std::string& op, const std::string& value) {
+bool compareJson(const nlohmann::ordered_json& actual, const std::string& op, const std::string& value) {
   if (value == "true" || value == "false") {
     bool want = value == "true";
-    bool got = actual.kind() == ir::Json::Kind::Bool && actual.asBool() == want;
+    bool got = actual.is_boolean() && actual.get<bool>() == want;
     return op == "==" ? got : op == "!=" ? !got : false;
   }
   if (!value.empty() && value.front() == '"') {
     std::string want = value.substr(1, value.size() - 2);
-    bool eq = actual.kind() == ir::Json::Kind::String && actual.asString() == want;
+    bool eq = actual.is_string() && actual.get<std::string>() == want;
     return op == "==" ? eq : op == "!=" ? !eq : false;
   }
-  if (actual.kind() != ir::Json::Kind::Number && actual.kind() != ir::Json::Kind::Integer) return false;
-  double a = actual.asNumber(), b = std::stod(value);
+  if (!actual.is_number()) return false;
+  double a = actual.get<double>(), b = std::stod(value);
   if (op == "==") return std::fabs(a - b) <= 1e-9 * std::max(1.0, std::fabs(b));
   if (op == "!=") return a != b;
   if (op == "<") return a < b;
@@ -146,7 +146,7 @@ class ScriptTest : public ::testing::Test {
       ir::Json estimateDoc = o.estimate != nullptr ? cost::toJson(*o.estimate) : ir::Json();
       for (const auto& j : json) {
         const bool inEstimate = j.path.rfind("estimate.", 0) == 0;
-        const ir::Json* v = inEstimate ? test::jsonAt(estimateDoc, j.path.substr(9)) : test::jsonAt(doc, j.path);
+        const nlohmann::ordered_json* v = inEstimate ? test::jsonAt(estimateDoc, j.path.substr(9)) : test::jsonAt(doc, j.path);
         if (v == nullptr) {
           ADD_FAILURE() << "line " << j.line << ": no `" << j.path << "` in the " << (inEstimate ? "estimate" : "plan")
                         << " JSON";

@@ -1,4 +1,11 @@
-#include "interpreter/cli/calibrate_command.h"
+// `ipu calibrate TABLE.csv`: plan every configuration in a table of measured
+// throughput, fit the cost model's parameters (runtime/cost/calibrate.h),
+// print the residuals, and write the parameters as an `.ipu` module of
+// `let` records that a chip's `calibration:` field takes.
+//
+// The table is CSV with a header: label,script,run,phase,samples_per_s. Paths
+// are relative to the table; empty run/phase mean the script's first.
+// Returns the process exit code.
 
 #include <cmath>
 #include <cstdio>
@@ -9,6 +16,8 @@
 #include <vector>
 
 #include "interpreter/base/render.h"
+#include "interpreter/cli/arguments.h"
+#include "interpreter/cli/command.h"
 #include "interpreter/cli/calibration_table.h"
 #include "interpreter/cli/output_file.h"
 #include "interpreter/session/session.h"
@@ -34,9 +43,21 @@ std::string fixed(double v, int digits) {
   return buf;
 }
 
-}  // namespace
+const char* kHelp = R"(usage: ipu calibrate TABLE.csv [-o FILE] [--color WHEN]
 
-int calibrateCommand(const std::string& table, const std::string& output, base::ColorMode color) {
+Fit the cost model to measured throughput: plan every configuration of a CSV
+table of measurements (label,script,run,phase,samples_per_s; paths relative
+to the table, empty run or phase for the script's first), fit the model's
+parameters, print the residuals, and print the parameters as an `.ipu` module
+of `let` records that a chip's `calibration:` field takes (docs/cost-model.md).
+
+options:
+  -o, --output FILE      write the parameters to FILE instead
+  --color auto|always|never
+                         colour (default auto: only on a terminal; NO_COLOR disables)
+)";
+
+int calibrate(const std::string& table, const std::string& output, base::ColorMode color) {
   // The table is read and its figures checked first (calibration_table.h):
   // every problem is reported at its line, and nothing is fitted to a table
   // with one.
@@ -171,5 +192,34 @@ int calibrateCommand(const std::string& table, const std::string& output, base::
   std::cerr << "wrote " << output << "\n";
   return 0;
 }
+
+int run(const std::vector<std::string>& args) {
+  std::vector<std::string> files;
+  std::string output;
+  base::ColorMode color = base::ColorMode::Auto;
+  ArgumentReader in(args);
+  std::string v;
+  while (in.next()) {
+    if (in.value("--output", v, "-o")) {
+      if (v.empty()) return usage("calibrate", "`--output` needs a file name");
+      output = v;
+    } else if (in.value("--color", v)) {
+      if (!parseColor(v, color)) return usage("calibrate", "--color takes `auto`, `always` or `never`");
+    } else if (in.isOption()) {
+      return usage("calibrate", "unknown option `" + in.word() + "`");
+    } else {
+      files.push_back(in.word());
+    }
+  }
+  if (files.size() != 1) return usage("calibrate", "`calibrate` takes one table of measurements");
+  return calibrate(files[0], output, color);
+}
+
+}  // namespace
+
+const Command kCalibrateCommand{"calibrate", "calibrate TABLE",
+                                "fit the cost model to measured throughput (a CSV table; see\n"
+                                "docs/cost-model.md) and print the parameters as an .ipu module",
+                                kHelp, run};
 
 }  // namespace ipu::cli

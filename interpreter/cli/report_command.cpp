@@ -1,4 +1,9 @@
-#include "interpreter/cli/report_command.h"
+// `ipu report [IDS | --where FILTER] -o report.html`: one self-contained HTML
+// file of recorded runs, with their curves, parameters, and for many runs
+// parallel coordinates and a scatter (interpreter/report/runs_html.h;
+// docs/tracking.md). Its own file with one entry point, so the command
+// line's dispatch needs only a line for it.
+// `args` are the arguments after `report`. Returns the process exit code.
 
 #include <iostream>
 
@@ -7,11 +12,12 @@
 #include "interpreter/report/runs_html.h"
 #include "interpreter/store/run_store.h"
 
+#include "interpreter/cli/command.h"
+
 namespace ipu::cli {
 
 namespace {
 
-constexpr int kOk = 0, kUserError = 1, kUsage = 2;
 
 const char* kReportUsage = R"(usage: ipu report [ID...] [--where FILTER] [--limit N] -o report.html
 
@@ -35,6 +41,8 @@ int usage(const std::string& message) {
 
 }  // namespace
 
+namespace {
+
 int reportCommand(const std::vector<std::string>& args) {
   std::vector<std::string> ids;
   std::string where, output, storeFlag, runsDir = "runs", title;
@@ -53,10 +61,6 @@ int reportCommand(const std::vector<std::string>& args) {
     };
     std::string v;
     int got = 0;
-    if (a == "-h" || a == "--help") {
-      std::cout << kReportUsage;
-      return kOk;
-    }
     if ((got = take("--where", where)) != 0) {
       if (got < 0) return usage("`--where` needs a filter");
     } else if ((got = take("-o", output)) != 0 || (got = take("--output", output)) != 0) {
@@ -121,5 +125,11 @@ int reportCommand(const std::vector<std::string>& args) {
     return kUserError;
   }
 }
+
+}  // namespace
+
+const Command kReportCommand{"report", "report [IDS]",
+    "one self-contained HTML file with plots of recorded runs",
+    kReportUsage, reportCommand};
 
 }  // namespace ipu::cli

@@ -18,11 +18,12 @@
 #include "interpreter/runner/store_recorder.h"
 #include "interpreter/store/filter.h"
 
+#include "interpreter/cli/command.h"
+
 namespace ipu::cli {
 
 namespace {
 
-constexpr int kOk = 0, kUserError = 1, kUsage = 2;
 
 const char* kRunsUsage = R"usage(usage: ipu runs [list] [--where FILTER] [--sort [-]NAME] [--limit N] [--columns A,B,...] [--json|--csv]
        ipu runs show ID [--json]
@@ -216,7 +217,7 @@ int listRuns(store::RunStore& st, const RunsOptions& o) {
   if (o.json) {
     nlohmann::json j = nlohmann::json::array();
     for (const auto& r : runs) j.push_back(toJson(r, false));
-    std::cout << j.dump(2) << "\n";
+    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return kOk;
   }
 
@@ -298,7 +299,7 @@ int showRun(store::RunStore& st, const RunsOptions& o) {
     return kUserError;
   }
   if (o.json) {
-    std::cout << toJson(*r, true).dump(2) << "\n";
+    std::cout << toJson(*r, true).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return kOk;
   }
   base::Painter p(base::shouldColor(o.color, 1));
@@ -406,7 +407,7 @@ int compareRuns(store::RunStore& st, const RunsOptions& o) {
       x["metrics"] = keys;
       j["predicted_vs_measured"].push_back(x);
     }
-    std::cout << j.dump(2) << "\n";
+    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return kOk;
   }
 
@@ -578,6 +579,8 @@ int selectRuns(store::RunStore& st, const std::vector<std::string>& ids, const s
   return kOk;
 }
 
+namespace {
+
 int runsCommand(const std::vector<std::string>& args) {
   RunsOptions o;
   bool subSeen = false;
@@ -597,10 +600,6 @@ int runsCommand(const std::vector<std::string>& args) {
       return true;
     };
     std::string v;
-    if (a == "-h" || a == "--help") {
-      std::cout << kRunsUsage;
-      return kOk;
-    }
     if (a == "--json") o.json = true;
     else if (a == "--csv") o.csv = true;
     else if (value("--where", v)) {
@@ -668,5 +667,12 @@ int runsCommand(const std::vector<std::string>& args) {
     return kUserError;
   }
 }
+
+}  // namespace
+
+const Command kRunsCommand{"runs", "runs",
+    "list, filter, show and compare recorded runs and estimates\n"
+    "(docs/tracking.md)",
+    kRunsUsage, runsCommand};
 
 }  // namespace ipu::cli

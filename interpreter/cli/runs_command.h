@@ -5,8 +5,8 @@
 //   ipu runs tag ID TAG...      ipu runs untag ID TAG...      ipu runs note ID TEXT
 //   ipu runs delete ID...       ipu runs gc [--grace SECONDS]  ipu runs import DIR...
 //
-// Kept in its own file, with one entry point taking the command's own
-// arguments, so the command line's dispatch needs only a line for it.
+// The command is the row kRunsCommand (command.h); this header shares how
+// the store is found and runs are selected with `report`, `run` and `estimate`.
 #pragma once
 
 #include <string>
@@ -15,9 +15,6 @@
 #include "interpreter/store/run_store.h"
 
 namespace ipu::cli {
-
-// `args` are the arguments after `runs`. Returns the process exit code.
-int runsCommand(const std::vector<std::string>& args);
 
 // The store a command uses: --store, else $IPU_STORE, else <runsDir>/ipu.db.
 std::string storeLocation(const std::string& storeFlag, const std::string& runsDir);

@@ -1,4 +1,11 @@
-#include "interpreter/cli/search_command.h"
+// `ipu search FILE`: for each phase of the script's runs, the fastest mappings
+// of its model onto its pod at its global batch that fit (interpreter/search),
+// how the script's own mapping compares, a Pareto table of IPUs against
+// throughput, and, when nothing fits, why. Options and output are documented
+// in docs/search.md.
+// `args` are the words after `search`. Returns the process exit code: 0 when
+// every searched phase has a mapping that fits, 1 when the script has errors
+// or some phase has none, 2 on a usage error.
 
 #include <cmath>
 #include <cstdio>
@@ -14,11 +21,12 @@
 #include "interpreter/search/search.h"
 #include "interpreter/session/session.h"
 
+#include "interpreter/cli/command.h"
+
 namespace ipu::cli {
 
 namespace {
 
-constexpr int kOk = 0, kUserError = 1, kUsage = 2;
 
 const char* kHelp = R"(usage: ipu search FILE [options]
 
@@ -171,6 +179,8 @@ struct Args {
 
 }  // namespace
 
+namespace {
+
 int searchCommand(const std::vector<std::string>& args) {
   Args a;
   for (std::size_t i = 0; i < args.size(); ++i) {
@@ -198,10 +208,6 @@ int searchCommand(const std::vector<std::string>& args) {
       }
       return args[++i];
     };
-    if (arg == "-h" || arg == "--help") {
-      std::cout << kHelp;
-      return kOk;
-    }
     if (arg == "--json") a.json = true;
     else if (arg == "--run" || arg == "--phase" || arg == "--write" || arg == "--objective" || arg == "--max-ipus" ||
              arg == "--headroom" || arg == "--fix" || arg == "--top" || arg == "--color") {
@@ -427,7 +433,7 @@ int searchCommand(const std::vector<std::string>& args) {
       std::cout << "\n";
     }
   }
-  if (a.json) std::cout << out.dump(2) << "\n";
+  if (a.json) std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   if (!a.write.empty()) {
     if (written.empty()) {
       std::cerr << "ipu search: nothing to write to `" << a.write << "`: no mapping fits\n";
@@ -442,5 +448,11 @@ int searchCommand(const std::vector<std::string>& args) {
   }
   return allFit ? kOk : kUserError;
 }
+
+}  // namespace
+
+const Command kSearchCommand{"search", "search FILE",
+    "find the fastest mappings of each phase that fit (docs/search.md)",
+    kHelp, searchCommand};
 
 }  // namespace ipu::cli

@@ -9,6 +9,7 @@
 
 #include "interpreter/base/diagnostic.h"
 #include "interpreter/base/terminal.h"
+#include "interpreter/cli/command.h"
 #include "interpreter/cli/runs_command.h"
 #include "interpreter/cli/sweep_run_command.h"
 #include "interpreter/store/filter.h"
@@ -23,9 +24,8 @@ using nlohmann::json;
 using store::SweepState;
 using store::TrialState;
 
-constexpr int kOk = 0, kUserError = 1, kUsage = 2;
 
-const char* kSweepUsage = R"usage(usage: ipu sweep FILE [NAME] [--count N] ...   (run a sweep: `ipu sweep FILE --help`)
+const char* kSweepUsage = R"usage(usage: ipu sweep FILE [NAME] [--count N] ...   (run a sweep: `ipu help agent`)
        ipu sweep list [--json]
        ipu sweep status SWEEP [--json]
        ipu sweep pause SWEEP      ipu sweep resume SWEEP      ipu sweep cancel SWEEP
@@ -325,5 +325,10 @@ int sweepCommand(const std::vector<std::string>& args) {
     return kUserError;
   }
 }
+
+const Command kSweepCommand{"sweep", "sweep FILE [NAME]",
+                            "create or resume a sweep declared in FILE and run an agent on it;\n"
+                            "`ipu sweep list|status|pause|resume|cancel` administer sweeps (docs/sweeps.md)",
+                            kSweepUsage, sweepCommand};
 
 }  // namespace ipu::cli

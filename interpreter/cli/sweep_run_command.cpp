@@ -11,6 +11,7 @@
 #include "interpreter/base/diagnostic.h"
 #include "interpreter/base/render.h"
 #include "interpreter/base/terminal.h"
+#include "interpreter/cli/command.h"
 #include "interpreter/cli/runs_command.h"
 #include "interpreter/runner/sweep_agent.h"
 #include "interpreter/session/session.h"
@@ -20,7 +21,7 @@ namespace ipu::cli {
 
 namespace {
 
-constexpr int kOk = 0, kUserError = 1, kUsage = 2, kInterrupted = 130;
+constexpr int kInterrupted = 130;
 
 const char* kSweepRunUsage = R"usage(usage: ipu sweep FILE [NAME] [options]
        ipu agent SWEEP [options]
@@ -272,5 +273,8 @@ int agentCommand(const std::vector<std::string>& args) {
     return kUserError;
   }
 }
+
+const Command kAgentCommand{"agent", "agent SWEEP", "run one more agent on a sweep of the run store (docs/sweeps.md)",
+                            kSweepRunUsage, agentCommand};
 
 }  // namespace ipu::cli

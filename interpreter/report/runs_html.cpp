@@ -434,7 +434,7 @@ std::string runsReportHtml(const std::vector<ReportRun>& runs, const std::string
           "<svg id=\"scatter\" xmlns=\"http://www.w3.org/2000/svg\" width=\"700\" height=\"400\"></svg>\n</div>\n";
   html += "<p id=\"few\" class=\"meta\" hidden>Parallel coordinates and the metric-against-parameter scatter appear for three "
           "runs or more that differ in a parameter.</p>\n";
-  html += "<script type=\"application/json\" id=\"ipu-data\">" + scriptSafe(data.dump()) + "</script>\n";
+  html += "<script type=\"application/json\" id=\"ipu-data\">" + scriptSafe(data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)) + "</script>\n";
   html += "<script>" + std::string(kPageScript) + "</script>\n</body>\n</html>\n";
   return html;
 }

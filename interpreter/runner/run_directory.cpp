@@ -8,6 +8,7 @@
 #include <ctime>
 #include <fcntl.h>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -230,10 +231,12 @@ train::StopRequest RunDirectory::step(train::Source, const train::StepInfo& s, s
     std::istringstream in(before.text);
     std::ostringstream kept;
     std::string line;
-    const std::string key = "\"global_step\":";
     while (std::getline(in, line)) {
-      auto at = line.find(key);
-      long long g = at == std::string::npos ? 0 : std::atoll(line.c_str() + at + key.size());
+      // A line that is not a record (torn by the interruption) goes too.
+      const auto record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+      if (!record.is_object()) continue;
+      const auto step = record.find("global_step");
+      const long long g = step != record.end() && step->is_number() ? step->get<long long>() : 0;
       if (g < s.globalStep) kept << line << "\n";
     }
     std::string error;

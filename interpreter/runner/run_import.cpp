@@ -17,6 +17,7 @@
 #include "interpreter/runner/run_parameters.h"
 #include "interpreter/runner/store_recorder.h"
 #include "interpreter/session/session.h"
+#include "runtime/ir/plan_hash.h"
 
 namespace ipu::runner {
 
@@ -50,17 +51,6 @@ double startFromName(const fs::path& dir) {
   tm.tm_sec = s;
   tm.tm_isdst = -1;
   return static_cast<double>(std::mktime(&tm));
-}
-
-std::string hashText(const std::string& text) {
-  std::uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
-  char buf[20];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return buf;
 }
 
 void findRunDirectories(const fs::path& p, std::vector<fs::path>& out, int depth) {
@@ -120,7 +110,7 @@ namespace {
 
 long long importOne(store::RunStore& st, const fs::path& dir, std::string& problem) {
   const std::string planJson = readText(dir / "plan.json");
-  nlohmann::json plan = nlohmann::json::parse(planJson, nullptr, false);
+  nlohmann::ordered_json plan = nlohmann::ordered_json::parse(planJson, nullptr, false);
   if (plan.is_discarded() || !plan.contains("runs") || !plan["runs"].is_array() || plan["runs"].empty()) {
     problem = "plan.json is not a plan";
     return 0;
@@ -129,7 +119,7 @@ long long importOne(store::RunStore& st, const fs::path& dir, std::string& probl
   nr.kind = store::RunKind::Run;
   nr.training = plan["runs"][0].value("name", dir.parent_path().filename().string());
   nr.script = readText(dir / "script.ipu");
-  nr.planHash = hashText(planJson);
+  nr.planHash = ir::contentHash(plan);  // the plan's hash, as a run of it records (runtime/ir/plan_hash.h)
   nr.host = hostName();
   nr.pid = 0;
   nr.startedAt = startFromName(dir);

@@ -1,5 +1,7 @@
 #include "interpreter/runner/run_parameters.h"
 
+#include "runtime/ir/plan_hash.h"
+
 #include <cstdint>
 #include <cstdio>
 
@@ -90,15 +92,6 @@ std::map<std::string, std::string> runParameters(const ir::RunPlan& run) {
 
 std::string planText(const ir::RunPlan& run) { return ir::Json(ir::toJson(ir::ExecutionPlan{{run}})).dump(); }
 
-std::string planHash(const ir::RunPlan& run) {
-  std::uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : planText(run)) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
-  char buf[20];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return buf;
-}
+std::string planHash(const ir::RunPlan& run) { return ir::planHash(run); }
 
 }  // namespace ipu::runner

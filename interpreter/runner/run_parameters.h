@@ -21,7 +21,8 @@ std::map<std::string, std::string> runParameters(const ir::RunPlan& run);
 
 // The plan text a run directory keeps as plan.json (docs/run.md).
 std::string planText(const ir::RunPlan& run);
-// 16 hex digits (64-bit FNV-1a) of planText: identifies the plan, not a secret.
+// The plan's content hash (runtime/ir/plan_hash.h): 16 hex digits, equal
+// exactly when the plans are, and equal to the hash of its plan.json.
 std::string planHash(const ir::RunPlan& run);
 
 }  // namespace ipu::runner

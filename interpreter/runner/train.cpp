@@ -17,6 +17,7 @@
 #include "interpreter/runner/store_recorder.h"
 #include "runtime/emulator/emulator.h"
 #include "runtime/files/regular_file.h"
+#include "runtime/ir/plan_hash.h"
 
 namespace ipu::runner {
 
@@ -59,19 +60,6 @@ class FanOut : public train::Observer {
   std::vector<train::Observer*> all_;
 };
 
-// What a checkpoint belongs to: a digest (FNV-1a, 64 bits) of the plan's
-// JSON, which the run directory also keeps whole in plan.json.
-std::string planIdentity(const std::string& planText) {
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : planText) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return buf;
-}
-
 void report(session::Session& s, const emu::Error& e) {
   s.diagnostics().error(e.code, s.spanOf(e.where), e.message, e.help);
 }
@@ -100,6 +88,7 @@ TrainResult train(session::Session& session, const ir::RunPlan& run, const Train
   std::string error;
   std::optional<RunDirectory> dir;
   const std::string planText = runner::planText(run);
+  const std::string identity = ir::planHash(run);
   if (settings.resume) {
     std::string path = settings.resumeFrom.empty() ? RunDirectory::latest(settings.runsRoot, run.name) : settings.resumeFrom;
     if (path.empty()) {
@@ -127,7 +116,16 @@ TrainResult train(session::Session& session, const ir::RunPlan& run, const Train
                                     "start a new run without --resume");
         return result;
       }
-      if (before.text != planText) {
+      // The same plan by content (runtime/ir/plan_hash.h), not by the bytes
+      // plan.json was written as.
+      const auto recorded = nlohmann::ordered_json::parse(before.text, nullptr, /*allow_exceptions=*/false);
+      if (recorded.is_discarded()) {
+        session.diagnostics().error(emu::code::kCheckpoint, session.spanOf(run.source),
+                                    "the run's plan record `" + path + "/plan.json` is not JSON",
+                                    "start a new run without --resume");
+        return result;
+      }
+      if (ir::contentHash(recorded) != identity) {
         session.diagnostics().error(emu::code::kCheckpoint, session.spanOf(run.source),
                                     "the plan of training `" + run.name + "` changed since `" + path +
                                         "` started, so its checkpoints do not belong to it",
@@ -152,7 +150,8 @@ TrainResult train(session::Session& session, const ir::RunPlan& run, const Train
   }
   options.checkpointDirectory = dir->checkpoints();
   options.resume = settings.resume;
-  options.planIdentity = planIdentity(planText);
+  // What a checkpoint belongs to.
+  options.planIdentity = identity;
 
   // The run store: a new record, or the one of the run directory resumed.
   std::unique_ptr<StoreRecorder> recorder;
@@ -171,7 +170,7 @@ TrainResult train(session::Session& session, const ir::RunPlan& run, const Train
         nr.kind = store::RunKind::Run;
         nr.training = run.name;
         nr.script = settings.scriptText;
-        nr.planHash = planHash(run);
+        nr.planHash = identity;
         nr.parameters = runParameters(run);
         nr.host = hostName();
         nr.pid = static_cast<long long>(::getpid());

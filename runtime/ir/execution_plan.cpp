@@ -70,6 +70,41 @@ Json chip(const hw::Chip& c) {
   j["memory_bytes"] = c.memoryBytes;
   j["peak_fp16_flops"] = c.peakFlops(true);
   j["peak_fp32_flops"] = c.peakFlops(false);
+  // The rest of the chip the cost model reads: with them the document, and
+  // so the plan's content hash, holds every figure the plan was made with.
+  j["memory_bandwidth"] = c.memoryBandwidth;
+  j["exchange_bandwidth"] = c.exchangeBandwidth;
+  j["ipu_links"] = c.ipuLinks;
+  j["ipu_link_bandwidth"] = c.ipuLinkBandwidth;
+  j["code_base_bytes"] = c.codeBaseBytes;
+  if (c.calibration.present) {
+    const hw::Calibration& k = c.calibration;
+    Json cal = Json::object();
+    cal["source"] = k.source;
+    cal["matmul_efficiency"] = k.matmulEfficiency;
+    cal["conv_efficiency"] = k.convEfficiency;
+    cal["attention_factor"] = k.attentionFactor;
+    cal["op_latency_cycles"] = k.opLatencyCycles;
+    cal["step_overhead_s"] = k.stepOverheadSeconds;
+    cal["update_s_per_parameter"] = k.updateSecondsPerParameter;
+    cal["gw_latency_s"] = k.gwLatencySeconds;
+    Json sw = Json::object();
+    for (const auto& [release, seconds] : k.softwareStepOverhead) sw[release] = seconds;
+    cal["software_step_overhead_s"] = std::move(sw);
+    Json rows = Json::array();
+    for (const auto& r : k.rows) {
+      Json row = Json::object();
+      row["family"] = r.family;
+      row["ipus"] = r.ipus;
+      row["accumulation"] = r.accumulation;
+      row["loo_error"] = r.looError;
+      rows.push(std::move(row));
+    }
+    cal["rows"] = std::move(rows);
+    j["calibration"] = std::move(cal);
+  } else {
+    j["calibration"] = Json();
+  }
   return j;
 }
 
@@ -81,6 +116,11 @@ Json pod(const hw::Pod& p) {
   j["machines"] = p.machines;
   j["chip"] = chip(p.machine.chip);
   j["streaming_memory_bytes_per_ipu"] = p.streamingBytesPerIpu();
+  j["streaming_bandwidth_per_ipu"] = p.machine.streamingBandwidth;
+  j["gw_link_bandwidth_per_machine"] = p.machine.gwLinkBandwidth;
+  j["host_bandwidth_per_machine"] = p.machine.hostBandwidth;
+  j["machines_per_rack"] = p.machinesPerRack;
+  j["power_of_two_replicas"] = p.powerOfTwoReplicas;
   return j;
 }
 
@@ -92,6 +132,7 @@ Json toJson(const PhasePlan& ph) {
   j["from"] = ph.from.empty() ? Json() : Json(ph.from);
   j["source"] = source(ph.source);
   j["model"] = ph.model;
+  j["software"] = ph.software.empty() ? Json() : Json(ph.software);
   j["pod"] = pod(ph.pod);
   j["micro_batch"] = ph.batch.microBatch;
   j["gradient_accumulation"] = ph.batch.gradientAccumulation;

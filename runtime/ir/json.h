@@ -1,69 +1,67 @@
-// A small JSON value with ordered objects, for the documented `--json` outputs
-// (plans, diagnostics, estimates, run records). Ordered because humans read
-// these files and diff them; a key's position is part of the contract's
-// readability, not its meaning. Writing is all the tool needs here; parsing
-// arrives with the components that read JSON (run stores, the language server).
+// The documented `--json` outputs and the files a run keeps (plans,
+// diagnostics, estimates, run records, metrics) are nlohmann::json trees; this
+// header fixes how they are written, so that every one of them follows the
+// same contract (docs/plan.md, "JSON conventions"):
+//   - objects keep the order their keys were inserted in: people read and
+//     diff these files, and a key's place is part of their readability;
+//   - a number that is a whole number below 9e15 is written without a
+//     fraction (`1`, not `1.0`); any other number is written with at most 10
+//     significant digits; NaN and infinities are written as null;
+//   - bytes that are not UTF-8 (a file in another encoding) become U+FFFD
+//     instead of making the document invalid.
+// Reading JSON is nlohmann::json::parse, nothing more.
 #pragma once
 
-#include <cstdint>
-#include <map>
-#include <memory>
-#include <ostream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
-#include <vector>
+
+namespace ipu::ir {
+class Json;
+}
+
+// nlohmann::json takes any type with a to_json as a value; without this it
+// would take an ir::Json (which converts to a string, as every json does) for
+// a string instead of copying it as the JSON it is.
+template <>
+struct nlohmann::adl_serializer<ipu::ir::Json> {
+  static void to_json(nlohmann::ordered_json& j, const ipu::ir::Json& value);
+  static void to_json(nlohmann::ordered_json& j, ipu::ir::Json&& value);
+};
 
 namespace ipu::ir {
 
-class Json {
+// Writes `doc` under the contract above; indent < 0 is one compact line
+// (JSON Lines), otherwise pretty with that indent.
+std::string dumpJson(const nlohmann::ordered_json& doc, int indent = 2);
+
+// A number as the contract writes it: null when not finite, an integer when
+// whole and below 9e15, else rounded to 10 significant digits. Content hashes
+// (runtime/ir/plan_hash.h) use it so that a document and the same document
+// read back from its file hash alike.
+nlohmann::ordered_json canonicalNumber(double v);
+
+// An ordered nlohmann::json whose dump() follows the contract. `push` is the
+// name the plan and estimate documents (runtime/ir/execution_plan.cpp,
+// runtime/cost/cost_model.cpp) were written with; it is push_back.
+class Json : public nlohmann::ordered_json {
  public:
-  enum class Kind { Null, Bool, Number, Integer, String, Array, Object };
+  using nlohmann::ordered_json::ordered_json;
+  Json() = default;
+  Json(const nlohmann::ordered_json& j) : nlohmann::ordered_json(j) {}
+  Json(nlohmann::ordered_json&& j) : nlohmann::ordered_json(std::move(j)) {}
 
-  Json() = default;                       // null
-  Json(std::nullptr_t) {}
-  Json(bool b) : kind_(Kind::Bool), bool_(b) {}
-  Json(int v) : kind_(Kind::Integer), int_(v) {}
-  Json(long v) : kind_(Kind::Integer), int_(v) {}
-  Json(long long v) : kind_(Kind::Integer), int_(v) {}
-  Json(unsigned v) : kind_(Kind::Integer), int_(v) {}
-  Json(unsigned long v) : kind_(Kind::Integer), int_(static_cast<long long>(v)) {}
-  Json(unsigned long long v) : kind_(Kind::Integer), int_(static_cast<long long>(v)) {}
-  Json(double v) : kind_(Kind::Number), num_(v) {}
-  Json(const char* s) : kind_(Kind::String), str_(s) {}
-  Json(std::string s) : kind_(Kind::String), str_(std::move(s)) {}
-
-  static Json array() { Json j; j.kind_ = Kind::Array; return j; }
-  static Json object() { Json j; j.kind_ = Kind::Object; return j; }
-
-  Kind kind() const { return kind_; }
-  // Object access: inserts (keeping insertion order) when the key is new.
-  Json& operator[](const std::string& key);
-  const Json* find(const std::string& key) const;
-  void push(Json value);                  // array append
-  std::size_t size() const;
-
-  bool asBool() const { return bool_; }
-  double asNumber() const { return kind_ == Kind::Integer ? static_cast<double>(int_) : num_; }
-  long long asInteger() const { return kind_ == Kind::Integer ? int_ : static_cast<long long>(num_); }
-  const std::string& asString() const { return str_; }
-  const std::vector<Json>& items() const { return items_; }
-  const std::vector<std::pair<std::string, Json>>& members() const { return members_; }
-
-  // indent < 0: compact single line (JSONL); otherwise pretty with that indent.
-  std::string dump(int indent = 2) const;
-  void write(std::ostream& os, int indent = 2) const;
-
- private:
-  void writeImpl(std::ostream& os, int indent, int depth) const;
-  Kind kind_ = Kind::Null;
-  bool bool_ = false;
-  long long int_ = 0;
-  double num_ = 0;
-  std::string str_;
-  std::vector<Json> items_;
-  std::vector<std::pair<std::string, Json>> members_;
+  static Json object() { return Json(nlohmann::ordered_json::object()); }
+  static Json array() { return Json(nlohmann::ordered_json::array()); }
+  void push(Json value) { push_back(std::move(value)); }
+  std::string dump(int indent = 2) const { return dumpJson(*this, indent); }
 };
 
-std::string jsonEscape(const std::string& s);
-
 }  // namespace ipu::ir
+
+inline void nlohmann::adl_serializer<ipu::ir::Json>::to_json(nlohmann::ordered_json& j, const ipu::ir::Json& value) {
+  j = static_cast<const nlohmann::ordered_json&>(value);
+}
+inline void nlohmann::adl_serializer<ipu::ir::Json>::to_json(nlohmann::ordered_json& j, ipu::ir::Json&& value) {
+  j = static_cast<nlohmann::ordered_json&&>(value);
+}

@@ -1,6 +1,8 @@
 // Unit tests of the base layer: locations, suggestions, rendering, colour policy.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <cmath>
 #include <cstdlib>
 
@@ -72,14 +74,14 @@ TEST(Render, JsonHasLocationsAndRenderedText) {
   FileId f = sources.add("j.ipu", "abc def\n");
   Diagnostic d{"IPU0001", Severity::Warning, Span{f, 4, 7}, "msg", "", {{Span{f, 0, 3}, "first here"}}};
   ipu::ir::Json j = toJson(d, sources);
-  EXPECT_EQ(j.find("code")->asString(), "IPU0001");
-  EXPECT_EQ(j.find("severity")->asString(), "warning");
-  EXPECT_EQ(j.find("line")->asInteger(), 1);
-  EXPECT_EQ(j.find("column")->asInteger(), 5);
-  EXPECT_EQ(j.find("end_column")->asInteger(), 8);
-  EXPECT_EQ(j.find("help")->kind(), ipu::ir::Json::Kind::Null);
-  EXPECT_EQ(j.find("notes")->items().size(), 1u);
-  EXPECT_NE(j.find("rendered")->asString().find("j.ipu:1:5"), std::string::npos);
+  EXPECT_EQ(j.at("code"), "IPU0001");
+  EXPECT_EQ(j.at("severity"), "warning");
+  EXPECT_EQ(j.at("line"), 1);
+  EXPECT_EQ(j.at("column"), 5);
+  EXPECT_EQ(j.at("end_column"), 8);
+  EXPECT_TRUE(j.at("help").is_null());
+  EXPECT_EQ(j.at("notes").size(), 1u);
+  EXPECT_NE(j.at("rendered").get<std::string>().find("j.ipu:1:5"), std::string::npos);
 }
 
 TEST(Colour, NoColorWinsAndAlwaysForces) {
@@ -107,6 +109,35 @@ TEST(Json, EscapesAndKeepsOrder) {
   j["big"] = 1e20;
   j["nan"] = std::nan("");
   EXPECT_EQ(j.dump(-1), "{\"z\":1,\"a\":\"q\\\"\\n\\u0001\",\"n\":0.5,\"big\":1e+20,\"nan\":null}");
+  EXPECT_EQ(j.dump(2).substr(0, 11), "{\n  \"z\": 1,");
+}
+
+// The number contract of the documented outputs (runtime/ir/json.h).
+TEST(Json, WholeNumbersWithoutFractionOthersToTenDigits) {
+  EXPECT_EQ(ipu::ir::dumpJson(nlohmann::ordered_json(3.0)), "3");
+  EXPECT_EQ(ipu::ir::dumpJson(nlohmann::ordered_json(-0.0)), "0");
+  EXPECT_EQ(ipu::ir::dumpJson(nlohmann::ordered_json(123456789012345.0)), "123456789012345");
+  EXPECT_EQ(ipu::ir::dumpJson(nlohmann::ordered_json(0.1 + 0.2)), "0.3");
+  EXPECT_EQ(ipu::ir::dumpJson(nlohmann::ordered_json(2.99999999999)), "3");
+  EXPECT_EQ(ipu::ir::dumpJson(nlohmann::ordered_json(1.0 / 3)), "0.3333333333");
+  EXPECT_EQ(ipu::ir::dumpJson(nlohmann::ordered_json(1.5e-7)), "1.5e-07");
+  EXPECT_EQ(ipu::ir::dumpJson(nlohmann::ordered_json(-std::numeric_limits<double>::infinity())), "null");
+  // Not UTF-8 (a file in another encoding): replaced, the document stays valid.
+  const std::string written = ipu::ir::dumpJson(nlohmann::ordered_json("caf\xe9"));
+  EXPECT_EQ(written, "\"caf\xef\xbf\xbd\"");
+  EXPECT_EQ(nlohmann::json::parse(written), "caf\xef\xbf\xbd");
+}
+
+// An ir::Json put inside another is copied as JSON (not taken for a string).
+TEST(Json, NestsAsJson) {
+  ipu::ir::Json inner = ipu::ir::Json::array();
+  inner.push(1);
+  inner.push("two");
+  ipu::ir::Json outer = ipu::ir::Json::object();
+  outer["list"] = inner;
+  outer["moved"] = std::move(inner);
+  ipu::ir::Json copy = outer;
+  EXPECT_EQ(copy.dump(-1), "{\"list\":[1,\"two\"],\"moved\":[1,\"two\"]}");
 }
 
 // Bytes from a script never reach the terminal as control sequences.

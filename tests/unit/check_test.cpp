@@ -152,8 +152,8 @@ std::string training(const std::string& phase, const std::string& mappingExtra =
 }
 long long planned(const test::Outcome& o, const std::string& field) {
   ir::Json j = ir::toJson(*o.plan);
-  const ir::Json* v = test::jsonAt(j, "runs.0.phases.0." + field);
-  return v == nullptr ? -1 : v->asInteger();
+  const nlohmann::ordered_json* v = test::jsonAt(j, "runs.0.phases.0." + field);
+  return v == nullptr || !v->is_number() ? -1 : v->get<long long>();
 }
 }  // namespace
 
@@ -185,8 +185,8 @@ TEST(Schedule, WarmupUnitsAndScaling) {
   test::Outcome a = test::runText(training("micro_batch: 8; global_batch: 1024; steps: 1000; lr: 0.001 per 256 warmup 10% then cosine to 0"));
   ASSERT_TRUE(a.plan) << a.rendered();
   ir::Json j = ir::toJson(*a.plan);
-  EXPECT_NEAR(test::jsonAt(j, "runs.0.phases.0.lr.peak")->asNumber(), 0.004, 1e-12);
-  EXPECT_EQ(test::jsonAt(j, "runs.0.phases.0.lr.warmup_steps")->asNumber(), 100);
+  EXPECT_NEAR(test::jsonAt(j, "runs.0.phases.0.lr.peak")->get<double>(), 0.004, 1e-12);
+  EXPECT_EQ(test::jsonAt(j, "runs.0.phases.0.lr.warmup_steps")->get<double>(), 100);
   test::Outcome b = test::runText(training("micro_batch: 8; global_batch: 1024; steps: 100; lr: 0.001 warmup 200 steps then linear to 0"));
   EXPECT_TRUE(hasCode(b, code::kBadSchedule)) << b.rendered();
   test::Outcome c = test::runText(training("micro_batch: 8; global_batch: 1024; steps: 100; lr: 0.001 warmup 20 then linear to 0"));

@@ -75,20 +75,21 @@ Outcome trainFile(const std::string& path, long long steps) {
   return o;
 }
 
-const ir::Json* jsonAt(const ir::Json& root, const std::string& path) {
-  const ir::Json* cur = &root;
+const nlohmann::ordered_json* jsonAt(const nlohmann::ordered_json& root, const std::string& path) {
+  const nlohmann::ordered_json* cur = &root;
   std::size_t start = 0;
   while (cur != nullptr && start <= path.size()) {
     std::size_t dot = path.find('.', start);
     std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
     if (part.empty()) break;
-    if (cur->kind() == ir::Json::Kind::Array) {
+    if (cur->is_array()) {
       char* end = nullptr;
       long idx = std::strtol(part.c_str(), &end, 10);
-      if (*end != '\0' || idx < 0 || static_cast<std::size_t>(idx) >= cur->items().size()) return nullptr;
-      cur = &cur->items()[static_cast<std::size_t>(idx)];
-    } else if (cur->kind() == ir::Json::Kind::Object) {
-      cur = cur->find(part);
+      if (*end != '\0' || idx < 0 || static_cast<std::size_t>(idx) >= cur->size()) return nullptr;
+      cur = &(*cur)[static_cast<std::size_t>(idx)];
+    } else if (cur->is_object()) {
+      auto it = cur->find(part);
+      cur = it == cur->end() ? nullptr : &*it;
     } else {
       return nullptr;
     }

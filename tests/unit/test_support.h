@@ -34,6 +34,6 @@ Outcome runFile(const std::string& path, bool estimate = false);
 Outcome trainFile(const std::string& path, long long steps = 1);
 
 // "a.b.0.c" over a JSON document; null when missing.
-const ir::Json* jsonAt(const ir::Json& root, const std::string& path);
+const nlohmann::ordered_json* jsonAt(const nlohmann::ordered_json& root, const std::string& path);
 
 }  // namespace ipu::test

@@ -1,0 +1,148 @@
+// `ipu run FILE`: train the script's runs on the emulator, with a progress
+// display, a run directory and a record in the run store (docs/run.md).
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <csignal>
+#include <filesystem>
+#include <iostream>
+
+#include "interpreter/cli/arguments.h"
+#include "interpreter/cli/command.h"
+#include "interpreter/cli/session_output.h"
+#include "interpreter/cli/training_options.h"
+#include "interpreter/runner/step_export.h"
+
+namespace ipu::cli {
+
+namespace {
+
+const char* kHelp = R"(usage: ipu run FILE [options]
+
+Train the script's runs on the emulator (small models), with a progress
+display, a run directory of checkpoints, metrics and events, and a record in
+the run store (docs/run.md, docs/tracking.md). Ctrl-C stops cleanly after the
+current micro batch (exit 130); a second Ctrl-C ends the process.
+
+options:
+  --runs-dir DIR         where run directories go (default: runs)
+  --resume[=DIR]         continue the latest run of the training (or DIR)
+  --steps N              at most N steps per phase (a quick try)
+  --threads N            host threads for the virtual IPUs (default: all)
+  --checkpoint-every N   steps between checkpoints (default: 100)
+  --export-steps N DIR   also write the first N steps (weights, batches,
+                         gradients) to DIR as NumPy files (docs/emulator.md)
+  --store PATH|URI       the run store (default: $IPU_STORE, else DIR/ipu.db)
+  --no-store             record nothing in the run store
+  --color auto|always|never
+                         colour (default auto: only on a terminal; NO_COLOR disables)
+)";
+
+std::atomic<bool> gCancel{false};
+
+// The first Ctrl-C stops the run cleanly (after the current micro batch,
+// keeping what was recorded); a second one ends the process.
+void onInterrupt(int) {
+  gCancel = true;
+  std::signal(SIGINT, SIG_DFL);
+}
+
+int train(const std::string& path, const TrainingOptions& o, const runner::ExportRequest& exportRequest,
+          base::ColorMode color) {
+  const bool exporting = exportRequest.steps > 0;
+  if (exporting && o.resume)
+    return usage("run", "`--export-steps` exports the first steps of a new run; it cannot be combined with --resume");
+  if (exporting) {
+    const std::string problem = runner::exportDirectoryProblem(exportRequest.directory);
+    if (!problem.empty()) return usage("run", problem);
+  }
+  session::Session s;
+  showHookOutput(s);
+  auto file = s.readFile(path);
+  const ir::ExecutionPlan* plan = file ? s.plan(*file, /*requireRuns=*/true) : nullptr;
+  if (plan == nullptr || s.diagnostics().hasErrors()) {
+    printDiagnostics(s, false, color);
+    return kUserError;
+  }
+  printDiagnostics(s, false, color);  // warnings
+  s.diagnostics().clear();
+  // Opened once the script is known to plan: a mistake in it creates no store.
+  std::string storeError;
+  auto runStore = openRecordingStore(o.store, storeError);
+  if (!storeError.empty()) {
+    std::cerr << "ipu run: error: " << storeError << "\n  help: --no-store runs without recording in the store\n";
+    return kUserError;
+  }
+  if (exporting) {
+    const std::string problem = runner::exportPlanProblem(*plan, exportRequest.steps, o.steps);
+    if (!problem.empty()) return usage("run", problem);
+  }
+  std::signal(SIGINT, onInterrupt);
+  const std::string dir = std::filesystem::absolute(path).parent_path().string();
+  if (exporting) {
+    runner::TrainSettings settings = trainSettings(o, s.rootText(), dir, color);
+    settings.cancel = &gCancel;
+    const runner::ExportResult exported = runner::exportSteps(s, plan->runs.front(), settings, exportRequest, std::cerr);
+    if (s.diagnostics().hasErrors()) printDiagnostics(s, false, color);
+    s.diagnostics().clear();
+    if (exported.status == runner::ExportResult::Status::Failed) return kUserError;
+    if (exported.status == runner::ExportResult::Status::Cancelled) return 130;
+  }
+  for (const auto& run : plan->runs) {
+    runner::TrainSettings settings = trainSettings(o, s.rootText(), dir, color);
+    settings.cancel = &gCancel;
+    settings.store = runStore.get();
+    runner::TrainResult r = runner::train(s, run, settings, std::cerr, ::isatty(2) != 0);
+    if (s.diagnostics().hasErrors()) printDiagnostics(s, false, color);
+    reportStoreRecord(r, runStore.get());
+    s.diagnostics().clear();
+    printTrainResult(r, run.name, color);
+    if (r.status == runner::TrainResult::Status::Failed) return kUserError;
+    if (r.status == runner::TrainResult::Status::Cancelled) return 130;
+  }
+  return kOk;
+}
+
+int run(const std::vector<std::string>& args) {
+  std::vector<std::string> files;
+  TrainingOptions o;
+  runner::ExportRequest exportRequest;  // --export-steps N DIR (steps 0: none)
+  base::ColorMode color = base::ColorMode::Auto;
+  ArgumentReader in(args);
+  std::string v, error;
+  while (in.next()) {
+    if (readTrainingOption(in, o, error)) {
+      if (!error.empty()) return usage("run", error);
+    } else if (in.value("--export-steps", v)) {
+      char* end = nullptr;
+      const long long n = std::strtoll(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || n < 1 || n > 1000000)
+        return usage("run", "`--export-steps` needs a whole number of steps from 1 to 1000000, then a directory (`--export-steps N DIR`)");
+      // An option in DIR's place is a forgotten DIR (a directory named `-x` is `./-x`).
+      const std::string* dir = in.following();
+      if (dir == nullptr || dir->empty() || (*dir)[0] == '-')
+        return usage("run", "`--export-steps " + v + "` needs a directory to write to (`--export-steps N DIR`)");
+      exportRequest.steps = n;
+      exportRequest.directory = *dir;
+      in.skip();
+    } else if (in.value("--color", v)) {
+      if (!parseColor(v, color)) return usage("run", "--color takes `auto`, `always` or `never`");
+    } else if (in.isOption()) {
+      return usage("run", "unknown option `" + in.word() + "`");
+    } else {
+      files.push_back(in.word());
+    }
+  }
+  if (files.size() != 1) return usage("run", "`run` takes one script");
+  return train(files[0], o, exportRequest, color);
+}
+
+}  // namespace
+
+const Command kRunCommand{"run", "run FILE",
+                          "train the script's runs on the emulator (small models), with a\n"
+                          "progress display and a run directory (docs/run.md)",
+                          kHelp, run};
+
+}  // namespace ipu::cli

@@ -1,0 +1,108 @@
+#include "interpreter/cli/training_options.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <iostream>
+
+#include "interpreter/cli/runs_command.h"
+
+namespace ipu::cli {
+
+bool readStoreOption(ArgumentReader& in, StoreOptions& o, std::string& error) {
+  std::string v;
+  if (in.value("--runs-dir", v)) {
+    if (v.empty()) error = "`--runs-dir` needs a directory";
+    o.runsDir = v;
+  } else if (in.value("--store", v)) {
+    if (v.empty()) error = "`--store` needs a path or a postgresql:// URI";
+    o.store = v;
+  } else if (in.flag("--no-store")) {
+    o.noStore = true;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+bool readTrainingOption(ArgumentReader& in, TrainingOptions& o, std::string& error) {
+  if (readStoreOption(in, o.store, error)) return true;
+  const std::string& a = in.word();
+  if (a == "--resume") {
+    o.resume = true;
+    return true;
+  }
+  if (a.rfind("--resume=", 0) == 0) {
+    o.resume = true;
+    o.resumeFrom = a.substr(9);
+    if (o.resumeFrom.empty()) error = "`--resume=` needs a run directory";
+    return true;
+  }
+  for (const char* name : {"--threads", "--steps", "--checkpoint-every"}) {
+    std::string v;
+    if (!in.value(name, v)) continue;
+    const bool threads = std::string(name) == "--threads";
+    char* end = nullptr;
+    long long n = std::strtoll(v.c_str(), &end, 10);
+    if (v.empty() || *end != '\0' || n < (threads ? 0 : 1) || n > 1000000000) {
+      error = std::string("`") + name + "` needs a whole number" + (threads ? "" : " of at least 1");
+      return true;
+    }
+    if (threads) o.threads = static_cast<int>(std::min<long long>(n, 1024));
+    else if (std::string(name) == "--steps") o.steps = n;
+    else o.checkpointEvery = n;
+    return true;
+  }
+  return false;
+}
+
+std::unique_ptr<store::RunStore> openRecordingStore(const StoreOptions& o, std::string& error) {
+  if (o.noStore) return nullptr;
+  try {
+    return store::openStore(storeLocation(o.store, o.runsDir), store::OpenMode::Create);
+  } catch (const store::StoreError& e) {
+    error = e.what();
+    return nullptr;
+  }
+}
+
+runner::TrainSettings trainSettings(const TrainingOptions& o, const std::string& scriptText, const std::string& scriptDir,
+                                    base::ColorMode color) {
+  runner::TrainSettings t;
+  t.runsRoot = o.store.runsDir;
+  t.resume = o.resume;
+  t.resumeFrom = o.resumeFrom;
+  t.threads = o.threads;
+  t.stepLimit = o.steps;
+  t.checkpointEvery = o.checkpointEvery;
+  t.scriptText = scriptText;
+  t.scriptDirectory = scriptDir;
+  t.color = color;
+  return t;
+}
+
+void printTrainResult(const runner::TrainResult& r, const std::string& training, base::ColorMode color) {
+  base::Painter p(base::shouldColor(color, 1));
+  using base::Style;
+  switch (r.status) {
+    case runner::TrainResult::Status::Completed: std::cout << p.paint(Style::Good, "completed"); break;
+    case runner::TrainResult::Status::Stopped: std::cout << p.paint(Style::Warning, "stopped by a hook"); break;
+    case runner::TrainResult::Status::Cancelled: std::cout << p.paint(Style::Warning, "stopped by Ctrl-C"); break;
+    case runner::TrainResult::Status::Failed: std::cout << p.paint(Style::Error, "failed"); break;
+  }
+  std::cout << ": training " << training;
+  if (!r.runDirectory.empty()) std::cout << ", recorded in " << r.runDirectory;
+  else if (r.status == runner::TrainResult::Status::Failed) std::cout << " (nothing was recorded)";
+  std::cout << "\n";
+  if (r.status == runner::TrainResult::Status::Stopped && !r.stopReason.empty())
+    std::cout << "  reason: " << r.stopReason << "\n";
+  if (r.status == runner::TrainResult::Status::Cancelled)
+    std::cout << p.paint(Style::Dim, "continue it with --resume=" + r.runDirectory) << "\n";
+}
+
+void reportStoreRecord(const runner::TrainResult& r, const store::RunStore* runStore) {
+  if (runStore == nullptr) return;
+  if (r.storeRunId != 0) std::cerr << "recorded as run " << r.storeRunId << " in " << runStore->location() << "\n";
+  if (!r.storeFailure.empty()) std::cerr << "ipu run: warning: the run store missed part of this run: " << r.storeFailure << "\n";
+}
+
+}  // namespace ipu::cli
