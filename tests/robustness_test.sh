@@ -158,7 +158,9 @@ cp "$ROOT/tests/published/published.csv" .
 printf 'old\n' > cal_target.ipu
 chmod 0640 cal_target.ipu
 ln -s cal_target.ipu cal_link.ipu
-expect 0 "calibrate -o through a symlink" -- "$IPU" calibrate published.csv -o cal_link.ipu
+# Twelve rows are enough to fit and quick to: this checks how -o writes, not the fit.
+head -13 published.csv > twelve.csv
+expect 0 "calibrate -o through a symlink" -- "$IPU" calibrate twelve.csv -o cal_link.ipu
 [ -L cal_link.ipu ] && [ "$(stat -c %a cal_target.ipu)" = 640 ] || { echo "FAIL: calibrate -o broke the link or the mode"; fail=1; }
 grep -q "calibration" cal_target.ipu || { echo "FAIL: calibrate -o did not write the link's target"; fail=1; }
 # A file just under the size limit that formatting would push over it.

@@ -25,14 +25,18 @@ using store::SweepState;
 using store::TrialState;
 
 
-const char* kSweepUsage = R"usage(usage: ipu sweep FILE [NAME] [--count N] ...   (run a sweep: `ipu help agent`)
+const char* kSweepUsage = R"usage(usage: ipu sweep FILE [NAME] [options]    run a sweep (as `ipu agent SWEEP` joins one)
        ipu sweep list [--json]
        ipu sweep status SWEEP [--json]
        ipu sweep pause SWEEP      ipu sweep resume SWEEP      ipu sweep cancel SWEEP
 
-The sweeps of the run store and their trials (docs/sweeps.md). The store is
---store PATH|postgresql://..., else $IPU_STORE, else runs/ipu.db (under
---runs-dir DIR).
+`ipu sweep FILE [NAME]` creates the sweep NAME declared in FILE in the run
+store, or resumes it if the store has it (finished trials are kept, failed and
+killed ones run again), then runs an agent on it; NAME may be left out when
+FILE declares one sweep. Other processes or hosts join with `ipu agent SWEEP`
+(`ipu help agent`). The other forms administer the sweeps of the store and
+their trials (docs/sweeps.md). The store is --store PATH|postgresql://...,
+else $IPU_STORE, else runs/ipu.db (under --runs-dir DIR).
 
   list     every sweep: method, state, trials by state, best metric
   status   one sweep: counts, the best trial, every trial
@@ -40,6 +44,14 @@ The sweeps of the run store and their trials (docs/sweeps.md). The store is
   resume   agents claim trials again (of a paused or cancelled sweep)
   cancel   agents claim no new trial and stop their running trials
   --json   machine-readable output (docs/sweeps.md)
+
+running a sweep (FILE [NAME]):
+  --store PATH|URI   the run store (else $IPU_STORE, else <runs-dir>/ipu.db)
+  --count N          run at most N trials, then leave
+  --runs-dir DIR     where trials' run directories go (default: runs)
+  --steps N          at most N steps per phase of each trial
+  --threads N        host threads for training (default: all)
+  --stale-after S    seconds without a heartbeat before a trial is presumed dead (default 60)
 )usage";
 
 const std::vector<std::string> kSubcommands{"list", "ls", "status", "pause", "resume", "cancel"};

@@ -23,8 +23,8 @@ namespace {
 
 constexpr int kInterrupted = 130;
 
-const char* kSweepRunUsage = R"usage(usage: ipu sweep FILE [NAME] [options]
-       ipu agent SWEEP [options]
+const char* kSweepRunUsage = R"usage(usage: ipu agent SWEEP [options]
+       ipu sweep FILE [NAME] [options]
 
 `ipu sweep FILE [NAME]` creates the sweep NAME declared in FILE in the run
 store, or resumes it if the store has it (finished trials are kept, failed and

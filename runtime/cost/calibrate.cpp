@@ -1,9 +1,11 @@
 #include "runtime/cost/calibrate.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <thread>
 
 #include "runtime/cost/cost_model.h"
 
@@ -205,25 +207,37 @@ FitResult fitCalibration(std::vector<Measurement> rows, const std::string& sourc
   const Vec best = pb.fit(starts);
   if (best.empty()) return out;  // no start gave a finite loss: no parameters (the caller reports it)
 
+  // Each left-out fit is independent of the others, so they run on every
+  // host core, each thread on its own copy of the rows (a fit writes the
+  // calibration into its rows). The result does not depend on the threads.
   std::vector<double> loo(rows.size(), 0);
   if (leaveOneOut && rows.size() > 1) {
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-      pb.use.assign(rows.size(), true);
-      pb.use[i] = false;
-      // Warm-started from the full fit (the optimum without one row of many
-      // is near it); Nelder-Mead then moves to the optimum of the other rows,
-      // so the row left out does not decide its own prediction.
-      Vec x = pb.fit({best});
-      pb.apply(x);
-      // A framework no other row ran is unknown to this fit: the row gets the
-      // default step overhead, as `ipu estimate` gives an unknown framework.
-      const std::string fw = frameworkOf(rows[i].phase.software);
-      bool seen = false;
-      for (std::size_t j = 0; j < rows.size(); ++j) seen = seen || (j != i && frameworkOf(rows[j].phase.software) == fw);
-      if (!seen) rows[i].phase.pod.machine.chip.calibration.softwareStepOverhead.erase(fw);
-      loo[i] = predict(rows[i]);
-    }
-    pb.use.assign(rows.size(), true);
+    std::atomic<std::size_t> next{0};
+    auto worker = [&] {
+      std::vector<Measurement> own = rows;
+      FitProblem local{own, chips, software, source, attentionFactor, std::vector<bool>(own.size(), true)};
+      for (std::size_t i = next++; i < own.size(); i = next++) {
+        local.use.assign(own.size(), true);
+        local.use[i] = false;
+        // Warm-started from the full fit (the optimum without one row of many
+        // is near it); Nelder-Mead then moves to the optimum of the other rows,
+        // so the row left out does not decide its own prediction.
+        Vec x = local.fit({best});
+        local.apply(x);
+        // A framework no other row ran is unknown to this fit: the row gets the
+        // default step overhead, as `ipu estimate` gives an unknown framework.
+        const std::string fw = frameworkOf(own[i].phase.software);
+        bool seen = false;
+        for (std::size_t j = 0; j < own.size(); ++j) seen = seen || (j != i && frameworkOf(own[j].phase.software) == fw);
+        if (!seen) own[i].phase.pod.machine.chip.calibration.softwareStepOverhead.erase(fw);
+        loo[i] = predict(own[i]);
+      }
+    };
+    const std::size_t threads = std::max<std::size_t>(1, std::min<std::size_t>(std::thread::hardware_concurrency(), rows.size()));
+    std::vector<std::thread> pool;
+    for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+    worker();
+    for (auto& t : pool) t.join();
   }
 
   pb.apply(best);

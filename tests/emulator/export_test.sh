@@ -84,7 +84,7 @@ says "phase \`one\` runs 10 steps" "--export-steps beyond the phase"
 expect 2 "--export-steps of a script with two trainings" -- "${RUN[@]}" "$TMP/two.ipu" --export-steps 1 "$TMP/e1"
 says "exports one training; this script runs 2" "--export-steps of a script with two trainings"
 expect 2 "--export-steps on plan" -- "$IPU" plan "$TMP/lamb.ipu" --export-steps 2 "$TMP/e1"
-says "is an option of \`run\`" "--export-steps on plan"
+says "unknown option \`--export-steps\`" "--export-steps on plan"
 [ -e "$TMP/e0" ] || [ -e "$TMP/e1" ] && { echo "FAIL: a refused export created its directory"; fail=1; }
 
 # ---------------------------------------------------------------- a checked export
