@@ -110,17 +110,7 @@ std::string csvCell(const std::string& s) {
 // A run by its number or its name.
 std::optional<store::RunRecord> findRun(store::RunStore& st, const std::string& idOrName,
                                         const std::vector<store::RunRecord>* all = nullptr) {
-  char* end = nullptr;
-  long long id = std::strtoll(idOrName.c_str(), &end, 10);
-  if (!idOrName.empty() && *end == '\0') return st.run(id);
-  std::vector<store::RunRecord> listed;
-  if (all == nullptr) {
-    listed = st.listRuns();
-    all = &listed;
-  }
-  for (const auto& r : *all)
-    if (r.name == idOrName) return st.run(r.id);
-  return std::nullopt;
+  return store::findRun(st, idOrName, all);
 }
 
 std::string noSuchRun(store::RunStore& st, const std::string& idOrName) {

@@ -124,10 +124,6 @@ int parse(const std::string& command, const std::vector<std::string>& args, RunO
 int agent(store::SweepStore& sweepStore, const std::string& location, const store::SweepRecord& sw,
           runner::AgentSettings settings, const std::string& command) {
   std::unique_ptr<store::RunStore> runStore = store::openStore(location, store::OpenMode::Existing);
-  if (sw.spec.from)
-    std::cerr << "ipu " << command << ": warning: sweep `" << sw.name
-              << "` starts `from:` another run, which agents do not apply yet: its trials start from the "
-                 "training's initial weights\n";
   gInterrupt = false;
   settings.interrupt = &gInterrupt;
   auto previous = std::signal(SIGINT, onSweepInterrupt);
@@ -155,9 +151,6 @@ int agent(store::SweepStore& sweepStore, const std::string& location, const stor
   std::cout << "\n";
   switch (r.ending) {
     case runner::AgentResult::Ending::Interrupted: return kInterrupted;
-    case runner::AgentResult::Ending::Paused:
-      std::cerr << "ipu " << command << ": the sweep is paused; `ipu sweep resume " << sw.name << "` lets agents go on\n";
-      return kOk;
     case runner::AgentResult::Ending::Cancelled:
       std::cerr << "ipu " << command << ": the sweep is cancelled\n";
       return kOk;
