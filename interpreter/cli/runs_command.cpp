@@ -107,12 +107,6 @@ std::string csvCell(const std::string& s) {
   return out + "\"";
 }
 
-// A run by its number or its name.
-std::optional<store::RunRecord> findRun(store::RunStore& st, const std::string& idOrName,
-                                        const std::vector<store::RunRecord>* all = nullptr) {
-  return store::findRun(st, idOrName, all);
-}
-
 std::string noSuchRun(store::RunStore& st, const std::string& idOrName) {
   std::vector<std::string> names;
   for (const auto& r : st.listRuns()) names.push_back(r.name);
@@ -282,7 +276,7 @@ std::string number(double v) {
 
 int showRun(store::RunStore& st, const RunsOptions& o) {
   if (o.positional.size() != 1) return usage("`runs show` takes one run (its number or name)");
-  auto r = findRun(st, o.positional[0]);
+  auto r = store::findRun(st, o.positional[0]);
   if (!r) {
     std::cerr << "ipu runs: " << noSuchRun(st, o.positional[0]) << "\n";
     return kUserError;
@@ -346,7 +340,7 @@ int compareRuns(store::RunStore& st, const RunsOptions& o) {
   std::vector<store::RunRecord> all = st.listRuns();
   std::vector<store::RunRecord> runs;
   for (const auto& id : o.positional) {
-    auto r = findRun(st, id, &all);
+    auto r = store::findRun(st, id, &all);
     if (!r) {
       std::cerr << "ipu runs: " << noSuchRun(st, id) << "\n";
       return kUserError;
@@ -461,7 +455,7 @@ int compareRuns(store::RunStore& st, const RunsOptions& o) {
 
 int tagRun(store::RunStore& st, const RunsOptions& o, bool remove) {
   if (o.positional.size() < 2) return usage(std::string("`runs ") + (remove ? "untag" : "tag") + "` takes a run and one tag or more");
-  auto r = findRun(st, o.positional[0]);
+  auto r = store::findRun(st, o.positional[0]);
   if (!r) {
     std::cerr << "ipu runs: " << noSuchRun(st, o.positional[0]) << "\n";
     return kUserError;
@@ -477,7 +471,7 @@ int tagRun(store::RunStore& st, const RunsOptions& o, bool remove) {
 
 int noteRun(store::RunStore& st, const RunsOptions& o) {
   if (o.positional.size() < 2) return usage("`runs note` takes a run and the note's text (\"\" clears it)");
-  auto r = findRun(st, o.positional[0]);
+  auto r = store::findRun(st, o.positional[0]);
   if (!r) {
     std::cerr << "ipu runs: " << noSuchRun(st, o.positional[0]) << "\n";
     return kUserError;
@@ -492,7 +486,7 @@ int deleteRuns(store::RunStore& st, const RunsOptions& o) {
   if (o.positional.empty()) return usage("`runs delete` takes one run or more");
   std::vector<long long> ids;
   for (const auto& id : o.positional) {
-    auto r = findRun(st, id);
+    auto r = store::findRun(st, id);
     if (!r) {
       std::cerr << "ipu runs: " << noSuchRun(st, id) << "; nothing was deleted\n";
       return kUserError;
@@ -540,7 +534,7 @@ int selectRuns(store::RunStore& st, const std::vector<std::string>& ids, const s
   std::vector<store::RunRecord> all = st.listRuns();
   if (!ids.empty()) {
     for (const auto& id : ids) {
-      auto r = findRun(st, id, &all);
+      auto r = store::findRun(st, id, &all);
       if (!r) {
         std::cerr << "ipu " << command << ": " << noSuchRun(st, id) << "\n";
         return kUserError;

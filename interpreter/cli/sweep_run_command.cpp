@@ -35,6 +35,9 @@ Each trial trains on the emulator and is recorded in the store as a run; a
 sweep whose metric is a prediction of the cost model (samples_per_s,
 tokens_per_s, step_time_s, pipeline_utilisation, peak_memory_bytes,
 time_to_train_s) estimates each trial instead. One line per trial on stderr.
+An agent waits while the sweep is paused, and while the sweep named by its
+`from: best(S)` has no finished trial; it leaves when the sweep is finished
+or cancelled, after --count trials, or on Ctrl-C.
 
   --store PATH|URI   the run store (else $IPU_STORE, else <runs-dir>/ipu.db)
   --count N          run at most N trials, then leave
