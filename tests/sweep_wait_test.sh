@@ -38,16 +38,17 @@ waitfor() {
   done
   return 1
 }
-# finish PID SECONDS: waits for PID to exit (killing it after SECONDS); prints its exit code.
+# finish PID SECONDS: waits for PID to exit (killing it after SECONDS); its
+# exit code goes to $code.
 finish() {
   local i
   for ((i = 0; i < $2 * 10; i++)); do
     kill -0 "$1" 2>/dev/null || break
     sleep 0.1
   done
-  kill -0 "$1" 2>/dev/null && { kill -9 "$1"; echo "FAIL: process $1 did not end in $2 s" >&2; }
+  kill -0 "$1" 2>/dev/null && { kill -9 "$1"; echo "FAIL: process $1 did not end in $2 s"; fail=1; }
   wait "$1"
-  echo $?
+  code=$?
 }
 
 cat >"$TMP/s.ipu" <<'IPU'
@@ -164,7 +165,7 @@ expect 0 "ipu run FILE (no sweep)" -- "$IPU" run "$TMP/s.ipu" --runs-dir "$TMP/p
 grep -qi "stopped" "$TMP/out" "$TMP/err" && { echo "FAIL: the hook stopped a run that is no trial"; cat "$TMP/out" "$TMP/err"; fail=1; }
 
 # --- `dep` starts from src's best trial: its agent waits until there is one
-"${AGENT[@]}" dep >"$TMP/dep.out" 2>"$TMP/dep.err" &
+"$IPU" sweep "$TMP/s.ipu" dep --store "$STORE" --runs-dir "$TMP/runs" >"$TMP/dep.out" 2>"$TMP/dep.err" &
 DEP=$!
 PIDS+=("$DEP")
 waitfor "$TMP/dep.err" "waiting for a trial to start from: sweep \`src\` has no finished trial yet (it is running)" 20 ||
@@ -173,7 +174,7 @@ sleep 1
 kill -0 "$DEP" 2>/dev/null || { echo "FAIL: the agent of dep left instead of waiting"; cat "$TMP/dep.err"; fail=1; }
 grep -q '^trial ' "$TMP/dep.err" && { echo "FAIL: dep ran a trial before src had one"; fail=1; }
 expect 0 "ipu agent src (finishes its second cell)" -- "${AGENT[@]}" src
-code=$(finish "$DEP" 60)
+finish "$DEP" 60
 [ "$code" -eq 0 ] || { echo "FAIL: the agent of dep exited $code"; cat "$TMP/dep.err"; fail=1; }
 grep -q "^trial 0 \[phase.short.lr=0.0001\] from the best trial (1) of sweep \`src\`.* finished" "$TMP/dep.err" ||
   { echo "FAIL: dep's trial did not start from src's best trial once there was one"; cat "$TMP/dep.err"; fail=1; }
@@ -195,7 +196,7 @@ sleep 2
 kill -0 "$P1" 2>/dev/null || { echo "FAIL: the agent of a paused sweep left"; cat "$TMP/p1.out" "$TMP/p1.err"; fail=1; }
 grep -q '^trial ' "$TMP/p1.err" && { echo "FAIL: a trial ran while the sweep was paused"; fail=1; }
 expect 0 "resume" -- "$IPU" sweep resume pausing --store "$STORE"
-code=$(finish "$P1" 60)
+finish "$P1" 60
 [ "$code" -eq 0 ] || { echo "FAIL: the resumed agent exited $code"; cat "$TMP/p1.err"; fail=1; }
 [ "$(grep -c '^trial ' "$TMP/p1.err")" -eq 1 ] || { echo "FAIL: --count 1 after the resume did not run one trial"; cat "$TMP/p1.err"; fail=1; }
 
@@ -206,14 +207,14 @@ P2=$!
 PIDS+=("$P2")
 waitfor "$TMP/p2.err" "is paused: waiting" 20 || { echo "FAIL: the second agent does not wait"; cat "$TMP/p2.err"; fail=1; }
 kill -INT "$P2"
-code=$(finish "$P2" 10)
+finish "$P2" 10
 [ "$code" -eq 130 ] || { echo "FAIL: Ctrl-C of a waiting agent exited $code, expected 130"; cat "$TMP/p2.err"; fail=1; }
 "${AGENT[@]}" pausing >"$TMP/p3.out" 2>"$TMP/p3.err" &
 P3=$!
 PIDS+=("$P3")
 waitfor "$TMP/p3.err" "is paused: waiting" 20 || { echo "FAIL: the third agent does not wait"; cat "$TMP/p3.err"; fail=1; }
 expect 0 "cancel" -- "$IPU" sweep cancel pausing --store "$STORE"
-code=$(finish "$P3" 20)
+finish "$P3" 20
 [ "$code" -eq 0 ] || { echo "FAIL: the agent of a cancelled sweep exited $code"; cat "$TMP/p3.err"; fail=1; }
 grep -q "the sweep is cancelled" "$TMP/p3.err" || { echo "FAIL: the agent does not say the sweep was cancelled"; cat "$TMP/p3.err"; fail=1; }
 grep -q '^trial ' "$TMP/p3.err" && { echo "FAIL: a trial of a cancelled sweep ran"; fail=1; }
