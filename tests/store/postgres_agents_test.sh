@@ -8,6 +8,7 @@
 # another agent (docs/sweeps.md, "Crashes"). Skipped (exit 77) only when the
 # PostgreSQL server binaries are not installed.
 set -uo pipefail
+[ -n "${TRACE:-}" ] && { PS4='+ $(date +%T.%N) '; set -x; }
 IPU="$1"
 BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 [ -n "$BIN" ] && [ -x "$BIN/initdb" ] || { echo "SKIP: no PostgreSQL server binaries under /usr/lib/postgresql"; exit 77; }
@@ -88,7 +89,7 @@ VICTIM="${PIDS[0]}"
 killed=0
 for ((t = 0; t < 300; t++)); do
   if "$IPU" sweep status grid --json --store "$URI" 2>/dev/null |
-     python3 -c "import json,sys; d=json.load(sys.stdin); sys.exit(0 if any(x['state']=='running' and x['agent'].endswith(':$VICTIM') for x in d['trials']) else 1)"; then
+     python3 -c "import json,sys; d=json.load(sys.stdin); sys.exit(0 if any(x['state']=='running' and (x['agent'] or '').endswith(':$VICTIM') for x in d['trials']) else 1)"; then
     sleep 0.3
     kill -9 "$VICTIM" && killed=1
     break
