@@ -65,7 +65,7 @@ class SweepStartTest : public ::testing::Test {
   void trial(long long sweepId, store::TrialState state, double metric, std::optional<long long> runId) {
     store::ClaimOptions o;
     o.agent = "test:1";
-    store::Claim c = sweeps_->claimTrial(sweepId, o, testing::nextGridCell, store::nowSeconds());
+    store::Claim c = sweeps_->claimTrial(sweepId, o, ipu::testing::nextGridCell, store::nowSeconds());
     ASSERT_EQ(c.outcome, store::ClaimOutcome::Trial);
     store::TrialOutcome out;
     out.state = state;
@@ -116,7 +116,7 @@ TEST_F(SweepStartTest, BestOfASweepWaitsForAFinishedTrialThenTakesTheBest) {
   EXPECT_EQ(missing.status, TrialStart::Status::Unavailable);
   EXPECT_NE(missing.problem.find("is not in the store"), std::string::npos) << missing.problem;
 
-  const long long sweepId = sweeps_->createOrResumeSweep(testing::gridSpec("lr_grid"), "", store::nowSeconds()).sweep.id;
+  const long long sweepId = sweeps_->createOrResumeSweep(ipu::testing::gridSpec("lr_grid"), "", store::nowSeconds()).sweep.id;
   TrialStart none = fromBest("lr_grid");
   EXPECT_EQ(none.status, TrialStart::Status::Wait);
   EXPECT_NE(none.problem.find("has no finished trial yet (it is running)"), std::string::npos) << none.problem;
@@ -141,7 +141,7 @@ TEST_F(SweepStartTest, BestOfASweepWaitsForAFinishedTrialThenTakesTheBest) {
 }
 
 TEST_F(SweepStartTest, ASweepThatCanNoLongerFinishATrialIsUnavailable) {
-  const long long sweepId = sweeps_->createOrResumeSweep(testing::gridSpec("lr_grid"), "", store::nowSeconds()).sweep.id;
+  const long long sweepId = sweeps_->createOrResumeSweep(ipu::testing::gridSpec("lr_grid"), "", store::nowSeconds()).sweep.id;
   sweeps_->setSweepState(sweepId, store::SweepState::Paused);
   EXPECT_EQ(fromBest("lr_grid").status, TrialStart::Status::Wait);  // it may be resumed
   sweeps_->setSweepState(sweepId, store::SweepState::Cancelled);
