@@ -517,16 +517,17 @@ AgentResult runAgent(store::SweepStore& sweepStore, store::RunStore& runStore, l
       case store::ClaimOutcome::Finished: result.ending = AgentResult::Ending::Done; return result;
     }
     waitingFor.clear();
-    // The sweep as it is now (its spec and script may have been replaced by a resume).
-    const std::optional<store::SweepRecord> sw = sweepStore.status(sweepId).sweep;
+    // The sweep as it is now (its spec and script may have been replaced by a
+    // resume), and its best metric so far (for the hooks' ctx.sweep.best).
+    const store::SweepStatus current = sweepStore.status(sweepId);
+    const std::optional<store::SweepRecord> sw = current.sweep;
     const auto started = std::chrono::steady_clock::now();
     // Where its weights start, resolved now: the best trial of the sweep it
     // starts from may have changed since the last trial.
     std::optional<TrialStart> start;
     if (sw->spec.from) start = resolveTrialStart(*sw->spec.from, sweepStore, runStore);
-    const std::optional<store::TrialRecord> bestSoFar = sweepStore.status(sweepId).best;
     TrialRun tr = runTrial(sweepStore, runStore, *sw, claim, settings, start ? &*start : nullptr,
-                           bestSoFar ? std::optional<double>(bestSoFar->metric) : std::nullopt);
+                           current.best ? std::optional<double>(current.best->metric) : std::nullopt);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     bool written = false;
     if (!tr.lost) {
