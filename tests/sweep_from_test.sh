@@ -9,7 +9,7 @@
 set -uo pipefail
 IPU="$1"
 TMP="$(mktemp -d)"
-trap '[ -n "${KEEP:-}" ] || rm -rf "$TMP"' EXIT
+trap 'rm -rf "$TMP"' EXIT
 STORE="$TMP/sweeps.db"
 fail=0
 expect() {  # expect CODE DESCRIPTION -- command...
