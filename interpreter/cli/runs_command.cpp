@@ -108,22 +108,6 @@ std::string csvCell(const std::string& s) {
   return out + "\"";
 }
 
-// A run by its number or its name.
-std::optional<store::RunRecord> findRun(store::RunStore& st, const std::string& idOrName,
-                                        const std::vector<store::RunRecord>* all = nullptr) {
-  char* end = nullptr;
-  long long id = std::strtoll(idOrName.c_str(), &end, 10);
-  if (!idOrName.empty() && *end == '\0') return st.run(id);
-  std::vector<store::RunRecord> listed;
-  if (all == nullptr) {
-    listed = st.listRuns();
-    all = &listed;
-  }
-  for (const auto& r : *all)
-    if (r.name == idOrName) return st.run(r.id);
-  return std::nullopt;
-}
-
 std::string noSuchRun(store::RunStore& st, const std::string& idOrName) {
   std::vector<std::string> names;
   for (const auto& r : st.listRuns()) names.push_back(r.name);
@@ -293,7 +277,7 @@ std::string number(double v) {
 
 int showRun(store::RunStore& st, const RunsOptions& o) {
   if (o.positional.size() != 1) return usage("`runs show` takes one run (its number or name)");
-  auto r = findRun(st, o.positional[0]);
+  auto r = store::findRun(st, o.positional[0]);
   if (!r) {
     std::cerr << "ipu runs: " << noSuchRun(st, o.positional[0]) << "\n";
     return kUserError;
@@ -357,7 +341,7 @@ int compareRuns(store::RunStore& st, const RunsOptions& o) {
   std::vector<store::RunRecord> all = st.listRuns();
   std::vector<store::RunRecord> runs;
   for (const auto& id : o.positional) {
-    auto r = findRun(st, id, &all);
+    auto r = store::findRun(st, id, &all);
     if (!r) {
       std::cerr << "ipu runs: " << noSuchRun(st, id) << "\n";
       return kUserError;
@@ -472,7 +456,7 @@ int compareRuns(store::RunStore& st, const RunsOptions& o) {
 
 int tagRun(store::RunStore& st, const RunsOptions& o, bool remove) {
   if (o.positional.size() < 2) return usage(std::string("`runs ") + (remove ? "untag" : "tag") + "` takes a run and one tag or more");
-  auto r = findRun(st, o.positional[0]);
+  auto r = store::findRun(st, o.positional[0]);
   if (!r) {
     std::cerr << "ipu runs: " << noSuchRun(st, o.positional[0]) << "\n";
     return kUserError;
@@ -488,7 +472,7 @@ int tagRun(store::RunStore& st, const RunsOptions& o, bool remove) {
 
 int noteRun(store::RunStore& st, const RunsOptions& o) {
   if (o.positional.size() < 2) return usage("`runs note` takes a run and the note's text (\"\" clears it)");
-  auto r = findRun(st, o.positional[0]);
+  auto r = store::findRun(st, o.positional[0]);
   if (!r) {
     std::cerr << "ipu runs: " << noSuchRun(st, o.positional[0]) << "\n";
     return kUserError;
@@ -503,7 +487,7 @@ int deleteRuns(store::RunStore& st, const RunsOptions& o) {
   if (o.positional.empty()) return usage("`runs delete` takes one run or more");
   std::vector<long long> ids;
   for (const auto& id : o.positional) {
-    auto r = findRun(st, id);
+    auto r = store::findRun(st, id);
     if (!r) {
       std::cerr << "ipu runs: " << noSuchRun(st, id) << "; nothing was deleted\n";
       return kUserError;
@@ -551,7 +535,7 @@ int selectRuns(store::RunStore& st, const std::vector<std::string>& ids, const s
   std::vector<store::RunRecord> all = st.listRuns();
   if (!ids.empty()) {
     for (const auto& id : ids) {
-      auto r = findRun(st, id, &all);
+      auto r = store::findRun(st, id, &all);
       if (!r) {
         std::cerr << "ipu " << command << ": " << noSuchRun(st, id) << "\n";
         return kUserError;

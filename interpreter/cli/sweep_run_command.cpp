@@ -36,6 +36,9 @@ Each trial trains on the emulator and is recorded in the store as a run; a
 sweep whose metric is a prediction of the cost model (samples_per_s,
 tokens_per_s, step_time_s, pipeline_utilisation, peak_memory_bytes,
 time_to_train_s) estimates each trial instead. One line per trial on stderr.
+An agent waits while the sweep is paused, and while the sweep named by its
+`from: best(S)` has no finished trial; it leaves when the sweep is finished
+or cancelled, after --count trials, or on Ctrl-C.
 
   --store PATH|URI   the run store (else $IPU_STORE, else <runs-dir>/ipu.db)
   --count N          run at most N trials, then leave
@@ -125,10 +128,6 @@ int parse(const std::string& command, const std::vector<std::string>& args, RunO
 int agent(store::SweepStore& sweepStore, const std::string& location, const store::SweepRecord& sw,
           runner::AgentSettings settings, const std::string& command) {
   std::unique_ptr<store::RunStore> runStore = store::openStore(location, store::OpenMode::Existing);
-  if (sw.spec.from)
-    std::cerr << "ipu " << command << ": warning: sweep `" << sw.name
-              << "` starts `from:` another run, which agents do not apply yet: its trials start from the "
-                 "training's initial weights\n";
   gInterrupt = false;
   settings.interrupt = &gInterrupt;
   auto previous = std::signal(SIGINT, onSweepInterrupt);
@@ -156,9 +155,6 @@ int agent(store::SweepStore& sweepStore, const std::string& location, const stor
   std::cout << "\n";
   switch (r.ending) {
     case runner::AgentResult::Ending::Interrupted: return kInterrupted;
-    case runner::AgentResult::Ending::Paused:
-      std::cerr << "ipu " << command << ": the sweep is paused; `ipu sweep resume " << sw.name << "` lets agents go on\n";
-      return kOk;
     case runner::AgentResult::Ending::Cancelled:
       std::cerr << "ipu " << command << ": the sweep is cancelled\n";
       return kOk;

@@ -201,6 +201,32 @@ void CtxBuilder::table(const char* key, const std::map<std::string, double>& val
   lua_setfield(L_, data_, key);
 }
 
+namespace {
+
+void pushFields(lua_State* L, const CtxFields& values) {
+  lua_createtable(L, 0, static_cast<int>(values.size()));
+  for (const auto& [k, v] : values) {
+    switch (v.kind) {
+      case CtxValue::Kind::Number: lua_pushnumber(L, v.number); break;
+      case CtxValue::Kind::Integer: lua_pushinteger(L, static_cast<lua_Integer>(v.number)); break;
+      case CtxValue::Kind::Boolean: lua_pushboolean(L, v.number != 0 ? 1 : 0); break;
+      case CtxValue::Kind::String: lua_pushlstring(L, v.text.data(), v.text.size()); break;
+    }
+    lua_setfield(L, -2, k.c_str());
+  }
+}
+
+}  // namespace
+
+void CtxBuilder::fields(const char* key, const CtxFields& values, const std::map<std::string, CtxFields>& tables) {
+  pushFields(L_, values);
+  for (const auto& [name, inner] : tables) {
+    pushFields(L_, inner);
+    lua_setfield(L_, -2, name.c_str());
+  }
+  lua_setfield(L_, data_, key);
+}
+
 void CtxBuilder::unavailable(const char* key, const std::string& reason) {
   lua_pushlstring(L_, reason.data(), reason.size());
   lua_setfield(L_, reasons_, key);

@@ -8,6 +8,7 @@
 
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/train/events.h"
@@ -26,6 +27,18 @@ struct CtxCall {
   const std::vector<std::string>* checkpoints = nullptr;
 };
 
+// A value of a table in the ctx (ctx.sweep, ctx.trial).
+struct CtxValue {
+  enum class Kind { Number, Integer, Boolean, String } kind = Kind::Number;
+  double number = 0;  // Number, Integer (integral), Boolean (0 or 1)
+  std::string text;   // String
+  static CtxValue ofNumber(double v) { return {Kind::Number, v, {}}; }
+  static CtxValue ofInteger(long long v) { return {Kind::Integer, static_cast<double>(v), {}}; }
+  static CtxValue ofBoolean(bool v) { return {Kind::Boolean, v ? 1.0 : 0.0, {}}; }
+  static CtxValue ofString(std::string t) { return {Kind::String, 0, std::move(t)}; }
+};
+using CtxFields = std::vector<std::pair<std::string, CtxValue>>;
+
 class CtxBuilder {
  public:
   explicit CtxBuilder(lua_State* L);  // pushes the data table
@@ -36,6 +49,8 @@ class CtxBuilder {
   void numbers(const char* key, const std::vector<double>& values);   // a 1-based array
   void strings(const char* key, const std::vector<std::string>& values);
   void table(const char* key, const std::map<std::string, double>& values);
+  // A table of `values`, with tables of values in it (`tables`, one level).
+  void fields(const char* key, const CtxFields& values, const std::map<std::string, CtxFields>& tables = {});
   void unavailable(const char* key, const std::string& reason);      // reading it is IPU4006
   void optional(const char* key);                                     // absent: reads as nil
   // Pushes the ctx proxy (leaves only it on the stack). `methods` lists which

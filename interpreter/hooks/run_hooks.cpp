@@ -28,6 +28,24 @@ std::string phaseWhere(const std::string& phase, long long step) {
   return "at step " + std::to_string(step) + " of phase `" + phase + "`";
 }
 
+// ctx.sweep and ctx.trial of a sweep's trial; nil (without an error) otherwise.
+void addSweep(CtxBuilder& b, const SweepTrial* t) {
+  if (t == nullptr) {
+    b.optional("sweep");
+    b.optional("trial");
+    return;
+  }
+  CtxFields sweep{{"name", CtxValue::ofString(t->sweep)},
+                  {"method", CtxValue::ofString(t->method)},
+                  {"metric", CtxValue::ofString(t->metric)},
+                  {"goal", CtxValue::ofString(t->goal)}};
+  if (t->best) sweep.emplace_back("best", CtxValue::ofNumber(*t->best));
+  b.fields("sweep", sweep);
+  CtxFields trial{{"index", CtxValue::ofInteger(t->index)}, {"key", CtxValue::ofString(t->key)}};
+  if (!t->startFrom.empty()) trial.emplace_back("start_from", CtxValue::ofString(t->startFrom));
+  b.fields("trial", trial, {{"params", t->params}});
+}
+
 }  // namespace
 
 RunHooks::RunHooks(HookSet& hooks, const ir::RunPlan& run, train::Source source)
@@ -72,6 +90,7 @@ train::PhaseDecision RunHooks::phaseStart(train::Source, const train::PhaseInfo&
           else b.string("checkpoint", info.checkpoint);
           if (source_ == train::Source::Estimate) b.unavailable("checkpoints", "checkpoints exist only when the run trains (`ipu run`)");
           else b.strings("checkpoints", info.checkpoints);
+          addSweep(b, trial_);
           b.finish(call.serial, {"stop", "start_from"});
           return 1;
         },
@@ -138,6 +157,7 @@ train::StopRequest RunHooks::step(train::Source, const train::StepInfo& info, st
           }
           if (!info.ipuMemoryBytes.empty()) b.numbers("memory", info.ipuMemoryBytes);
           else b.unavailable("memory", "not measured");
+          addSweep(b, trial_);
           b.finish(call.serial, {"log", "stop"});
           return 1;
         },
@@ -183,6 +203,7 @@ train::StopRequest RunHooks::phaseEnd(train::Source, const train::PhaseInfo& inf
           } else {
             b.string("checkpoint", info.checkpoint);
           }
+          addSweep(b, trial_);
           b.finish(call.serial, {"stop"});
           return 1;
         },

@@ -16,6 +16,7 @@
 
 #include "interpreter/check/sweeps.h"
 #include "interpreter/runner/estimate_record.h"
+#include "interpreter/runner/sweep_start.h"
 #include "interpreter/runner/train.h"
 #include "interpreter/session/session.h"
 #include "interpreter/sweep/hyperband.h"
@@ -275,11 +276,43 @@ double metricOf(store::RunStore& runStore, long long runId, const std::string& k
   return it->second.last;
 }
 
+// The hooks' view of the trial (ctx.sweep, ctx.trial).
+hooks::SweepTrial hookView(const store::SweepRecord& sw, const store::TrialRecord& trial, std::optional<double> best,
+                           const std::string& startFrom) {
+  hooks::SweepTrial h;
+  h.sweep = sw.name;
+  h.method = sweep::methodName(sw.spec.method);
+  h.metric = sw.spec.metric.name;
+  h.goal = sweep::goalName(sw.spec.metric.goal);
+  h.best = best;
+  h.index = trial.index;
+  h.key = trial.key;
+  for (const auto& [path, v] : trial.assignment) {
+    switch (v.kind) {
+      case sweep::ParamValue::Kind::Number: h.params.emplace_back(path, hooks::CtxValue::ofNumber(v.number)); break;
+      case sweep::ParamValue::Kind::Integer:
+        h.params.emplace_back(path, hooks::CtxValue::ofInteger(static_cast<long long>(v.number)));
+        break;
+      case sweep::ParamValue::Kind::Boolean: h.params.emplace_back(path, hooks::CtxValue::ofBoolean(v.number != 0)); break;
+      case sweep::ParamValue::Kind::Name:
+      case sweep::ParamValue::Kind::Text: h.params.emplace_back(path, hooks::CtxValue::ofString(v.text)); break;
+    }
+  }
+  h.startFrom = startFrom;
+  return h;
+}
+
+// `start`: where the trial's weights start (a sweep with `from:`), else null.
 TrialRun runTrial(store::SweepStore& sweepStore, store::RunStore& runStore, const store::SweepRecord& sw,
-                  const store::Claim& claim, const AgentSettings& settings) {
+                  const store::Claim& claim, const AgentSettings& settings, const TrialStart* start,
+                  std::optional<double> best) {
   TrialRun out;
   store::TrialOutcome& o = out.outcome;
   o.state = TrialState::Failed;
+  if (start != nullptr && start->status != TrialStart::Status::Ready) {
+    o.reason = "no checkpoint to start from: " + start->problem;
+    return out;
+  }
   session::Session s;
   const base::FileId file = s.addSource(settings.scriptPath, sw.script);
   check::Overrides overrides;
@@ -334,6 +367,18 @@ TrialRun runTrial(store::SweepStore& sweepStore, store::RunStore& runStore, cons
     t.scriptDirectory = std::filesystem::absolute(settings.scriptPath).parent_path().string();
     t.color = base::ColorMode::Never;
     t.store = &runStore;
+    t.parameters["sweep"] = sw.name;
+    t.parameters["sweep.trial"] = std::to_string(claim.trial.index);
+    if (start != nullptr) {
+      // Where its weights started, for `ipu runs` (a parameter and a tag).
+      t.initialWeights = start->checkpoint;
+      t.parameters["start_from"] = start->checkpoint;
+      t.parameters["start_from.run"] = std::to_string(start->runId);
+      if (start->trial >= 0) t.parameters["start_from.trial"] = std::to_string(start->trial);
+      t.tags.push_back("from:" + start->runName);
+    }
+    const hooks::SweepTrial view = hookView(sw, claim.trial, best, start != nullptr ? start->checkpoint : "");
+    t.sweepTrial = &view;
     // One line per trial is the agent's display: the training's own goes nowhere.
     std::ostream quiet(nullptr);
     TrainResult r = train(s, *run, t, quiet, false);
@@ -377,7 +422,9 @@ TrialRun runTrial(store::SweepStore& sweepStore, store::RunStore& runStore, cons
     return out;
   }
   o.metric = metricOf(runStore, *o.runId, sw.spec.metric.name);
-  if (!std::isfinite(o.metric)) {
+  // A trial stopped early (a hook, hyperband) is a result even when it ended
+  // before its metric was first recorded (an `eval.` key, mid-phase).
+  if (!std::isfinite(o.metric) && o.state != TrialState::Stopped) {
     o.state = TrialState::Failed;
     o.reason = "the trial's run recorded no finite `" + sw.spec.metric.name + "`";
     if (!predicted && sw.spec.metric.name.rfind("eval.", 0) == 0)
@@ -398,7 +445,6 @@ const char* endingName(AgentResult::Ending e) {
   switch (e) {
     case AgentResult::Ending::Done: return "done";
     case AgentResult::Ending::Count: return "count";
-    case AgentResult::Ending::Paused: return "paused";
     case AgentResult::Ending::Cancelled: return "cancelled";
     case AgentResult::Ending::Interrupted: return "interrupted";
   }
@@ -413,6 +459,22 @@ AgentResult runAgent(store::SweepStore& sweepStore, store::RunStore& runStore, l
   options.staleAfter = settings.staleAfter;
   options.maxAttempts = settings.maxAttempts;
   auto interrupted = [&] { return settings.interrupt != nullptr && settings.interrupt->load(); };
+  // Waiting (a paused sweep, a sweep whose `from:` has no trial yet): the
+  // store is asked again after a delay that doubles up to waitAtMost, and
+  // the wait is said once, when it starts.
+  double delay = 0;
+  std::string waitingFor;
+  auto wait = [&](const std::string& why) {
+    if (why != waitingFor) {
+      progress << why << "\n" << std::flush;
+      waitingFor = why;
+      delay = 0;
+    }
+    delay = std::min(settings.waitAtMost, delay <= 0 ? settings.waitFirst : delay * 2);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(delay);
+    while (!interrupted() && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  };
   for (;;) {
     if (interrupted()) {
       result.ending = AgentResult::Ending::Interrupted;
@@ -422,6 +484,22 @@ AgentResult runAgent(store::SweepStore& sweepStore, store::RunStore& runStore, l
       result.ending = AgentResult::Ending::Count;
       return result;
     }
+    // A sweep starting `from:` another run: no trial before there is a
+    // checkpoint to start from (every trial would fail the same way).
+    const std::optional<store::SweepRecord> before = sweepStore.status(sweepId).sweep;
+    if (before && before->state == store::SweepState::Running && before->spec.from) {
+      TrialStart s = resolveTrialStart(*before->spec.from, sweepStore, runStore);
+      if (s.status == TrialStart::Status::Wait) {
+        wait("sweep " + before->name + ": waiting for a trial to start from: " + s.problem + " (Ctrl-C leaves)");
+        continue;
+      }
+      if (s.status == TrialStart::Status::Unavailable)
+        throw std::runtime_error("sweep `" + before->name + "` starts from " +
+                                 (before->spec.from->kind == sweep::StartFrom::Kind::SweepBest
+                                      ? "the best trial of sweep `" + before->spec.from->name + "`"
+                                      : "run `" + before->spec.from->name + "`") +
+                                 ", which has no checkpoint to start from: " + s.problem);
+    }
     store::Claim claim = sweepStore.claimTrial(sweepId, options, proposeNext, store::nowSeconds());
     switch (claim.outcome) {
       case store::ClaimOutcome::Trial: break;
@@ -429,14 +507,27 @@ AgentResult runAgent(store::SweepStore& sweepStore, store::RunStore& runStore, l
         // Other agents' trials are running; one may fail and be queued again.
         for (int i = 0; i < 10 && !interrupted(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
         continue;
-      case store::ClaimOutcome::Paused: result.ending = AgentResult::Ending::Paused; return result;
+      case store::ClaimOutcome::Paused: {
+        const std::string name = before ? before->name : std::to_string(sweepId);
+        wait("sweep " + name + " is paused: waiting until it is resumed (`ipu sweep resume " + name +
+             "`) or cancelled (Ctrl-C leaves)");
+        continue;
+      }
       case store::ClaimOutcome::Cancelled: result.ending = AgentResult::Ending::Cancelled; return result;
       case store::ClaimOutcome::Finished: result.ending = AgentResult::Ending::Done; return result;
     }
-    // The sweep as it is now (its spec and script may have been replaced by a resume).
-    const std::optional<store::SweepRecord> sw = sweepStore.status(sweepId).sweep;
+    waitingFor.clear();
+    // The sweep as it is now (its spec and script may have been replaced by a
+    // resume), and its best metric so far (for the hooks' ctx.sweep.best).
+    const store::SweepStatus current = sweepStore.status(sweepId);
+    const std::optional<store::SweepRecord> sw = current.sweep;
     const auto started = std::chrono::steady_clock::now();
-    TrialRun tr = runTrial(sweepStore, runStore, *sw, claim, settings);
+    // Where its weights start, resolved now: the best trial of the sweep it
+    // starts from may have changed since the last trial.
+    std::optional<TrialStart> start;
+    if (sw->spec.from) start = resolveTrialStart(*sw->spec.from, sweepStore, runStore);
+    TrialRun tr = runTrial(sweepStore, runStore, *sw, claim, settings, start ? &*start : nullptr,
+                           current.best ? std::optional<double>(current.best->metric) : std::nullopt);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     bool written = false;
     if (!tr.lost) {
@@ -449,6 +540,7 @@ AgentResult runAgent(store::SweepStore& sweepStore, store::RunStore& runStore, l
 
     store::SweepStatus st = sweepStore.status(sweepId);
     std::string line = "trial " + std::to_string(claim.trial.index) + " [" + assignmentText(claim.trial.assignment) + "] ";
+    if (start && start->status == TrialStart::Status::Ready) line += "from " + describeStart(*sw->spec.from, *start) + " ";
     if (!written)
       line += "lost: another agent took it over";
     else if (tr.outcome.state == TrialState::Finished || tr.outcome.state == TrialState::Stopped)

@@ -1,7 +1,12 @@
 // An agent of a sweep (docs/sweeps.md, "Running a sweep"): claims trials of
 // one sweep from the run store, runs each and records its result, until the
-// sweep has nothing left for it, it is paused or cancelled, `count` trials
-// have run, or it is interrupted.
+// sweep has nothing left for it, it is cancelled, `count` trials have run, or
+// it is interrupted. While the sweep is paused, or starts `from: best(S)` and
+// S has no finished trial yet, it waits (asking the store again with a
+// growing delay).
+//
+// With `from:`, each trial's weights start from a checkpoint found in the
+// store when the trial starts (sweep_start.h), recorded in the trial's run.
 //
 // A trial is the sweep's training with the trial's values substituted
 // (session::Session::setOverrides): the sweep's stored script text is checked
@@ -46,6 +51,8 @@ struct AgentSettings {
   double staleAfter = 60;        // seconds without a heartbeat before a trial is presumed dead
   double heartbeatEvery = 5;     // seconds between heartbeats
   int maxAttempts = 3;
+  double waitFirst = 0.5;        // seconds before asking the store again while waiting (doubling) ...
+  double waitAtMost = 5;         // ... up to this
   std::string agentId;           // "" : host:pid
   const std::atomic<bool>* interrupt = nullptr;  // set (e.g. by SIGINT): stop the trial, end it killed, leave
 };
@@ -54,7 +61,6 @@ struct AgentResult {
   enum class Ending {
     Done,         // the sweep is finished (or has nothing left for this agent)
     Count,        // `count` trials ran
-    Paused,       // the sweep is paused
     Cancelled,    // the sweep is cancelled
     Interrupted,  // `interrupt` was set
   } ending = Ending::Done;

@@ -75,6 +75,7 @@ TrainResult train(session::Session& session, const ir::RunPlan& run, const Train
   options.checkpointEvery = settings.checkpointEvery;
   options.stepLimit = settings.stepLimit;
   options.datasetDirectory = settings.scriptDirectory;
+  options.initialWeights = settings.initialWeights;
   if (!settings.corpus.empty()) options.builtinCorpus = settings.corpus;
 
   // Before anything is written: can this host emulate it at all?
@@ -172,11 +173,13 @@ TrainResult train(session::Session& session, const ir::RunPlan& run, const Train
         nr.script = settings.scriptText;
         nr.planHash = identity;
         nr.parameters = runParameters(run);
+        for (const auto& [k, v] : settings.parameters) nr.parameters[k] = v;
         nr.host = hostName();
         nr.pid = static_cast<long long>(::getpid());
         nr.startedAt = store::nowSeconds();
         id = settings.store->createRun(nr);
         settings.store->addArtifact(*id, {"run_directory", absolute});
+        if (!settings.tags.empty()) settings.store->addTags(*id, settings.tags);
       }
       recorder = std::make_unique<StoreRecorder>(*settings.store, *id, dir->resumed() ? dir->path() : std::string());
       result.storeRunId = *id;
@@ -187,6 +190,7 @@ TrainResult train(session::Session& session, const ir::RunPlan& run, const Train
 
   // Listeners: the training's hooks, the record, the store, the display.
   hooks::RunHooks runHooks(*session.hooks(), run, train::Source::Emulator);
+  runHooks.setSweepTrial(settings.sweepTrial);
   options.policies = runHooks.policies();
   Progress display(progress, progressIsTerminal, base::Painter(base::shouldColor(settings.color, 2)));
   std::vector<train::Observer*> observers{&runHooks, &*dir};
@@ -196,6 +200,7 @@ TrainResult train(session::Session& session, const ir::RunPlan& run, const Train
   options.observer = &all;
   ir::Json start = ir::Json::object();
   start["event"] = settings.resume ? "resumed" : "started";
+  if (!settings.initialWeights.empty()) start["initial_weights"] = settings.initialWeights;
   dir->event(std::move(start));
 
   const auto t0 = std::chrono::steady_clock::now();

@@ -6,10 +6,13 @@
 #pragma once
 
 #include <atomic>
+#include <map>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "interpreter/base/terminal.h"
+#include "interpreter/hooks/run_hooks.h"
 #include "interpreter/session/session.h"
 #include "interpreter/store/run_store.h"
 #include "runtime/ir/execution_plan.h"
@@ -29,6 +32,12 @@ struct TrainSettings {
   std::string corpus;              // the built-in corpus ("": the emulator's default)
   base::ColorMode color = base::ColorMode::Auto;
   store::RunStore* store = nullptr; // where the run is also recorded (docs/tracking.md); null: nowhere
+  // The checkpoint of another run whose weights the phases without `from`
+  // start from (a sweep's `from:`, emu::Options::initialWeights); "": none.
+  std::string initialWeights;
+  std::map<std::string, std::string> parameters;  // recorded with the run's own (a sweep trial's)
+  std::vector<std::string> tags;                  // the run's tags in the store
+  const hooks::SweepTrial* sweepTrial = nullptr;  // the hooks' ctx.sweep and ctx.trial; null: not a trial
 };
 
 struct TrainResult {

@@ -1,6 +1,7 @@
 #include "interpreter/store/run_store.h"
 
 #include <chrono>
+#include <cstdlib>
 
 namespace ipu::store {
 
@@ -33,6 +34,20 @@ std::optional<RunStatus> parseRunStatus(const std::string& text) {
 
 double nowSeconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::optional<RunRecord> findRun(RunStore& store, const std::string& idOrName, const std::vector<RunRecord>* all) {
+  char* end = nullptr;
+  const long long id = std::strtoll(idOrName.c_str(), &end, 10);
+  if (!idOrName.empty() && *end == '\0') return store.run(id);
+  std::vector<RunRecord> listed;
+  if (all == nullptr) {
+    listed = store.listRuns();
+    all = &listed;
+  }
+  for (const auto& r : *all)
+    if (r.name == idOrName) return store.run(r.id);
+  return std::nullopt;
 }
 
 }  // namespace ipu::store

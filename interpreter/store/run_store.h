@@ -135,6 +135,12 @@ class RunStore {
   virtual std::vector<long long> markStale(double now, double graceSeconds) = 0;
 };
 
+// A run by its id ("12") or its name ("tiny_trial-12"), with everything (as
+// RunStore::run). `all`, when given, is the store's listRuns() (to look a name
+// up in without listing again).
+std::optional<RunRecord> findRun(RunStore& store, const std::string& idOrName,
+                                 const std::vector<RunRecord>* all = nullptr);
+
 // How to open a store.
 enum class OpenMode {
   Create,    // create the store (and, for SQLite, its directory) if missing

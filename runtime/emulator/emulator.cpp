@@ -130,17 +130,23 @@ bool allFinite(const std::vector<std::pair<std::string, Mat>>& tensors) {
 // tensors are finite. `expectedStep`: the step its file name says, 0 for
 // `final.ipt` (any step of the phase), -1 when it only provides weights
 // (`from`, ctx:start_from: any phase of the run).
+// `ownRun`: the checkpoint must be one this run wrote (its training and plan);
+// otherwise (Options::initialWeights) it may come from any run, and only its
+// tensors' names and shapes have to fit the model (PhaseTrainer::setWeights).
 Expected<bool> verifyCheckpoint(const TensorFile& f, const std::string& path, const ir::RunPlan& plan,
                                 const std::string& phase, long long phaseSteps, long long expectedStep,
-                                const Options& options, const ir::SourceRef& where) {
+                                const Options& options, const ir::SourceRef& where, bool ownRun = true) {
   auto refuse = [&](const std::string& why) -> Expected<bool> {
     return Error{code::kCheckpoint, "checkpoint `" + path + "` " + why,
-                 "delete it to continue from the checkpoint before it, or start a new run without --resume", where};
+                 ownRun ? "delete it to continue from the checkpoint before it, or start a new run without --resume"
+                        : "start from a checkpoint `ipu run` wrote for a model of the same shapes",
+                 where};
   };
   if (!f.checksummed) return refuse("has no checksum (damaged, or not written by this version of ipu)");
   if (f.get("format") != "ipu-checkpoint/1") return refuse("is not a training checkpoint");
-  if (f.get("run") != plan.name) return refuse("belongs to training `" + f.get("run") + "`, not `" + plan.name + "`");
-  if (!options.planIdentity.empty() && f.get("plan") != options.planIdentity)
+  if (ownRun && f.get("run") != plan.name)
+    return refuse("belongs to training `" + f.get("run") + "`, not `" + plan.name + "`");
+  if (ownRun && !options.planIdentity.empty() && f.get("plan") != options.planIdentity)
     return refuse("was written for another plan of training `" + plan.name + "`");
   if (expectedStep >= 0) {
     if (f.get("phase") != phase) return refuse("belongs to phase `" + f.get("phase") + "`, not `" + phase + "`");
@@ -265,8 +271,13 @@ Expected<RunOutcome> run(const ir::RunPlan& plan, const Options& options) {
       info.steps = steps;
       info.from = ph.from;
       const bool resuming = resume.phase == i;
+      // A phase that would start from the model's initialisation starts from
+      // the weights given instead (a sweep's `from:`).
+      const bool fromInitialWeights = !resuming && ph.from.empty() && !options.initialWeights.empty();
       if (resuming) {
         info.checkpoint = resume.path;
+      } else if (fromInitialWeights) {
+        info.checkpoint = options.initialWeights;
       } else if (!ph.from.empty() && !options.checkpointDirectory.empty()) {
         // Where it starts by default (the `from` phase's final weights), and
         // every checkpoint of that phase an observer may choose instead.
@@ -285,10 +296,12 @@ Expected<RunOutcome> run(const ir::RunPlan& plan, const Options& options) {
         outcome.stopReason = decision.stop.reason;
         return outcome;
       }
-      auto loadWeights = [&](const std::string& path) -> Expected<bool> {
+      // The weights of a checkpoint (its optimizer state is not taken: the
+      // phase starts its own schedule and moments).
+      auto loadWeights = [&](const std::string& path, bool ownRun = true) -> Expected<bool> {
         auto file = readTensorFile(path);
         if (!file) return withWhere(file.error(), ph.source);
-        auto verified = verifyCheckpoint(*file, path, plan, ph.from, 0, -1, options, ph.source);
+        auto verified = verifyCheckpoint(*file, path, plan, ph.from, 0, -1, options, ph.source, ownRun);
         if (!verified) return verified.error();
         NamedTensors w;
         for (const auto& t : file->tensors)
@@ -319,6 +332,9 @@ Expected<RunOutcome> run(const ir::RunPlan& plan, const Options& options) {
           auto ok = loadWeights(info.checkpoint);
           if (!ok) return ok.error();
         }
+      } else if (fromInitialWeights) {
+        auto ok = loadWeights(options.initialWeights, /*ownRun=*/false);
+        if (!ok) return ok.error();
       }
       globalStep += trainer.stepsDone();
 

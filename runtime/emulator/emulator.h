@@ -45,6 +45,12 @@ struct Options {
   // What the checkpoints belong to (a digest of the plan; "" for none):
   // written into every checkpoint and required of the ones resumed from.
   std::string planIdentity;
+  // Weights that the phases starting from the model's initialisation (those
+  // without `from`) start from instead: a checkpoint of another run, such as
+  // the best trial of a sweep (docs/sweeps.md, `from:`). Only its weights are
+  // taken, not its optimizer state; it must hold a tensor of the model's shape
+  // for every parameter (IPU5005 otherwise). "": the initialisation.
+  std::string initialWeights;
 };
 
 enum class Status { Completed, Cancelled, Stopped };

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <map>
 
 #include "interpreter/hooks/hook_set.h"
 #include "interpreter/hooks/run_hooks.h"
@@ -394,6 +395,121 @@ TEST(RunHooks, AFailingHookStopsTheRunAndIsReportedOnce) {
   ASSERT_TRUE(e->runs[0].hooks.has_value());
   EXPECT_TRUE(e->runs[0].hooks->stopped);
   EXPECT_EQ(e->runs[0].hooks->phases[0].stepsRun, 7);
+}
+
+// ------------------------------------------------------- a sweep's trial
+
+// Drives the hook `h` of a planned script's run through one phase start and
+// one step, as a trial of `trial` (or as a plain run when it is null); returns
+// what the hook logged and whether it stopped the run, and why.
+struct Driven {
+  std::map<std::string, double> logged;
+  train::StopRequest stop;
+  std::string failures;
+};
+Driven driveOneStep(const std::string& hookCode, const hooks::SweepTrial* trial) {
+  session::Session s;
+  base::FileId f = s.addSource(test::sourceDir() + "/tests/hooks_test.ipu", script("hook h = lua \"\"\"\n" + hookCode + "\n\"\"\"\n", "h"));
+  const ir::ExecutionPlan* plan = s.plan(f);
+  Driven out;
+  if (plan == nullptr || s.diagnostics().hasErrors()) {
+    out.failures = diagnostics(s);
+    return out;
+  }
+  hooks::RunHooks rh(*s.hooks(), plan->runs[0], train::Source::Emulator);
+  rh.setSweepTrial(trial);
+  train::PhaseInfo pi;
+  pi.run = "t";
+  pi.phase = "one";
+  pi.steps = 500;
+  train::PhaseDecision d = rh.phaseStart(train::Source::Emulator, pi);
+  train::StepInfo si;
+  si.run = "t";
+  si.phase = "one";
+  si.step = 1;
+  si.globalStep = 1;
+  si.loss = 6.5;
+  si.lr = 0.001;
+  out.stop = rh.step(train::Source::Emulator, si, out.logged);
+  if (d.stop.stop && !out.stop.stop) out.stop = d.stop;
+  out.failures = diagnostics(s);
+  return out;
+}
+
+hooks::SweepTrial aTrial() {
+  hooks::SweepTrial t;
+  t.sweep = "lr_grid";
+  t.method = "grid";
+  t.metric = "eval.loss";
+  t.goal = "minimize";
+  t.best = 4.25;
+  t.index = 3;
+  t.key = "optimizer.weight_decay=0.1 phase.one.micro_batch=8 phase.one.lr=0.003 precision=fp16_sr";
+  t.params = {{"optimizer.weight_decay", hooks::CtxValue::ofNumber(0.1)},
+              {"phase.one.micro_batch", hooks::CtxValue::ofInteger(8)},
+              {"phase.one.lr", hooks::CtxValue::ofNumber(0.003)},
+              {"precision", hooks::CtxValue::ofString("fp16_sr")}};
+  t.startFrom = "/runs/t/1/checkpoints/one/final.ipt";
+  return t;
+}
+
+TEST(RunHooks, ATrialSeesItsSweepAndItsValues) {
+  const hooks::SweepTrial trial = aTrial();
+  Driven d = driveOneStep(R"(
+local started = nil
+function on_phase_start(ctx)
+  started = ctx.sweep.name .. "/" .. ctx.trial.index
+end
+function on_step(ctx)
+  local s, t = ctx.sweep, ctx.trial
+  ctx:log("is_lr_grid", (s.name == "lr_grid" and s.method == "grid" and s.metric == "eval.loss" and s.goal == "minimize") and 1 or 0)
+  ctx:log("best", s.best)
+  ctx:log("index", t.index)
+  ctx:log("lr", t.params["phase.one.lr"])
+  ctx:log("micro_batch_is_integer", math.type(t.params["phase.one.micro_batch"]) == "integer" and 1 or 0)
+  ctx:log("precision_is_fp16_sr", t.params.precision == "fp16_sr" and 1 or 0)
+  ctx:log("key_len", #t.key)
+  ctx:log("start_from_final", t.start_from:match("final%.ipt$") and 1 or 0)
+  ctx:log("started_here", started == "lr_grid/3" and 1 or 0)
+  if t.params["phase.one.lr"] > 0.002 then ctx:stop("lr " .. t.params["phase.one.lr"] .. " of trial " .. t.index .. " is too high") end
+end)", &trial);
+  ASSERT_EQ(d.failures, "");
+  EXPECT_EQ(d.logged.at("is_lr_grid"), 1);
+  EXPECT_EQ(d.logged.at("best"), 4.25);
+  EXPECT_EQ(d.logged.at("index"), 3);
+  EXPECT_EQ(d.logged.at("lr"), 0.003);
+  EXPECT_EQ(d.logged.at("micro_batch_is_integer"), 1);
+  EXPECT_EQ(d.logged.at("precision_is_fp16_sr"), 1);
+  EXPECT_EQ(d.logged.at("key_len"), static_cast<double>(trial.key.size()));
+  EXPECT_EQ(d.logged.at("start_from_final"), 1);
+  EXPECT_EQ(d.logged.at("started_here"), 1);
+  // The hook's stop, with its reason, as for any run.
+  EXPECT_TRUE(d.stop.stop);
+  EXPECT_EQ(d.stop.reason, "hook `h`: lr 0.003 of trial 3 is too high");
+}
+
+TEST(RunHooks, OutsideASweepCtxSweepAndTrialAreNil) {
+  Driven d = driveOneStep(R"(
+function on_step(ctx)
+  ctx:log("nil_sweep", ctx.sweep == nil and 1 or 0)
+  ctx:log("nil_trial", ctx.trial == nil and 1 or 0)
+end)", nullptr);
+  ASSERT_EQ(d.failures, "");
+  EXPECT_EQ(d.logged.at("nil_sweep"), 1);
+  EXPECT_EQ(d.logged.at("nil_trial"), 1);
+  EXPECT_FALSE(d.stop.stop);
+  // A trial with no best yet and no checkpoint to start from: those fields are nil.
+  hooks::SweepTrial first = aTrial();
+  first.best.reset();
+  first.startFrom.clear();
+  Driven e = driveOneStep(R"(
+function on_step(ctx)
+  ctx:log("nil_best", ctx.sweep.best == nil and 1 or 0)
+  ctx:log("nil_start", ctx.trial.start_from == nil and 1 or 0)
+end)", &first);
+  ASSERT_EQ(e.failures, "");
+  EXPECT_EQ(e.logged.at("nil_best"), 1);
+  EXPECT_EQ(e.logged.at("nil_start"), 1);
 }
 
 // ------------------------------------------------------------ Lua placement

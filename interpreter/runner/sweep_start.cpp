@@ -1,0 +1,100 @@
+#include "interpreter/runner/sweep_start.h"
+
+#include <filesystem>
+#include <system_error>
+
+namespace ipu::runner {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The last checkpoint of run `r`, or why there is none.
+TrialStart lastCheckpoint(const store::RunRecord& r) {
+  TrialStart out;
+  if (r.kind == store::RunKind::Estimate) {
+    out.problem = "run " + r.name + " is an estimate (`ipu estimate`), which has no weights";
+    return out;
+  }
+  std::string newest, missing;
+  fs::file_time_type newestTime{};
+  for (const auto& a : r.artifacts) {
+    if (a.kind != "checkpoint") continue;
+    std::error_code ec;
+    const fs::file_time_type t = fs::last_write_time(a.path, ec);
+    if (ec || !fs::is_regular_file(a.path, ec)) {
+      missing = a.path;
+      continue;
+    }
+    // On equal times, a phase's final checkpoint is later than its steps'.
+    const bool later = newest.empty() || t > newestTime ||
+                       (t == newestTime && fs::path(a.path).filename() == "final.ipt");
+    if (later) {
+      newest = a.path;
+      newestTime = t;
+    }
+  }
+  if (newest.empty()) {
+    out.problem = missing.empty() ? "run " + r.name + " recorded no checkpoint"
+                                  : "the checkpoints of run " + r.name + " are not on this host (such as `" + missing +
+                                        "`); an agent needs them on a file system it shares with the run's host";
+    return out;
+  }
+  out.status = TrialStart::Status::Ready;
+  out.checkpoint = newest;
+  out.runId = r.id;
+  out.runName = r.name;
+  return out;
+}
+
+}  // namespace
+
+TrialStart resolveTrialStart(const sweep::StartFrom& from, store::SweepStore& sweeps, store::RunStore& runs) {
+  TrialStart out;
+  if (from.kind == sweep::StartFrom::Kind::Run) {
+    std::optional<store::RunRecord> r = store::findRun(runs, from.name);
+    if (!r) {
+      out.problem = "there is no run `" + from.name + "` in the store `" + runs.location() + "` (`ipu runs` lists them)";
+      return out;
+    }
+    return lastCheckpoint(*r);
+  }
+  std::optional<store::SweepRecord> source = sweeps.sweep(from.name);
+  if (!source) {
+    out.problem = "sweep `" + from.name + "` is not in the store `" + sweeps.location() +
+                  "`: run it first (`ipu sweep FILE " + from.name + "`)";
+    return out;
+  }
+  store::SweepStatus st = sweeps.status(source->id);
+  if (!st.best) {
+    const bool mayFinishOne = st.sweep.state == store::SweepState::Running || st.sweep.state == store::SweepState::Paused;
+    out.status = mayFinishOne ? TrialStart::Status::Wait : TrialStart::Status::Unavailable;
+    out.problem = "sweep `" + from.name + "` has no finished trial" +
+                  (mayFinishOne ? std::string(" yet (it is ") + store::name(st.sweep.state) + ")"
+                                : std::string(", and it is ") + store::name(st.sweep.state));
+    return out;
+  }
+  if (!st.best->runId) {
+    out.problem = "the best trial (" + std::to_string(st.best->index) + ") of sweep `" + from.name + "` has no run";
+    return out;
+  }
+  std::optional<store::RunRecord> r = runs.run(*st.best->runId);
+  if (!r) {
+    out.problem = "the run " + std::to_string(*st.best->runId) + " of the best trial (" +
+                  std::to_string(st.best->index) + ") of sweep `" + from.name + "` is no longer in the store";
+    return out;
+  }
+  out = lastCheckpoint(*r);
+  out.trial = st.best->index;
+  if (out.status != TrialStart::Status::Ready)
+    out.problem = "the best trial (" + std::to_string(st.best->index) + ") of sweep `" + from.name + "`: " + out.problem;
+  return out;
+}
+
+std::string describeStart(const sweep::StartFrom& from, const TrialStart& start) {
+  if (from.kind == sweep::StartFrom::Kind::SweepBest)
+    return "the best trial (" + std::to_string(start.trial) + ") of sweep `" + from.name + "`, run " + start.runName;
+  return "run " + start.runName;
+}
+
+}  // namespace ipu::runner
