@@ -101,7 +101,7 @@ std::string num(double v) {  // coordinates
 std::string fmt(double v) {  // values people read
   if (!has(v)) return "-";
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.5g", v);
+  std::snprintf(buf, sizeof buf, "%.6g", v);
   return buf;
 }
 
@@ -357,7 +357,7 @@ std::string parallelSvg(const SweepReport& r) {
       for (const auto& c : map.categories)
         s += "<text x=\"" + num(x + 5) + "\" y=\"" + num(Y(*map.unitOfCategory(c)) + 4) + "\" class=\"pc-tick\">" +
              escapeHtml(shorten(c, 18)) + "<title>" + escapeHtml(c) + "</title></text>";
-    } else if (!cols[i].path.empty() || !metrics.empty()) {
+    } else if (!cols[i].path.empty() || std::any_of(metrics.begin(), metrics.end(), has)) {
       for (double t : map.ticks())
         if (auto u = map.unit(t); u && *u >= -1e-9 && *u <= 1 + 1e-9)
           s += text(x + 5, Y(*u) + 4, fmt(t), "pc-tick");
@@ -644,7 +644,11 @@ std::string sweepReportHtml(const SweepReport& r, const std::string& title) {
             "</td><td class=\"state-" + store::name(t.state) + "\">" + store::name(t.state) + "</td>";
     for (const auto& a : r.axes) {
       const sweep::ParamValue* v = valueOf(t.assignment, a.path);
-      html += "<td>" + (v ? escapeHtml(v->canonical()) : std::string("-")) + "</td>";
+      // Numbers drawn at random have 17 digits: 6 are shown, all in the hover.
+      if (v && v->kind == sweep::ParamValue::Kind::Number)
+        html += "<td title=\"" + escapeHtml(v->canonical()) + "\">" + escapeHtml(fmt(v->number)) + "</td>";
+      else
+        html += "<td>" + (v ? escapeHtml(v->canonical()) : std::string("-")) + "</td>";
     }
     html += "<td class=\"num\">" + escapeHtml(fmt(t.metric)) + "</td><td class=\"num\">" +
             (t.runId ? std::to_string(*t.runId) : "-") + "</td><td class=\"num\">" +
