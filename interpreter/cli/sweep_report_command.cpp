@@ -95,6 +95,7 @@ int sweepReportCommand(const std::vector<std::string>& args) {
       return usage("`" + a + "`: a sweep's report takes no run ids (`ipu report ID...` reports runs)");
     }
   }
+  if (sweepName.empty()) return usage("`--sweep` needs a sweep's name");
   if (!json && output.empty()) return usage("say where to write the report: -o report.html (or --json)");
 
   const std::string location = storeLocation(storeFlag, runsDir);
@@ -120,7 +121,7 @@ int sweepReportCommand(const std::vector<std::string>& args) {
           if (auto steps = stepsOf(*run)) runSteps[*t.runId] = *steps;
     const report::SweepReport r = report::buildSweepReport(*sweep, trials, runSteps, sweeps->location());
 
-    std::string text = json ? report::sweepReportJson(r).dump(2) + "\n"
+    std::string text = json ? report::sweepReportJson(r).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"
                             : report::sweepReportHtml(r, title.empty() ? "sweep " + sweep->name : title);
     if (json && output.empty()) {
       std::cout << text;

@@ -655,7 +655,9 @@ std::string sweepReportHtml(const SweepReport& r, const std::string& title) {
             (row.steps ? std::to_string(*row.steps) : "-") + "</td><td>" + escapeHtml(t.reason) + "</td></tr>\n";
   }
   html += "</tbody></table></div>\n";
-  html += "<script type=\"application/json\" id=\"ipu-sweep-data\">" + jsonForScript(sweepReportJson(r).dump()) + "</script>\n";
+  // Text that is not UTF-8 (a reason a hook wrote) becomes U+FFFD rather than an exception.
+  const std::string data = sweepReportJson(r).dump(-1, ' ', false, json::error_handler_t::replace);
+  html += "<script type=\"application/json\" id=\"ipu-sweep-data\">" + jsonForScript(data) + "</script>\n";
   html += "<script>\"use strict\";(function(){const D=JSON.parse(document.getElementById(\"ipu-sweep-data\").textContent);"
           "document.body.dataset.trials=String(D.trials.length);document.body.dataset.rendered=\"yes\";"
           "console.info(\"ipu sweep report rendered: \"+D.trials.length+\" trials\");})();</script>\n</body>\n</html>\n";

@@ -179,6 +179,7 @@ try:
     open(os.path.join(tmp, "junk.db"), "w").write("not a database, " * 100)
     run("report", "--sweep", "x", "--store", os.path.join(tmp, "junk.db"), "-o", page, code=1)
     run("report", "--sweep", code=2)
+    run("report", "--sweep", "", "--store", store, "-o", page, code=2)
     run("report", "--sweep", "empty_sweep", "--store", store, code=2)  # neither -o nor --json
     run("report", "--sweep", "empty_sweep", "--store", store, "--frobnicate", "-o", page, code=2)
     run("report", "--sweep", "empty_sweep", "3", "--store", store, "-o", page, code=2)
