@@ -654,6 +654,8 @@ std::string sweepReportHtml(const SweepReport& r, const std::string& title) {
             (t.runId ? std::to_string(*t.runId) : "-") + "</td><td class=\"num\">" +
             (row.steps ? std::to_string(*row.steps) : "-") + "</td><td>" + escapeHtml(t.reason) + "</td></tr>\n";
   }
+  if (r.trials.empty())
+    html += "<tr><td colspan=\"" + std::to_string(7 + r.axes.size()) + "\" class=\"note\">No trial yet.</td></tr>\n";
   html += "</tbody></table></div>\n";
   // Text that is not UTF-8 (a reason a hook wrote) becomes U+FFFD rather than an exception.
   const std::string data = sweepReportJson(r).dump(-1, ' ', false, json::error_handler_t::replace);
