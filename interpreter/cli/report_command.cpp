@@ -9,6 +9,7 @@
 
 #include "interpreter/cli/output_file.h"
 #include "interpreter/cli/runs_command.h"
+#include "interpreter/cli/sweep_report_command.h"
 #include "interpreter/report/runs_html.h"
 #include "interpreter/store/run_store.h"
 
@@ -20,6 +21,7 @@ namespace {
 
 
 const char* kReportUsage = R"(usage: ipu report [ID...] [--where FILTER] [--limit N] -o report.html
+       ipu report --sweep SWEEP [--json] -o report.html
 
 Writes one self-contained HTML file (no network needed: it can be mailed) with
 the metric curves of the selected runs overlaid, their parameters, and for
@@ -32,6 +34,9 @@ against any parameter. Runs are chosen by number or name, or with --where
   --store PATH|URI    the run store (default: $IPU_STORE, else runs/ipu.db)
   --runs-dir DIR      the store is DIR/ipu.db
   --title TEXT        the page's heading
+
+`ipu report --sweep SWEEP -o report.html` reports one sweep instead
+(`ipu report --sweep S --help`; docs/sweeps.md).
 )";
 
 int usage(const std::string& message) {
@@ -44,6 +49,7 @@ int usage(const std::string& message) {
 namespace {
 
 int reportCommand(const std::vector<std::string>& args) {
+  if (wantsSweepReport(args)) return sweepReportCommand(args);  // `--sweep SWEEP`: sweep_report_command.h
   std::vector<std::string> ids;
   std::string where, output, storeFlag, runsDir = "runs", title;
   long long limit = 0;
@@ -129,7 +135,8 @@ int reportCommand(const std::vector<std::string>& args) {
 }  // namespace
 
 const Command kReportCommand{"report", "report [IDS]",
-    "one self-contained HTML file with plots of recorded runs",
+    "one self-contained HTML file with plots of recorded runs, or of\n"
+    "one sweep (--sweep SWEEP: history, parallel coordinates, importance)",
     kReportUsage, reportCommand};
 
 }  // namespace ipu::cli

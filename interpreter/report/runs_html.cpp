@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "interpreter/report/html_text.h"
 #include "interpreter/store/filter.h"
 
 namespace ipu::report {
@@ -63,35 +64,6 @@ std::vector<std::string> orderedKeys(const std::vector<ReportRun>& runs) {
   std::vector<std::string> out(keys.begin(), keys.end());
   auto rank = [](const std::string& k) { return k == "loss" ? 0 : k.rfind("eval.", 0) == 0 ? 1 : 2; };
   std::stable_sort(out.begin(), out.end(), [&](const std::string& a, const std::string& b) { return rank(a) < rank(b); });
-  return out;
-}
-
-std::string escapeHtml(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
-// Inside <script>, "</" would end the element: JSON allows "\/" instead.
-std::string scriptSafe(const std::string& json) {
-  std::string out;
-  out.reserve(json.size());
-  for (std::size_t i = 0; i < json.size(); ++i) {
-    if (json[i] == '<' && i + 1 < json.size() && json[i + 1] == '/') {
-      out += "<\\/";
-      ++i;
-    } else {
-      out += json[i];
-    }
-  }
   return out;
 }
 
@@ -434,7 +406,7 @@ std::string runsReportHtml(const std::vector<ReportRun>& runs, const std::string
           "<svg id=\"scatter\" xmlns=\"http://www.w3.org/2000/svg\" width=\"700\" height=\"400\"></svg>\n</div>\n";
   html += "<p id=\"few\" class=\"meta\" hidden>Parallel coordinates and the metric-against-parameter scatter appear for three "
           "runs or more that differ in a parameter.</p>\n";
-  html += "<script type=\"application/json\" id=\"ipu-data\">" + scriptSafe(data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)) + "</script>\n";
+  html += "<script type=\"application/json\" id=\"ipu-data\">" + jsonForScript(data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)) + "</script>\n";
   html += "<script>" + std::string(kPageScript) + "</script>\n</body>\n</html>\n";
   return html;
 }

@@ -56,6 +56,17 @@ class Encoding {
   // [0, 1]); each one-hot parameter switched to another value with
   // probability 1 / parameters.
   Eigen::VectorXd perturb(const Eigen::VectorXd& point, double scale, SplitMix64& rng) const;
+  // The coordinates of the spec's `parameter`-th parameter: `width` of them
+  // from `first` (one per value when one-hot). For importance.h, which
+  // varies one parameter of a point at a time.
+  struct Coordinates {
+    Eigen::Index first = 0, width = 1;
+    bool oneHot = false;
+  };
+  Coordinates coordinates(std::size_t parameter) const {
+    const Slot& s = slots_.at(parameter);
+    return {s.first, s.width, s.oneHot};
+  }
 
  private:
   struct Slot {

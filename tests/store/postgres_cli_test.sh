@@ -3,9 +3,13 @@
 # (initdb in a temporary directory, a Unix socket there and no TCP port, as
 # `nobody` under root; stopped at the end), then `ipu estimate`, `ipu run`,
 # `ipu runs`, `ipu runs compare` and `ipu report` against it, the same as on
-# SQLite. The store suite (store.postgres) covers the backend itself.
+# SQLite. The store suite (store.postgres) covers the backend itself. With
+# FIXTURE (ipu_sweep_report_fixture), `ipu report --sweep` too: the same
+# sweep written to PostgreSQL and to SQLite gives the same report.
+#
+#   postgres_cli_test.sh IPU ROOT [FIXTURE]
 set -uo pipefail
-IPU="$1"; ROOT="$2"
+IPU="$1"; ROOT="$2"; FIXTURE="${3:-}"
 BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 [ -x "$BIN/initdb" ] || { echo "FAIL: no PostgreSQL server (Debian package postgresql; ./dev installs it)"; exit 1; }
 TMP="$(mktemp -d /tmp/ipu-pgcli-XXXXXX)"
@@ -50,6 +54,26 @@ grep -q "predicted (estimate 1) against measured (run 2)" "$WORK/out" || { echo 
 grep -q "2 runs" "$WORK/err" || { echo "FAIL: report of 2 runs"; cat "$WORK/err"; fail=1; }
 "$IPU" runs --store "postgresql://ipu@/no_such_db?host=$TMP" >/dev/null 2>"$WORK/err"
 [ $? -eq 1 ] && grep -q "cannot connect" "$WORK/err" || { echo "FAIL: a missing database is a clear error"; cat "$WORK/err"; fail=1; }
+
+if [ -n "$FIXTURE" ]; then
+  "$FIXTURE" "$URI" "lr <i>sweep</i>" 2>"$WORK/err" || { echo "FAIL: the sweep fixture on PostgreSQL"; cat "$WORK/err"; fail=1; }
+  "$FIXTURE" "$WORK/sweeps.db" "lr <i>sweep</i>" 2>"$WORK/err" || { echo "FAIL: the sweep fixture on SQLite"; cat "$WORK/err"; fail=1; }
+  "$IPU" report --sweep "lr <i>sweep</i>" --store "$URI" --json >"$WORK/pg.json" 2>"$WORK/err" || { echo "FAIL: report --sweep on PostgreSQL"; cat "$WORK/err"; fail=1; }
+  "$IPU" report --sweep "lr <i>sweep</i>" --store "$WORK/sweeps.db" --json >"$WORK/sqlite.json" || fail=1
+  "$IPU" report --sweep "lr <i>sweep</i>" --store "$URI" -o "$WORK/sweep.html" 2>"$WORK/err" || { echo "FAIL: report --sweep HTML on PostgreSQL"; cat "$WORK/err"; fail=1; }
+  python3 - "$WORK/pg.json" "$WORK/sqlite.json" <<'PY' || fail=1
+import json, sys
+pg, lite = (json.load(open(p)) for p in sys.argv[1:3])
+for d in (pg, lite):
+    d["sweep"].pop("store")
+    for t in d["trials"]: t.pop("run_id")  # the PostgreSQL store has two runs already
+ok = pg == lite and len(pg["trials"]) == 24 and pg["importance"]["model_fitted"]
+if not ok: print("FAIL: report --sweep differs between PostgreSQL and SQLite")
+sys.exit(0 if ok else 1)
+PY
+  "$IPU" report --sweep "lr <i>swep</i>" --store "$URI" --json >/dev/null 2>"$WORK/err"
+  [ $? -eq 1 ] && grep -q 'did you mean `lr <i>sweep</i>`' "$WORK/err" || { echo "FAIL: an unknown sweep on PostgreSQL"; cat "$WORK/err"; fail=1; }
+fi
 
 [ $fail -eq 0 ] && echo "PostgreSQL command tests passed"
 exit $fail
