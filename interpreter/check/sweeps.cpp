@@ -1098,7 +1098,7 @@ class SweepReader {
     if (callee->name == "checkpoint") {
       const auto* s = arg.dyn<StringExpr>();
       if (s == nullptr || s->value.empty()) {
-        ev_.error(code::kBadSweepStart, arg.span, "`checkpoint` takes a run's id as a string: `checkpoint(\"20261125-0930-ab12\")`",
+        ev_.error(code::kBadSweepStart, arg.span, "`checkpoint` takes a run's id as a string: `checkpoint(\"12\")` or `checkpoint(\"tiny_trial-12\")`",
                   "`ipu runs` lists the recorded runs and their ids");
         return;
       }
