@@ -283,6 +283,8 @@ class Finder {
 // What a name can be declared by, and where (the span of the declaring name).
 struct Definition {
   Span at;
+  NodeKind kind = NodeKind::Let;         // what declares it
+  Span whole;                            // the whole declaring item or member
   const Declaration* decl = nullptr;     // a declaration (for its parameters, when called)
   const check::Module* module = nullptr;  // an import alias: the module it names
 };
@@ -332,8 +334,8 @@ class Resolver {
   // What a declaring name itself declares (the name under the cursor may be one).
   static std::optional<Definition> declaredAt(const check::Module& m, FileId file, std::uint32_t off) {
     std::optional<Definition> out;
-    auto at = [&](Span s, const Declaration* d = nullptr) {
-      if (contains(s, file, off)) out = Definition{s, d, nullptr};
+    auto at = [&](Span s, NodeKind k, Span whole, const Declaration* d = nullptr) {
+      if (contains(s, file, off)) out = Definition{s, k, whole, d, nullptr};
     };
     std::function<void(const Block*)> block;
     std::function<void(const Expr*)> expr = [&](const Expr* e) {
@@ -351,11 +353,11 @@ class Resolver {
     block = [&](const Block* b) {
       if (b == nullptr || !contains(b->span, file, off)) return;
       for (const auto& mem : b->members) {
-        if (const auto* l = mem->dyn<LetMember>()) at(l->nameSpan), expr(l->value.get());
-        if (const auto* l = mem->dyn<LayerMember>()) at(l->nameSpan), expr(l->value.get());
+        if (const auto* l = mem->dyn<LetMember>()) at(l->nameSpan, NodeKind::LetMember, l->span), expr(l->value.get());
+        if (const auto* l = mem->dyn<LayerMember>()) at(l->nameSpan, NodeKind::Layer, l->span), expr(l->value.get());
         if (const auto* r = mem->dyn<RepeatMember>()) {
-          at(r->nameSpan);
-          if (!r->indexVar.empty()) at(r->indexSpan);
+          at(r->nameSpan, NodeKind::Repeat, r->span);
+          if (!r->indexVar.empty()) at(r->indexSpan, NodeKind::Repeat, r->span);
           expr(r->value.get());
         }
         if (const auto* f = mem->dyn<FieldMember>()) expr(f->value.get());
@@ -365,14 +367,14 @@ class Resolver {
     };
     for (const auto& item : m.program->items) {
       if (!contains(item->span, file, off)) continue;
-      if (const auto* l = item->dyn<LetItem>()) at(l->nameSpan), expr(l->value.get());
+      if (const auto* l = item->dyn<LetItem>()) at(l->nameSpan, NodeKind::Let, l->span), expr(l->value.get());
       if (const auto* i = item->dyn<ImportItem>(); i != nullptr && !i->alias.empty())
         if (contains(i->aliasSpan, file, off))
           for (const auto& [imp, dep] : m.imports)
-            if (imp == i) out = Definition{i->aliasSpan, nullptr, dep};
+            if (imp == i) out = Definition{i->aliasSpan, NodeKind::Import, i->span, nullptr, dep};
       if (const auto* d = item->dyn<Declaration>()) {
-        at(d->nameSpan, d);
-        for (const auto& p : d->params) at(p.span), expr(p.dflt.get());
+        at(d->nameSpan, NodeKind::Declaration, d->span, d);
+        for (const auto& p : d->params) at(p.span, NodeKind::Param, p.span), expr(p.dflt.get());
         expr(d->value.get());
         block(d->body.get());
       }
@@ -386,7 +388,7 @@ class Resolver {
   std::optional<Definition> top(const std::string& name) const {
     const check::Module& m = *module_;
     for (const auto& [imp, dep] : m.imports)
-      if (!imp->alias.empty() && imp->alias == name) return Definition{imp->aliasSpan, nullptr, dep};
+      if (!imp->alias.empty() && imp->alias == name) return Definition{imp->aliasSpan, NodeKind::Import, imp->span, nullptr, dep};
     if (name != self_)
       if (auto d = own(m, name)) return d;
     for (const auto& [imp, dep] : m.imports)
@@ -398,8 +400,8 @@ class Resolver {
   static std::optional<Definition> own(const check::Module& m, const std::string& name) {
     if (!m.program) return std::nullopt;
     for (const auto& item : m.program->items) {
-      if (const auto* l = item->dyn<LetItem>(); l != nullptr && l->name == name) return Definition{l->nameSpan};
-      if (const auto* d = item->dyn<Declaration>(); d != nullptr && d->name == name) return Definition{d->nameSpan, d};
+      if (const auto* l = item->dyn<LetItem>(); l != nullptr && l->name == name) return Definition{l->nameSpan, NodeKind::Let, l->span};
+      if (const auto* d = item->dyn<Declaration>(); d != nullptr && d->name == name) return Definition{d->nameSpan, NodeKind::Declaration, d->span, d};
     }
     return std::nullopt;
   }
@@ -415,7 +417,7 @@ class Resolver {
     frames_.emplace_back();
     for (const auto& p : d.params) {
       expr(p.dflt.get());
-      frames_.back()[p.name] = Definition{p.span};
+      frames_.back()[p.name] = Definition{p.span, NodeKind::Param, p.span};
     }
     expr(d.forExpr.get());
     expr(d.onExpr.get());
@@ -434,23 +436,23 @@ class Resolver {
         case MemberKind::Let: {
           const auto& l = m->as<LetMember>();
           expr(l.value.get());
-          frames_.back()[l.name] = Definition{l.nameSpan};
+          frames_.back()[l.name] = Definition{l.nameSpan, NodeKind::LetMember, l.span};
           break;
         }
         case MemberKind::Layer: {
           const auto& l = m->as<LayerMember>();
           expr(l.value.get());
-          frames_.back()[l.name] = Definition{l.nameSpan};
+          frames_.back()[l.name] = Definition{l.nameSpan, NodeKind::Layer, l.span};
           break;
         }
         case MemberKind::Repeat: {
           const auto& r = m->as<RepeatMember>();
           expr(r.count.get());
           frames_.emplace_back();
-          if (!r.indexVar.empty()) frames_.back()[r.indexVar] = Definition{r.indexSpan};
+          if (!r.indexVar.empty()) frames_.back()[r.indexVar] = Definition{r.indexSpan, NodeKind::Repeat, r.span};
           expr(r.value.get());
           frames_.pop_back();
-          frames_.back()[r.name] = Definition{r.nameSpan};
+          frames_.back()[r.name] = Definition{r.nameSpan, NodeKind::Repeat, r.span};
           break;
         }
         case MemberKind::Stage:
@@ -483,7 +485,7 @@ class Resolver {
         for (const auto& a : c.args) {
           if (!a.name.empty() && callee && callee->decl != nullptr)
             for (const auto& p : callee->decl->params)
-              if (p.name == a.name) found_(a.nameSpan, Definition{p.span});
+              if (p.name == a.name) found_(a.nameSpan, Definition{p.span, NodeKind::Param, p.span});
           expr(a.value.get());
         }
         break;
@@ -608,8 +610,10 @@ struct Snapshot::State {
     for (const auto& item : p.module->program->items) finder.item(*item);
     return out;
   }
-  Location location(Span s) const {
+  Location location(Span s, NodeKind kind = NodeKind::Name, Span whole = {}) const {
     Location l;
+    l.kind = kind;
+    l.declaration = whole.valid() ? whole : s;
     const base::SourceFile& f = sources.file(s.file);
     l.path = f.path();
     l.span = s;
@@ -680,7 +684,7 @@ std::optional<Location> Snapshot::definitionOf(const std::string& path, std::uin
   if (!p) return std::nullopt;
   auto d = definitionAt(*p->module, p->offset);
   if (!d) return std::nullopt;
-  return state_->location(d->at);
+  return state_->location(d->at, d->kind, d->whole);
 }
 
 std::vector<Location> Snapshot::usesOf(const std::string& path, std::uint32_t line, std::uint32_t column) const {
@@ -712,7 +716,7 @@ std::optional<Location> Snapshot::definitionOfName(const std::string& path, cons
   Resolver r([](Span, const Definition&) {});
   auto d = r.topOf(*m, nameIn);
   if (!d) return std::nullopt;
-  return state_->location(d->at);
+  return state_->location(d->at, d->kind, d->whole);
 }
 
 std::optional<ValueAndType> Snapshot::valueAndTypeAt(const std::string& path, std::uint32_t line,

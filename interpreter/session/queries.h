@@ -48,7 +48,12 @@ struct Node {
 // A place in a file: the span, and where it starts and ends as line:column.
 struct Location {
   std::string path;  // as the session's source map names the file ("std/models/bert.ipu" for the standard library)
-  base::Span span;
+  base::Span span;   // the name
+  // A definition: what declares it (Let, Declaration, Param, LetMember,
+  // Layer, Repeat, or Import for an alias) and the whole of that item or
+  // member. A use: Name, and the span again.
+  NodeKind kind = NodeKind::Name;
+  base::Span declaration;
   base::LineCol start, end;
   bool standard = false;  // in the standard library
 };
