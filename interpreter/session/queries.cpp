@@ -13,6 +13,7 @@
 namespace ipu::session {
 
 using namespace syntax;
+using base::FileId;
 using base::Span;
 
 const char* name(NodeKind kind) {
