@@ -651,6 +651,16 @@ struct Snapshot::State {
   }
 };
 
+const std::string& Snapshot::rootPath() const { return state_->rootPath; }
+bool Snapshot::checked() const { return state_->program != nullptr && !state_->diags.hasErrors(); }
+const base::Diagnostics& Snapshot::diagnostics() const { return state_->diags; }
+const base::SourceMap& Snapshot::sources() const { return state_->sources; }
+
+const std::string* Snapshot::text(const std::string& path) const {
+  const check::Module* m = state_->moduleNamed(path);
+  return m != nullptr ? &state_->sources.file(m->file).text() : nullptr;
+}
+
 std::optional<Node> Snapshot::nodeAt(const std::string& path, std::uint32_t line, std::uint32_t column) const {
   auto p = state_->place(path, line, column);
   if (!p) return std::nullopt;
