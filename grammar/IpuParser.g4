@@ -7,6 +7,7 @@ parser grammar IpuParser;
 options { tokenVocab = IpuLexer; }
 
 program     : item* EOF ;
+valueOnly   : value EOF ;   // an expression on its own (the REPL's input)
 
 item        : importDecl
             | letDecl

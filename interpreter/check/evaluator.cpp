@@ -264,6 +264,14 @@ Value Evaluator::evalNumber(const NumberExpr& e) {
 }
 
 Value Evaluator::eval(const Expr& e, const ScopePtr& scope) {
+  if (&e != watched_) return evalExpr(e, scope);
+  Value v = evalExpr(e, scope);
+  // Inside evalField the field's value is reported once it has its meaning.
+  if (&e != fieldExpr_ && seen_) seen_(v);
+  return v;
+}
+
+Value Evaluator::evalExpr(const Expr& e, const ScopePtr& scope) {
   struct DepthGuard {
     int& d;
     explicit DepthGuard(int& x) : d(x) { ++d; }
@@ -619,17 +627,7 @@ Value Evaluator::evalMember(const MemberExpr& e, const ScopePtr& scope) {
               "models have `params` (parameter count) and `layers` (layer count)");
         return Value::unknown(e.span);
       }
-      PhaseContext structural;
-      auto st = expandModel(*this, *obj.model, structural);
-      if (name == "layers") return Value::num(static_cast<double>(st->leaves.size()), Dim::none(), e.span);
-      double total = 0;
-      for (const auto& leaf : st->leaves) {
-        LayerFacts f = layerFacts(*this, leaf, structural);
-        if (f.paramsUnknown) return Value::unknown(e.span);  // reported where the model is used in a mapping
-        total += f.params;
-        if (!std::isfinite(total)) return Value::unknown(e.span);
-      }
-      return Value::num(total, Dim::none(), e.span);
+      return modelProperty(*obj.model, name, e.span);
     }
     case ValueKind::Selection: {
       const Selection& sel = *obj.selection;
@@ -660,6 +658,21 @@ Value Evaluator::evalMember(const MemberExpr& e, const ScopePtr& scope) {
       error(code::kTypeMismatch, e.memberSpan, obj.describe() + " has no fields");
       return Value::unknown(e.span);
   }
+}
+
+Value Evaluator::modelProperty(const ModelValue& model, const std::string& name, Span at) {
+  PhaseContext structural;
+  auto st = expandModel(*this, model, structural);
+  if (name == "layers") return Value::num(static_cast<double>(st->leaves.size()), Dim::none(), at);
+  if (name != "params") return Value::unknown(at);
+  double total = 0;
+  for (const auto& leaf : st->leaves) {
+    LayerFacts f = layerFacts(*this, leaf, structural);
+    if (f.paramsUnknown) return Value::unknown(at);  // reported where the model is used in a mapping
+    total += f.params;
+    if (!std::isfinite(total)) return Value::unknown(at);
+  }
+  return Value::num(total, Dim::none(), at);
 }
 
 Value Evaluator::evalIndex(const IndexExpr& e, const ScopePtr& scope) {

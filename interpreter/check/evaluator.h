@@ -127,6 +127,18 @@ class Evaluator {
   Value evalField(const syntax::Expr& e, const Type& type, const ScopePtr& scope, const std::string& field);
   bool conforms(Value& v, const Type& type, const std::string& field, Span at);
 
+  // Calls `seen` with each value `expr` is given while this evaluator runs
+  // (once per evaluation: a definition's body once per instantiation; a
+  // field's value as the field reads it, enumeration names included). How
+  // the session answers "what is the value here" without writing any text.
+  void watch(const syntax::Expr* expr, std::function<void(const Value&)> seen) {
+    watched_ = expr;
+    seen_ = std::move(seen);
+  }
+  // A model's `params` (parameter count) or `layers` (layer count), as the
+  // property reads it; Unknown when it cannot be counted.
+  Value modelProperty(const ModelValue& model, const std::string& name, Span at);
+
   // Build a record of `kind` from a block, on top of `base` (for `with`).
   std::shared_ptr<Record> buildRecord(const std::string& kind, const syntax::Block& block, const ScopePtr& scope,
                                       std::shared_ptr<const Record> base, std::string name, Span span);
@@ -170,6 +182,8 @@ class Evaluator {
   static constexpr std::size_t kMaxListItems = 1u << 20;    // lists built by `+`
 
  private:
+  Value evalExpr(const syntax::Expr& e, const ScopePtr& scope);
+  Value evalFieldValue(const syntax::Expr& e, const Type& type, const ScopePtr& scope, const std::string& field);
   Value evaluateItemIsolated(const syntax::Item& item, ModuleScope& scope);
   Value evalName(const syntax::NameExpr& e, const ScopePtr& scope);
   Value evalBinary(const syntax::BinaryExpr& e, const ScopePtr& scope);
@@ -201,6 +215,9 @@ class Evaluator {
   long long templateCalls_ = 0;  // per check: a budget against exponential expansion
   int exprDepth_ = 0;
   const PhaseContext* phase_ = nullptr;
+  const syntax::Expr* watched_ = nullptr;  // watch()
+  const syntax::Expr* fieldExpr_ = nullptr;
+  std::function<void(const Value&)> seen_;
 };
 
 }  // namespace ipu::check

@@ -117,42 +117,62 @@ Module* ModuleLoader::resolve(const syntax::ImportItem& imp, const Module& from)
     fs::path base = fs::path(sources_.file(from.file).path()).parent_path();
     fs::path candidate = fs::path(path).is_absolute() ? fs::path(path) : base / path;
     std::error_code ec;
-    // `x` is `x` if it is a file, else `x.ipu` if that exists, else `x` if it
-    // exists at all (a directory, a FIFO, `/dev/null`: refused below by the
-    // reader, saying what it is, rather than "cannot find").
-    if (!fs::is_regular_file(candidate, ec) && candidate.extension() != ".ipu") {
+    // A text given in place of the file (setTexts) wins over the disk, with
+    // or without `.ipu`, and need not exist on disk.
+    const std::string* given = nullptr;
+    if (texts_ != nullptr) {
       fs::path withExtension = candidate;
       withExtension += ".ipu";
-      if (fs::exists(withExtension, ec) || !fs::exists(candidate, ec)) candidate = withExtension;
-    }
-    if (!fs::exists(candidate, ec)) {
-      std::string help = "paths are relative to the importing script (" +
-                         (base.empty() ? std::string(".") : base.string()) + "); standard modules start with `std/`";
-      std::vector<std::string> siblings;
-      for (const auto& entry : fs::directory_iterator(candidate.parent_path().empty() ? "." : candidate.parent_path(), ec))
-        if (entry.path().extension() == ".ipu") siblings.push_back(entry.path().stem().string());
-      std::string dym = base::didYouMean(fs::path(path).stem().string(), siblings);
-      if (!dym.empty()) help = dym;
-      diags_.error(code::kModuleNotFound, imp.pathSpan, "cannot find module `" + path + "`", help);
-      return nullptr;
-    }
-    fs::path abs = fs::weakly_canonical(fs::absolute(candidate, ec), ec);
-    key = abs.string();
-    if (!byKey_.count(key)) {
-      base::FileText read = base::readSourceFile(candidate.string());
-      if (read.status != base::FileText::Status::Ok) {
-        if (read.status == base::FileText::Status::NotAFile) {
-          diags_.error(code::kModuleNotFound, imp.pathSpan,
-                       "module `" + path + "` is " + read.problem + ", not a file", "import a `.ipu` file");
-          return nullptr;
+      for (const fs::path& c : {candidate, withExtension}) {
+        std::string k = fs::weakly_canonical(fs::absolute(c, ec), ec).string();
+        if (auto it = texts_->find(k); !ec && it != texts_->end()) {
+          given = &it->second;
+          candidate = c;
+          key = k;
+          break;
         }
-        std::string why = read.status == base::FileText::Status::TooLarge
-                              ? "it is " + std::to_string(read.bytes) + " bytes; the limit is 8 MiB"
-                              : read.problem;
-        diags_.error(code::kModuleNotFound, imp.pathSpan, "cannot read module `" + path + "`: " + why);
+      }
+    }
+    if (given != nullptr) {
+      if (!byKey_.count(key)) text = *given;
+    } else {
+      // `x` is `x` if it is a file, else `x.ipu` if that exists, else `x` if it
+      // exists at all (a directory, a FIFO, `/dev/null`: refused below by the
+      // reader, saying what it is, rather than "cannot find").
+      if (!fs::is_regular_file(candidate, ec) && candidate.extension() != ".ipu") {
+        fs::path withExtension = candidate;
+        withExtension += ".ipu";
+        if (fs::exists(withExtension, ec) || !fs::exists(candidate, ec)) candidate = withExtension;
+      }
+      if (!fs::exists(candidate, ec)) {
+        std::string help = "paths are relative to the importing script (" +
+                           (base.empty() ? std::string(".") : base.string()) + "); standard modules start with `std/`";
+        std::vector<std::string> siblings;
+        for (const auto& entry : fs::directory_iterator(candidate.parent_path().empty() ? "." : candidate.parent_path(), ec))
+          if (entry.path().extension() == ".ipu") siblings.push_back(entry.path().stem().string());
+        std::string dym = base::didYouMean(fs::path(path).stem().string(), siblings);
+        if (!dym.empty()) help = dym;
+        diags_.error(code::kModuleNotFound, imp.pathSpan, "cannot find module `" + path + "`", help);
         return nullptr;
       }
-      text = std::move(read.text);
+      fs::path abs = fs::weakly_canonical(fs::absolute(candidate, ec), ec);
+      key = abs.string();
+      if (!byKey_.count(key)) {
+        base::FileText read = base::readSourceFile(candidate.string());
+        if (read.status != base::FileText::Status::Ok) {
+          if (read.status == base::FileText::Status::NotAFile) {
+            diags_.error(code::kModuleNotFound, imp.pathSpan,
+                         "module `" + path + "` is " + read.problem + ", not a file", "import a `.ipu` file");
+            return nullptr;
+          }
+          std::string why = read.status == base::FileText::Status::TooLarge
+                                ? "it is " + std::to_string(read.bytes) + " bytes; the limit is 8 MiB"
+                                : read.problem;
+          diags_.error(code::kModuleNotFound, imp.pathSpan, "cannot read module `" + path + "`: " + why);
+          return nullptr;
+        }
+        text = std::move(read.text);
+      }
     }
     path = candidate.lexically_normal().string();
   }

@@ -58,6 +58,10 @@ class ModuleLoader {
   ModuleLoader(base::SourceMap& sources, base::Diagnostics& diags, const Prelude* prelude, ModuleCache* cache = nullptr)
       : sources_(sources), diags_(diags), prelude_(prelude), cache_(cache) {}
   const Prelude* prelude() const { return prelude_; }
+  // Texts to use in place of the files on disk, by canonical absolute path
+  // (an editor's unsaved buffers, Session::update); null: the disk only.
+  // Kept by pointer: it must outlive the loads.
+  void setTexts(const std::map<std::string, std::string>* texts) { texts_ = texts; }
 
   // Parse `file` (already in the source map) and everything it imports.
   Module* loadRoot(base::FileId file);
@@ -76,6 +80,7 @@ class ModuleLoader {
   base::Diagnostics& diags_;
   const Prelude* prelude_ = nullptr;
   ModuleCache* cache_ = nullptr;
+  const std::map<std::string, std::string>* texts_ = nullptr;
   std::vector<std::unique_ptr<Module>> modules_;
   std::map<std::string, Module*> byKey_;
   std::vector<Module*> loading_;  // the import chain, for cycle reports

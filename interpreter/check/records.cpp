@@ -213,6 +213,16 @@ bool Evaluator::conforms(Value& v, const Type& type, const std::string& field, S
 }
 
 Value Evaluator::evalField(const Expr& e, const Type& type, const ScopePtr& scope, const std::string& field) {
+  if (&e != watched_) return evalFieldValue(e, type, scope, field);
+  const Expr* outer = fieldExpr_;
+  fieldExpr_ = &e;
+  Value v = evalFieldValue(e, type, scope, field);
+  fieldExpr_ = outer;
+  if (seen_) seen_(v);
+  return v;
+}
+
+Value Evaluator::evalFieldValue(const Expr& e, const Type& type, const ScopePtr& scope, const std::string& field) {
   Value v;
   auto enumName = [&](const Expr& x, const Type& t) -> bool {
     const auto* n = x.dyn<NameExpr>();

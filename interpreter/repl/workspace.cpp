@@ -19,9 +19,6 @@ using base::Style;
 
 namespace {
 
-// Internal names the workspace uses for what it evaluates.
-constexpr const char* kValue = "__value";
-
 struct Parsed {
   base::SourceMap sources;
   base::Diagnostics diags;
@@ -44,54 +41,6 @@ std::string renderAll(const base::Diagnostics& diags, const base::SourceMap& sou
 std::string trim(const std::string& s) {
   std::size_t b = s.find_first_not_of(" \t\r\n"), e = s.find_last_not_of(" \t\r\n");
   return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
-}
-
-// `counted`: say how many items a list has (not for lists inside a list).
-std::string typeName(const check::Value& v, bool counted = true) {
-  using check::ValueKind;
-  switch (v.kind) {
-    case ValueKind::Number: return v.percent ? "fraction" : v.dim.dimensionless() ? "number" : v.dim.describe();
-    case ValueKind::Bool: return "bool";
-    case ValueKind::String: return "string";
-    case ValueKind::Symbol: return "symbol";
-    case ValueKind::List: {
-      // "list of number, 3 items"; "list of bytes or string, 2 items"
-      const auto& items = *v.list;
-      if (items.empty()) return counted ? "empty list" : "list";
-      std::vector<std::string> kinds;
-      for (const auto& item : items) {
-        std::string k = typeName(item, false);
-        if (std::find(kinds.begin(), kinds.end(), k) == kinds.end()) kinds.push_back(k);
-      }
-      std::string s = "list of ";
-      for (std::size_t i = 0; i < kinds.size(); ++i) s += (i == 0 ? "" : i + 1 == kinds.size() ? " or " : ", ") + kinds[i];
-      if (!counted) return s;
-      return s + ", " + std::to_string(items.size()) + (items.size() == 1 ? " item" : " items");
-    }
-    case ValueKind::Range: return "range";
-    case ValueKind::Record: return v.record->kind.empty() ? "record" : v.record->kind;
-    case ValueKind::Template: {
-      const auto& d = *v.tmpl->decl;
-      std::string s = std::string(syntax::spelling(d.declKind)) + " definition (";
-      for (std::size_t i = 0; i < d.params.size(); ++i) {
-        if (i) s += ", ";
-        s += d.params[i].name;
-        if (!d.params[i].type.empty()) s += ": " + d.params[i].type;
-        if (d.params[i].dflt) s += " = ...";
-      }
-      return s + ")";
-    }
-    case ValueKind::Builtin: return "built-in function";
-    case ValueKind::Module: return "module";
-    case ValueKind::Model: return "model";
-    case ValueKind::Layer: case ValueKind::LayerRef: return "layer";
-    case ValueKind::Selection: return "layer selection";
-    case ValueKind::Pipeline: return "pipeline";
-    case ValueKind::Lua: return "Lua";
-    case ValueKind::Schedule: return "learning-rate schedule";
-    case ValueKind::Unknown: return "unknown";
-  }
-  return "?";
 }
 
 }  // namespace
@@ -213,8 +162,11 @@ Reply Workspace::submit(const std::string& input, const base::Painter& painter) 
     return definitions(input, items, painter);
   }
   // Not items: perhaps an expression, whose value the user wants to see.
-  auto asLet = parseText("<input>", std::string("let ") + kValue + " =\n" + input);
-  if (asLet->program) return expression(input, painter, false);
+  {
+    base::SourceMap sources;
+    base::Diagnostics diags;
+    if (syntax::parseValue(sources, sources.add("<input>", input), diags)) return expression(input, painter, false);
+  }
   Reply r;
   r.ok = false;
   r.errors = renderAll(parsed->diags, parsed->sources, painter);
@@ -265,8 +217,30 @@ std::string parameterCount(double n) {
 }
 }  // namespace
 
-std::string Workspace::show(Checked& c, const check::Value& v) const {
+std::shared_ptr<const session::Snapshot> Workspace::snapshot() const {
+  session::Session s;
+  const std::string path = (fs::path(directory_) / "repl.ipu").string();
+  s.update(path, text());
+  return s.snapshot(path);
+}
+
+// The evaluation's diagnostics as every other diagnostic of the REPL: those
+// about the workspace against `<session>`, those about the input against it.
+static std::string renderEvaluation(const session::Snapshot& snap, const session::Snapshot::Evaluation& e,
+                                    const base::Painter& painter) {
+  base::SourceMap shown;
+  for (base::FileId id = 0; id < e.sources.size(); ++id) {
+    const base::SourceFile& f = e.sources.file(id);
+    shown.add(f.path() == snap.rootPath() ? "<session>" : f.path(), f.text());
+  }
+  std::ostringstream os;
+  for (const auto& d : e.diagnostics.all()) base::renderHuman(os, d, shown, painter);
+  return os.str();
+}
+
+std::string Workspace::show(const session::Snapshot::Evaluation& e) const {
   using check::ValueKind;
+  const check::Value& v = *e.value;
   std::ostringstream os;
   switch (v.kind) {
     case ValueKind::Record: {
@@ -279,49 +253,32 @@ std::string Workspace::show(Checked& c, const check::Value& v) const {
     }
     case ValueKind::Model: {
       os << v.show();
-      const check::Value* params = lookup(c, "__params");
-      const check::Value* layers = lookup(c, "__layers");
-      if (params != nullptr && layers != nullptr && params->isNumber() && layers->isNumber())
-        os << ": " << check::formatNumber(layers->number) << " layers, " << parameterCount(params->number)
-           << " parameters";
+      if (e.layers && e.params)
+        os << ": " << check::formatNumber(*e.layers) << " layers, " << parameterCount(*e.params) << " parameters";
       return os.str();
     }
     default: return v.show();
   }
 }
 
+// The expression is evaluated in the workspace's scope, as a file of its own:
+// nothing is added to the workspace's text.
 Reply Workspace::expression(const std::string& input, const base::Painter& painter, bool typeOnly) {
   Reply r;
-  Checked c = compose(entries_, std::string("let __params = ") + kValue + ".params\nlet __layers = " + kValue +
-                                    ".layers\nlet " + kValue + " =",
-                      input);
-  // The model properties only exist for models: evaluate the value alone first.
-  Checked plain = compose(entries_, std::string("let ") + kValue + " =", input);
-  plain.session->check(plain.root);
-  r.errors = render(plain, painter);
-  if (plain.session->diagnostics().hasErrors()) {
+  auto snap = snapshot();
+  if (snap == nullptr) return {false, "", "ipu repl: the session cannot be checked\n"};
+  session::Snapshot::Evaluation e = snap->evaluate(input);
+  r.errors = renderEvaluation(*snap, e, painter);
+  if (e.diagnostics.hasErrors()) {
     r.ok = false;
     return r;
   }
-  const check::Value* v = lookup(plain, kValue);
-  if (v == nullptr) {
+  if (!e.value) {
     r.ok = false;
     r.errors += "ipu repl: the expression has no value\n";
     return r;
   }
-  if (typeOnly) {
-    r.out = typeName(*v) + "\n";
-    return r;
-  }
-  if (v->kind == check::ValueKind::Model) {
-    c.session->check(c.root);
-    if (!c.session->diagnostics().hasErrors())
-      if (const check::Value* mv = lookup(c, kValue)) {
-        r.out = show(c, *mv) + "\n";
-        return r;
-      }
-  }
-  r.out = show(plain, *v) + "\n";
+  r.out = (typeOnly ? e.type : show(e)) + "\n";
   return r;
 }
 
@@ -388,15 +345,15 @@ Reply Workspace::doc(const std::string& nameIn, const base::Painter& painter) {
       return {false, "", "`" + name.substr(0, dot) + "` has no field `" + name.substr(dot + 1) + "`; " +
                              base::didYouMean(name.substr(dot + 1), s->names()) + "\n"};
     }
-  Checked c = compose(entries_, "", "");
-  c.session->check(c.root);
-  check::Checker* ch = c.session->checker();
-  if (ch != nullptr && ch->root() != nullptr) {
-    const syntax::Item* item = ch->evaluator().scopeOf(*ch->root()).declaringItem(name);
-    if (item != nullptr) {
-      const base::SourceFile& f = c.session->sources().file(item->span.file);
-      base::LineCol lc = f.lineCol(item->span.begin);
-      const bool here = item->span.file == c.root;
+  auto snap = snapshot();
+  if (snap != nullptr) {
+    auto at = snap->definitionOfName(snap->rootPath(), name);
+    // An import's alias names a module, not an item to show.
+    if (at && (at->kind == session::NodeKind::Let || at->kind == session::NodeKind::Declaration)) {
+      const base::Span item = at->declaration;
+      const base::SourceFile& f = snap->sources().file(item.file);
+      base::LineCol lc = f.lineCol(item.begin);
+      const bool here = f.path() == snap->rootPath();
       os << painter.paint(Style::Dim, here ? std::string("declared in this session")
                                            : "declared in " + f.path() + ":" + std::to_string(lc.line))
          << "\n";
@@ -408,7 +365,7 @@ Reply Workspace::doc(const std::string& nameIn, const base::Painter& painter) {
         comment.insert(comment.begin(), line);
       }
       for (const auto& l : comment) os << painter.paint(Style::Dim, l) << "\n";
-      std::string text = f.text().substr(item->span.begin, item->span.end - item->span.begin);
+      std::string text = f.text().substr(item.begin, item.end - item.begin);
       std::istringstream lines(text);
       std::string line;
       int n = 0;
@@ -421,9 +378,13 @@ Reply Workspace::doc(const std::string& nameIn, const base::Painter& painter) {
       }
       return {true, os.str(), ""};
     }
-    if (const check::Value* v = lookup(c, name)) {
-      if (v->kind == check::ValueKind::Builtin) return {true, "built-in function `" + name + "` (docs/language.md, section 4)\n", ""};
-      return {true, typeName(*v) + "\n", ""};
+    // Not declared by the script: a built-in, or an import's alias (what
+    // the name means as an expression; one that means nothing is not here).
+    session::Snapshot::Evaluation e = snap->evaluate(name);
+    if (e.value && !e.diagnostics.hasErrors()) {
+      if (e.value->kind == check::ValueKind::Builtin)
+        return {true, "built-in function `" + name + "` (docs/language.md, section 4)\n", ""};
+      return {true, e.type + "\n", ""};
     }
   }
   const auto& kw = syntax::keywords();

@@ -81,7 +81,9 @@ class Workspace {
   const check::Value* lookup(Checked& c, const std::string& name) const;
   Reply definitions(const std::string& input, const std::vector<Entry>& items, const base::Painter& painter);
   Reply expression(const std::string& input, const base::Painter& painter, bool typeOnly);
-  std::string show(Checked& c, const check::Value& v) const;
+  std::string show(const session::Snapshot::Evaluation& e) const;
+  // The workspace's text checked, to ask about (session/queries.h).
+  std::shared_ptr<const session::Snapshot> snapshot() const;
   void refreshNames(Checked& c);
 
   std::string directory_;

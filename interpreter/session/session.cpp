@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <sys/stat.h>
@@ -50,6 +51,34 @@ std::optional<base::FileId> Session::readFile(const std::string& path) {
   return std::nullopt;
 }
 
+namespace {
+std::string canonicalPath(const std::string& path) {
+  std::error_code ec;
+  std::string c = std::filesystem::weakly_canonical(std::filesystem::absolute(path, ec), ec).string();
+  return ec ? path : c;
+}
+}  // namespace
+
+void Session::update(const std::string& path, std::string text) { texts_[canonicalPath(path)] = std::move(text); }
+
+std::shared_ptr<const Snapshot> Session::snapshot(const std::string& path) {
+  base::FileId root = base::kNoFile;
+  if (auto it = texts_.find(canonicalPath(path)); it != texts_.end()) {
+    // The file as last given, under the same id while its text is the same.
+    for (base::FileId id = static_cast<base::FileId>(sources_.size()); id-- > 0;)
+      if (sources_.file(id).path() == path) {
+        if (sources_.file(id).text() == it->second) root = id;
+        break;
+      }
+    if (root == base::kNoFile) root = sources_.add(path, it->second);
+  } else if (auto id = readFile(path)) {
+    root = *id;
+  } else {
+    return nullptr;
+  }
+  return checkSnapshot(sources_, moduleCache_, texts_, root);
+}
+
 base::FileId Session::addSource(std::string name, std::string text) { return sources_.add(std::move(name), std::move(text)); }
 
 const check::CheckedProgram* Session::check(base::FileId file) {
@@ -59,6 +88,7 @@ const check::CheckedProgram* Session::check(base::FileId file) {
   layerExpansions_.reset();
   root_ = file;
   checker_ = std::make_unique<check::Checker>(sources_, diags_, prelude_, &moduleCache_);
+  checker_->loader().setTexts(&texts_);
   program_ = checker_->checkFile(file, overrides_ ? &*overrides_ : nullptr);
   if (program_) {
     // Loading runs each hook's top level (in its sandbox) and resolves the

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -14,6 +15,7 @@
 #include "interpreter/base/source.h"
 #include "interpreter/check/checker.h"
 #include "interpreter/check/program.h"
+#include "interpreter/session/queries.h"
 #include "interpreter/session/variant.h"
 #include "runtime/cost/cost_model.h"
 #include "runtime/cost/estimate_steps.h"
@@ -47,6 +49,18 @@ class Session {
   // Read a script into the source map; on failure reports IPU0011 and returns nothing.
   std::optional<base::FileId> readFile(const std::string& path);
   base::FileId addSource(std::string name, std::string text);
+
+  // Replace the text of the file at `path` (a script, or a module scripts
+  // import) for every later check() and snapshot(): the disk is no longer
+  // read for it (an editor's unsaved buffer). Modules whose text did not
+  // change stay parsed (check::ModuleCache, by path and text).
+  void update(const std::string& path, std::string text);
+  // Check the file at `path` (its text as last given to update(), else the
+  // disk's) and keep what the check saw as an immutable snapshot to query
+  // (queries.h). Later updates and snapshots do not change it. Null, with a
+  // diagnostic, when the file cannot be read. The session's diagnostics are
+  // not touched by the check: the snapshot has its own.
+  std::shared_ptr<const Snapshot> snapshot(const std::string& path);
 
   // Parse, check and validate hooks. Null when there were errors.
   const check::CheckedProgram* check(base::FileId file);
@@ -108,6 +122,7 @@ class Session {
   base::SourceMap sources_;         // starts with the prelude's files
   base::Diagnostics diags_;
   check::ModuleCache moduleCache_;  // the user's modules, parsed once per text
+  std::map<std::string, std::string> texts_;  // update(): by canonical path
   base::FileId root_ = base::kNoFile;
   std::unique_ptr<check::Checker> checker_;
   std::unique_ptr<check::CheckedProgram> program_;

@@ -268,7 +268,25 @@ bool resetsChain(std::size_t t) { return t == L::COMMA || t == L::SEMI || t == L
 // Cap on input size: far beyond any real script, small enough that the parse
 // stays fast and memory bounded.
 
+namespace {
+// Either a program or a value alone: the checks before ANTLR, the parse, the AST.
+struct Parsed {
+  std::unique_ptr<Program> program;
+  ExprPtr value;
+};
+Parsed parseAs(const base::SourceMap& sources, base::FileId id, base::Diagnostics& diags, bool valueOnly);
+}  // namespace
+
 std::unique_ptr<Program> parse(const base::SourceMap& sources, base::FileId id, base::Diagnostics& diags) {
+  return parseAs(sources, id, diags, false).program;
+}
+
+ExprPtr parseValue(const base::SourceMap& sources, base::FileId id, base::Diagnostics& diags) {
+  return std::move(parseAs(sources, id, diags, true).value);
+}
+
+namespace {
+Parsed parseAs(const base::SourceMap& sources, base::FileId id, base::Diagnostics& diags, bool valueOnly) {
   const base::SourceFile& file = sources.file(id);
   const std::string& text = file.text();
   const std::size_t errorsBefore = diags.errorCount();
@@ -278,14 +296,14 @@ std::unique_ptr<Program> parse(const base::SourceMap& sources, base::FileId id, 
     diags.error(code::kFileTooLarge, base::Span{id, 0, 0},
                 "script is " + std::string(size) + " MiB (" + std::to_string(text.size()) + " bytes); the limit is 8 MiB",
                 "split it into modules and `import` them");
-    return nullptr;
+    return {};
   }
   std::vector<std::uint32_t> cpToByte;
   std::uint32_t bad = 0;
   if (!indexCodePoints(text, cpToByte, bad)) {
     diags.error(code::kInvalidUtf8, base::Span{id, bad, bad + 1}, "invalid UTF-8 byte sequence",
                 "save the file as UTF-8");
-    return nullptr;
+    return {};
   }
 
   antlr4::ANTLRInputStream input(text);
@@ -374,26 +392,37 @@ std::unique_ptr<Program> parse(const base::SourceMap& sources, base::FileId id, 
     d.addNote({base::Span{id, last, end}, "the file ends here"});
     structural = true;
   }
-  if (diags.errorCount() > errorsBefore) return nullptr;
+  if (diags.errorCount() > errorsBefore) return {};
 
   tokens.seek(0);
   P parser(&tokens);
   parser.removeErrorListeners();
   ParserErrors parseErrors(id, cpToByte, diags);
   parser.addErrorListener(&parseErrors);
-  P::ProgramContext* tree = parser.program();
-  if (diags.errorCount() > errorsBefore) return nullptr;
-
   Transformer transformer(id, cpToByte, diags);
+  if (valueOnly) {
+    P::ValueOnlyContext* tree = parser.valueOnly();
+    if (diags.errorCount() > errorsBefore) return {};
+    Parsed out;
+    out.value = transformer.transformValueOnly(*tree);
+    if (diags.errorCount() > errorsBefore) return {};
+    return out;
+  }
+  P::ProgramContext* tree = parser.program();
+  if (diags.errorCount() > errorsBefore) return {};
   auto program = transformer.transformProgram(*tree);
   for (antlr4::Token* tok : tokens.getTokens()) {
     if (tok->getChannel() == antlr4::Token::HIDDEN_CHANNEL &&
         (tok->getType() == L::LINE_COMMENT || tok->getType() == L::BLOCK_COMMENT))
       program->comments.push_back(Comment{spanOf(tok), tok->getText()});
   }
-  if (diags.errorCount() > errorsBefore) return nullptr;
-  return program;
+  if (diags.errorCount() > errorsBefore) return {};
+  Parsed out;
+  out.program = std::move(program);
+  return out;
 }
+}  // namespace
+
 
 bool isIncomplete(std::string_view text) {
   std::vector<char> stack;

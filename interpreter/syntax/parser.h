@@ -21,6 +21,10 @@ namespace ipu::syntax {
 // Returns the program, or null when there were syntax errors (all reported).
 std::unique_ptr<Program> parse(const base::SourceMap& sources, base::FileId file, base::Diagnostics& diags);
 
+// One value alone (what `let x = VALUE` takes), the whole file: the REPL's
+// input and the expressions tools evaluate. Null when there were syntax errors.
+ExprPtr parseValue(const base::SourceMap& sources, base::FileId file, base::Diagnostics& diags);
+
 // For the REPL: does `text` end inside an open bracket or string, so that more
 // lines should be read before parsing? (Like lua.c's `incomplete()`.)
 bool isIncomplete(std::string_view text);

@@ -20,6 +20,7 @@ class Transformer {
       : file_(file), cpToByte_(cpToByte), diags_(diags) {}
 
   std::unique_ptr<Program> transformProgram(ipu_antlr::IpuParser::ProgramContext& ctx);
+  ExprPtr transformValueOnly(ipu_antlr::IpuParser::ValueOnlyContext& ctx) { return transformValue(*ctx.value()); }
 
  private:
   ItemPtr transformItem(ipu_antlr::IpuParser::ItemContext& ctx);

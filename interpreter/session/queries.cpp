@@ -1,0 +1,873 @@
+#include "interpreter/session/queries.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <functional>
+#include <map>
+
+#include "interpreter/check/checker.h"
+#include "interpreter/check/prelude.h"
+#include "interpreter/check/schema.h"
+#include "interpreter/syntax/parser.h"
+
+namespace ipu::session {
+
+using namespace syntax;
+using base::FileId;
+using base::Span;
+
+const char* name(NodeKind kind) {
+  switch (kind) {
+    case NodeKind::Import: return "import";
+    case NodeKind::Let: return "let";
+    case NodeKind::Declaration: return "declaration";
+    case NodeKind::Run: return "run";
+    case NodeKind::Param: return "parameter";
+    case NodeKind::Field: return "field";
+    case NodeKind::Block: return "block";
+    case NodeKind::LetMember: return "let member";
+    case NodeKind::Layer: return "layer member";
+    case NodeKind::Repeat: return "repeat member";
+    case NodeKind::Stage: return "pipeline stage";
+    case NodeKind::Phase: return "phase";
+    case NodeKind::Number: return "number";
+    case NodeKind::String: return "string";
+    case NodeKind::Bool: return "bool";
+    case NodeKind::Name: return "name";
+    case NodeKind::List: return "list";
+    case NodeKind::Record: return "record";
+    case NodeKind::Call: return "call";
+    case NodeKind::Member: return "member access";
+    case NodeKind::Index: return "index";
+    case NodeKind::Unary: return "unary operation";
+    case NodeKind::Binary: return "binary operation";
+    case NodeKind::Range: return "range";
+    case NodeKind::If: return "if";
+    case NodeKind::With: return "with";
+    case NodeKind::Lua: return "lua";
+    case NodeKind::Schedule: return "schedule";
+  }
+  return "?";
+}
+
+// `counted`: say how many items a list has (not for lists inside a list).
+static std::string typeName(const check::Value& v, bool counted) {
+  using check::ValueKind;
+  switch (v.kind) {
+    case ValueKind::Number: return v.percent ? "fraction" : v.dim.dimensionless() ? "number" : v.dim.describe();
+    case ValueKind::Bool: return "bool";
+    case ValueKind::String: return "string";
+    case ValueKind::Symbol: return "symbol";
+    case ValueKind::List: {
+      // "list of number, 3 items"; "list of bytes or string, 2 items"
+      const auto& items = *v.list;
+      if (items.empty()) return counted ? "empty list" : "list";
+      std::vector<std::string> kinds;
+      for (const auto& item : items) {
+        std::string k = typeName(item, false);
+        if (std::find(kinds.begin(), kinds.end(), k) == kinds.end()) kinds.push_back(k);
+      }
+      std::string s = "list of ";
+      for (std::size_t i = 0; i < kinds.size(); ++i) s += (i == 0 ? "" : i + 1 == kinds.size() ? " or " : ", ") + kinds[i];
+      if (!counted) return s;
+      return s + ", " + std::to_string(items.size()) + (items.size() == 1 ? " item" : " items");
+    }
+    case ValueKind::Range: return "range";
+    case ValueKind::Record: return v.record->kind.empty() ? "record" : v.record->kind;
+    case ValueKind::Template: {
+      const auto& d = *v.tmpl->decl;
+      std::string s = std::string(syntax::spelling(d.declKind)) + " definition (";
+      for (std::size_t i = 0; i < d.params.size(); ++i) {
+        if (i) s += ", ";
+        s += d.params[i].name;
+        if (!d.params[i].type.empty()) s += ": " + d.params[i].type;
+        if (d.params[i].dflt) s += " = ...";
+      }
+      return s + ")";
+    }
+    case ValueKind::Builtin: return "built-in function";
+    case ValueKind::Module: return "module";
+    case ValueKind::Model: return "model";
+    case ValueKind::Layer: case ValueKind::LayerRef: return "layer";
+    case ValueKind::Selection: return "layer selection";
+    case ValueKind::Pipeline: return "pipeline";
+    case ValueKind::Lua: return "Lua";
+    case ValueKind::Schedule: return "learning-rate schedule";
+    case ValueKind::Unknown: return "unknown";
+  }
+  return "?";
+}
+
+std::string describeType(const check::Value& v) { return typeName(v, true); }
+
+namespace {
+
+bool contains(Span s, FileId file, std::uint32_t off) { return s.file == file && s.begin <= off && off < s.end; }
+
+// ------------------------------------------------------------ nodes at a place
+
+// The chain of nodes from the item down to the innermost one containing `off`.
+struct Path {
+  std::vector<Node> nodes;
+  std::vector<const Expr*> exprs;  // the expressions among them, outermost first
+  const Item* item = nullptr;
+};
+
+class Finder {
+ public:
+  Finder(FileId file, std::uint32_t off, Path& out) : file_(file), off_(off), out_(out) {}
+
+  void item(const Item& it) {
+    if (!contains(it.span, file_, off_)) return;
+    out_.item = &it;
+    switch (it.kind) {
+      case ItemKind::Import: {
+        const auto& i = it.as<ImportItem>();
+        add(NodeKind::Import, it.span, i.alias.empty() ? i.path : i.alias);
+        break;
+      }
+      case ItemKind::Let: {
+        const auto& l = it.as<LetItem>();
+        add(NodeKind::Let, it.span, l.name);
+        expr(l.value.get());
+        break;
+      }
+      case ItemKind::Run: add(NodeKind::Run, it.span, it.as<RunItem>().name); break;
+      case ItemKind::Declaration: {
+        const auto& d = it.as<Declaration>();
+        add(NodeKind::Declaration, it.span, d.name);
+        for (const auto& p : d.params) {
+          Span whole = p.span;
+          if (p.dflt) whole = Span::cover(whole, p.dflt->span);
+          if (p.typeSpan.valid()) whole = Span::cover(whole, p.typeSpan);
+          if (contains(whole, file_, off_)) {
+            add(NodeKind::Param, p.span, p.name);
+            expr(p.dflt.get());
+          }
+        }
+        expr(d.forExpr.get());
+        expr(d.onExpr.get());
+        expr(d.value.get());
+        block(d.body.get());
+        break;
+      }
+    }
+  }
+
+ private:
+  void add(NodeKind k, Span s, std::string n = {}) { out_.nodes.push_back(Node{k, s, std::move(n)}); }
+
+  void block(const Block* b) {
+    if (b == nullptr || !contains(b->span, file_, off_)) return;
+    for (const auto& m : b->members) member(*m);
+  }
+
+  void member(const Member& m) {
+    if (!contains(m.span, file_, off_)) return;
+    switch (m.kind) {
+      case MemberKind::Field: {
+        const auto& f = m.as<FieldMember>();
+        add(NodeKind::Field, m.span, f.name);
+        expr(f.value.get());
+        break;
+      }
+      case MemberKind::Block: {
+        const auto& b = m.as<BlockMember>();
+        add(NodeKind::Block, m.span, b.name);
+        block(b.block.get());
+        break;
+      }
+      case MemberKind::Let: {
+        const auto& l = m.as<LetMember>();
+        add(NodeKind::LetMember, m.span, l.name);
+        expr(l.value.get());
+        break;
+      }
+      case MemberKind::Layer: {
+        const auto& l = m.as<LayerMember>();
+        add(NodeKind::Layer, m.span, l.name);
+        expr(l.value.get());
+        break;
+      }
+      case MemberKind::Repeat: {
+        const auto& r = m.as<RepeatMember>();
+        add(NodeKind::Repeat, m.span, r.name);
+        expr(r.count.get());
+        expr(r.value.get());
+        break;
+      }
+      case MemberKind::Stage: {
+        add(NodeKind::Stage, m.span);
+        for (const auto& l : m.as<StageMember>().layers) expr(l.get());
+        break;
+      }
+      case MemberKind::Phase: {
+        const auto& p = m.as<PhaseMember>();
+        add(NodeKind::Phase, m.span, p.name);
+        block(p.block.get());
+        break;
+      }
+    }
+  }
+
+  void expr(const Expr* e) {
+    if (e == nullptr || !contains(e->span, file_, off_)) return;
+    static const NodeKind kinds[] = {NodeKind::Number, NodeKind::String, NodeKind::Bool,   NodeKind::Name,
+                                     NodeKind::List,   NodeKind::Record, NodeKind::Call,   NodeKind::Member,
+                                     NodeKind::Index,  NodeKind::Unary,  NodeKind::Binary, NodeKind::Range,
+                                     NodeKind::If,     NodeKind::With,   NodeKind::Lua,    NodeKind::Schedule};
+    std::string n;
+    if (const auto* ne = e->dyn<NameExpr>()) n = ne->name;
+    if (const auto* me = e->dyn<MemberExpr>()) n = me->member;
+    add(kinds[static_cast<int>(e->kind)], e->span, n);
+    out_.exprs.push_back(e);
+    switch (e->kind) {
+      case ExprKind::List: for (const auto& i : e->as<ListExpr>().items) expr(i.get()); break;
+      case ExprKind::Record: block(e->as<RecordExpr>().block.get()); break;
+      case ExprKind::Call: {
+        const auto& c = e->as<CallExpr>();
+        expr(c.callee.get());
+        for (const auto& a : c.args) expr(a.value.get());
+        break;
+      }
+      case ExprKind::Member: expr(e->as<MemberExpr>().object.get()); break;
+      case ExprKind::Index: {
+        expr(e->as<IndexExpr>().object.get());
+        expr(e->as<IndexExpr>().index.get());
+        break;
+      }
+      case ExprKind::Unary: expr(e->as<UnaryExpr>().operand.get()); break;
+      case ExprKind::Binary: {
+        expr(e->as<BinaryExpr>().lhs.get());
+        expr(e->as<BinaryExpr>().rhs.get());
+        break;
+      }
+      case ExprKind::Range: {
+        expr(e->as<RangeExpr>().lo.get());
+        expr(e->as<RangeExpr>().hi.get());
+        break;
+      }
+      case ExprKind::If: {
+        const auto& i = e->as<IfExpr>();
+        expr(i.cond.get());
+        expr(i.then.get());
+        expr(i.otherwise.get());
+        break;
+      }
+      case ExprKind::With: {
+        expr(e->as<WithExpr>().base.get());
+        block(e->as<WithExpr>().block.get());
+        break;
+      }
+      case ExprKind::Schedule: {
+        const auto& s = e->as<ScheduleExpr>();
+        expr(s.base.get());
+        expr(s.per.get());
+        expr(s.warmup.get());
+        if (s.decay) {
+          for (const auto& a : s.decay->args) expr(a.value.get());
+          expr(s.decay->end.get());
+        }
+        break;
+      }
+      case ExprKind::Number: case ExprKind::String: case ExprKind::Bool: case ExprKind::Name: case ExprKind::Lua: break;
+    }
+  }
+
+  FileId file_;
+  std::uint32_t off_;
+  Path& out_;
+};
+
+// ------------------------------------------------------------- name resolution
+
+// What a name can be declared by, and where (the span of the declaring name).
+struct Definition {
+  Span at;
+  NodeKind kind = NodeKind::Let;         // what declares it
+  Span whole;                            // the whole declaring item or member
+  const Declaration* decl = nullptr;     // a declaration (for its parameters, when called)
+  const check::Module* module = nullptr;  // an import alias: the module it names
+};
+
+// Resolves names statically, as the evaluator's scopes do (evaluator.h): a
+// block's `let`s and a model's layers from where they are written on, a
+// definition's parameters, a repeat's index; then the module's `let`s and
+// declarations (inside a declaration, its own name means the imported one),
+// import aliases, and the unaliased imports' own names. Built-ins,
+// enumeration members and phase variables are declared nowhere.
+class Resolver {
+ public:
+  using Found = std::function<void(Span use, const Definition& def)>;
+  explicit Resolver(Found found) : found_(std::move(found)) {}
+
+  void module(const check::Module& m) {
+    if (!m.program) return;
+    module_ = &m;
+    for (const auto& item : m.program->items) {
+      self_.clear();
+      frames_.clear();
+      switch (item->kind) {
+        case ItemKind::Let: {
+          const auto& l = item->as<LetItem>();
+          self_ = l.name;
+          expr(l.value.get());
+          break;
+        }
+        case ItemKind::Run: {
+          const auto& r = item->as<RunItem>();
+          if (auto d = top(r.name)) found_(r.nameSpan, *d);
+          break;
+        }
+        case ItemKind::Declaration: declaration(item->as<Declaration>()); break;
+        case ItemKind::Import: break;
+      }
+    }
+  }
+
+  // `name` as the top level of `m` sees it.
+  std::optional<Definition> topOf(const check::Module& m, const std::string& name) {
+    module_ = &m;
+    self_.clear();
+    return top(name);
+  }
+
+  // What a declaring name itself declares (the name under the cursor may be one).
+  static std::optional<Definition> declaredAt(const check::Module& m, FileId file, std::uint32_t off) {
+    std::optional<Definition> out;
+    auto at = [&](Span s, NodeKind k, Span whole, const Declaration* d = nullptr) {
+      if (contains(s, file, off)) out = Definition{s, k, whole, d, nullptr};
+    };
+    std::function<void(const Block*)> block;
+    std::function<void(const Expr*)> expr = [&](const Expr* e) {
+      if (e == nullptr || !contains(e->span, file, off)) return;
+      if (const auto* r = e->dyn<RecordExpr>()) block(r->block.get());
+      if (const auto* w = e->dyn<WithExpr>()) {
+        expr(w->base.get());
+        block(w->block.get());
+      }
+      if (const auto* c = e->dyn<CallExpr>())
+        for (const auto& a : c->args) expr(a.value.get());
+      if (const auto* l = e->dyn<ListExpr>())
+        for (const auto& i : l->items) expr(i.get());
+    };
+    block = [&](const Block* b) {
+      if (b == nullptr || !contains(b->span, file, off)) return;
+      for (const auto& mem : b->members) {
+        if (const auto* l = mem->dyn<LetMember>()) at(l->nameSpan, NodeKind::LetMember, l->span), expr(l->value.get());
+        if (const auto* l = mem->dyn<LayerMember>()) at(l->nameSpan, NodeKind::Layer, l->span), expr(l->value.get());
+        if (const auto* r = mem->dyn<RepeatMember>()) {
+          at(r->nameSpan, NodeKind::Repeat, r->span);
+          if (!r->indexVar.empty()) at(r->indexSpan, NodeKind::Repeat, r->span);
+          expr(r->value.get());
+        }
+        if (const auto* f = mem->dyn<FieldMember>()) expr(f->value.get());
+        if (const auto* bm = mem->dyn<BlockMember>()) block(bm->block.get());
+        if (const auto* p = mem->dyn<PhaseMember>()) block(p->block.get());
+      }
+    };
+    for (const auto& item : m.program->items) {
+      if (!contains(item->span, file, off)) continue;
+      if (const auto* l = item->dyn<LetItem>()) at(l->nameSpan, NodeKind::Let, l->span), expr(l->value.get());
+      if (const auto* i = item->dyn<ImportItem>(); i != nullptr && !i->alias.empty())
+        if (contains(i->aliasSpan, file, off))
+          for (const auto& [imp, dep] : m.imports)
+            if (imp == i) out = Definition{i->aliasSpan, NodeKind::Import, i->span, nullptr, dep};
+      if (const auto* d = item->dyn<Declaration>()) {
+        at(d->nameSpan, NodeKind::Declaration, d->span, d);
+        for (const auto& p : d->params) at(p.span, NodeKind::Param, p.span), expr(p.dflt.get());
+        expr(d->value.get());
+        block(d->body.get());
+      }
+    }
+    return out;
+  }
+
+ private:
+  using Frame = std::map<std::string, Definition>;
+
+  std::optional<Definition> top(const std::string& name) const {
+    const check::Module& m = *module_;
+    for (const auto& [imp, dep] : m.imports)
+      if (!imp->alias.empty() && imp->alias == name) return Definition{imp->aliasSpan, NodeKind::Import, imp->span, nullptr, dep};
+    if (name != self_)
+      if (auto d = own(m, name)) return d;
+    for (const auto& [imp, dep] : m.imports)
+      if (imp->alias.empty())
+        if (auto d = own(*dep, name)) return d;
+    return std::nullopt;
+  }
+
+  static std::optional<Definition> own(const check::Module& m, const std::string& name) {
+    if (!m.program) return std::nullopt;
+    for (const auto& item : m.program->items) {
+      if (const auto* l = item->dyn<LetItem>(); l != nullptr && l->name == name) return Definition{l->nameSpan, NodeKind::Let, l->span};
+      if (const auto* d = item->dyn<Declaration>(); d != nullptr && d->name == name) return Definition{d->nameSpan, NodeKind::Declaration, d->span, d};
+    }
+    return std::nullopt;
+  }
+
+  std::optional<Definition> lookup(const std::string& name) const {
+    for (auto it = frames_.rbegin(); it != frames_.rend(); ++it)
+      if (auto f = it->find(name); f != it->end()) return f->second;
+    return top(name);
+  }
+
+  void declaration(const Declaration& d) {
+    self_ = d.name;
+    frames_.emplace_back();
+    for (const auto& p : d.params) {
+      expr(p.dflt.get());
+      frames_.back()[p.name] = Definition{p.span, NodeKind::Param, p.span};
+    }
+    expr(d.forExpr.get());
+    expr(d.onExpr.get());
+    expr(d.value.get());
+    block(d.body.get());
+  }
+
+  void block(const Block* b) {
+    if (b == nullptr) return;
+    frames_.emplace_back();
+    for (const auto& m : b->members) {
+      switch (m->kind) {
+        case MemberKind::Field: expr(m->as<FieldMember>().value.get()); break;
+        case MemberKind::Block: block(m->as<BlockMember>().block.get()); break;
+        case MemberKind::Phase: block(m->as<PhaseMember>().block.get()); break;
+        case MemberKind::Let: {
+          const auto& l = m->as<LetMember>();
+          expr(l.value.get());
+          frames_.back()[l.name] = Definition{l.nameSpan, NodeKind::LetMember, l.span};
+          break;
+        }
+        case MemberKind::Layer: {
+          const auto& l = m->as<LayerMember>();
+          expr(l.value.get());
+          frames_.back()[l.name] = Definition{l.nameSpan, NodeKind::Layer, l.span};
+          break;
+        }
+        case MemberKind::Repeat: {
+          const auto& r = m->as<RepeatMember>();
+          expr(r.count.get());
+          frames_.emplace_back();
+          if (!r.indexVar.empty()) frames_.back()[r.indexVar] = Definition{r.indexSpan, NodeKind::Repeat, r.span};
+          expr(r.value.get());
+          frames_.pop_back();
+          frames_.back()[r.name] = Definition{r.nameSpan, NodeKind::Repeat, r.span};
+          break;
+        }
+        case MemberKind::Stage:
+          // Stages name the model's layers, not declarations of this module.
+          break;
+      }
+    }
+    frames_.pop_back();
+  }
+
+  void expr(const Expr* e) {
+    if (e == nullptr) return;
+    switch (e->kind) {
+      case ExprKind::Name: {
+        const auto& n = e->as<NameExpr>();
+        if (auto d = lookup(n.name)) found_(n.span, *d);
+        break;
+      }
+      case ExprKind::List: for (const auto& i : e->as<ListExpr>().items) expr(i.get()); break;
+      case ExprKind::Record: block(e->as<RecordExpr>().block.get()); break;
+      case ExprKind::Call: {
+        const auto& c = e->as<CallExpr>();
+        expr(c.callee.get());
+        // Named arguments name the parameters of the definition called.
+        std::optional<Definition> callee;
+        if (const auto* n = c.callee->dyn<NameExpr>()) callee = lookup(n->name);
+        if (const auto* m = c.callee->dyn<MemberExpr>())
+          if (const auto* n = m->object->dyn<NameExpr>())
+            if (auto alias = lookup(n->name); alias && alias->module != nullptr) callee = own(*alias->module, m->member);
+        for (const auto& a : c.args) {
+          if (!a.name.empty() && callee && callee->decl != nullptr)
+            for (const auto& p : callee->decl->params)
+              if (p.name == a.name) found_(a.nameSpan, Definition{p.span, NodeKind::Param, p.span});
+          expr(a.value.get());
+        }
+        break;
+      }
+      case ExprKind::Member: {
+        const auto& m = e->as<MemberExpr>();
+        expr(m.object.get());
+        if (const auto* n = m.object->dyn<NameExpr>())
+          if (auto alias = lookup(n->name); alias && alias->module != nullptr)
+            if (auto d = own(*alias->module, m.member)) found_(m.memberSpan, *d);
+        break;
+      }
+      case ExprKind::Index: {
+        expr(e->as<IndexExpr>().object.get());
+        expr(e->as<IndexExpr>().index.get());
+        break;
+      }
+      case ExprKind::Unary: expr(e->as<UnaryExpr>().operand.get()); break;
+      case ExprKind::Binary: {
+        expr(e->as<BinaryExpr>().lhs.get());
+        expr(e->as<BinaryExpr>().rhs.get());
+        break;
+      }
+      case ExprKind::Range: {
+        expr(e->as<RangeExpr>().lo.get());
+        expr(e->as<RangeExpr>().hi.get());
+        break;
+      }
+      case ExprKind::If: {
+        const auto& i = e->as<IfExpr>();
+        expr(i.cond.get());
+        expr(i.then.get());
+        expr(i.otherwise.get());
+        break;
+      }
+      case ExprKind::With: {
+        expr(e->as<WithExpr>().base.get());
+        block(e->as<WithExpr>().block.get());
+        break;
+      }
+      case ExprKind::Schedule: {
+        const auto& s = e->as<ScheduleExpr>();
+        expr(s.base.get());
+        expr(s.per.get());
+        expr(s.warmup.get());
+        if (s.decay) {
+          for (const auto& a : s.decay->args) expr(a.value.get());
+          expr(s.decay->end.get());
+        }
+        break;
+      }
+      case ExprKind::Number: case ExprKind::String: case ExprKind::Bool: case ExprKind::Lua: break;
+    }
+  }
+
+  Found found_;
+  const check::Module* module_ = nullptr;
+  std::string self_;            // the top-level item being walked
+  std::vector<Frame> frames_;   // innermost last
+};
+
+}  // namespace
+
+// ------------------------------------------------------------------ snapshot
+
+struct Snapshot::State {
+  std::string rootPath;
+  FileId root = base::kNoFile;
+  base::SourceMap sources;
+  base::Diagnostics diags;
+  // Every user module's text as checked, by canonical path: a re-check reads
+  // these, not the disk, so it sees this snapshot's text and parses.
+  std::map<std::string, std::string> texts;
+  check::ModuleCache cache;
+  std::unique_ptr<check::Checker> checker;
+  std::unique_ptr<check::CheckedProgram> program;
+  std::vector<const check::Module*> modules;  // the user's, then the standard library's
+
+  const check::Module* moduleOf(FileId file) const {
+    for (const check::Module* m : modules)
+      if (m->file == file) return m;
+    return nullptr;
+  }
+  // A module by the path of its file (as given, or canonical), or a standard module by name.
+  const check::Module* moduleNamed(const std::string& path) const {
+    std::error_code ec;
+    std::string canonical = std::filesystem::weakly_canonical(std::filesystem::absolute(path, ec), ec).string();
+    for (const check::Module* m : modules) {
+      const std::string& p = sources.file(m->file).path();
+      if (p == path || m->key == path || (!m->standard && !ec && m->key == canonical) ||
+          (m->standard && (m->name == path || m->name + ".ipu" == path)))
+        return m;
+    }
+    return nullptr;
+  }
+  // The module and byte offset of a position; none past the end of a line
+  // or the file, in a comment, or in a file that did not parse.
+  struct Place {
+    const check::Module* module = nullptr;
+    std::uint32_t offset = 0;
+  };
+  std::optional<Place> place(const std::string& path, std::uint32_t line, std::uint32_t column) const {
+    const check::Module* m = moduleNamed(path);
+    if (m == nullptr || !m->program || line == 0 || column == 0) return std::nullopt;
+    const base::SourceFile& f = sources.file(m->file);
+    if (line > f.lineCount()) return std::nullopt;
+    std::string_view text = f.lineText(line);
+    std::uint32_t off = f.lineStart(line), end = off + static_cast<std::uint32_t>(text.size());
+    for (std::uint32_t col = 1; col < column; ++col) {
+      if (off >= end) return std::nullopt;
+      ++off;
+      while (off < end && (static_cast<unsigned char>(f.text()[off]) & 0xC0) == 0x80) ++off;
+    }
+    if (off >= end) return std::nullopt;
+    for (const auto& c : m->program->comments)
+      if (contains(c.span, m->file, off)) return std::nullopt;
+    return Place{m, off};
+  }
+  Path pathAt(const Place& p) const {
+    Path out;
+    Finder finder(p.module->file, p.offset, out);
+    for (const auto& item : p.module->program->items) finder.item(*item);
+    return out;
+  }
+  Location location(Span s, NodeKind kind = NodeKind::Name, Span whole = {}) const {
+    Location l;
+    l.kind = kind;
+    l.declaration = whole.valid() ? whole : s;
+    const base::SourceFile& f = sources.file(s.file);
+    l.path = f.path();
+    l.span = s;
+    l.start = f.lineCol(s.begin);
+    l.end = f.lineCol(s.end);
+    const check::Module* m = moduleOf(s.file);
+    l.standard = m != nullptr && m->standard;
+    return l;
+  }
+  // A check of this snapshot's text again, by a checker of its own (the
+  // snapshot is not changed); `prepare` may add files and set a watch first.
+  struct Recheck {
+    base::SourceMap sources;
+    base::Diagnostics diags;
+    check::ModuleCache cache;
+    std::map<std::string, std::string> texts;
+    std::unique_ptr<check::Checker> checker;
+    std::unique_ptr<check::CheckedProgram> program;
+    ~Recheck() {
+      program.reset();
+      checker.reset();
+    }
+  };
+  std::shared_ptr<Recheck> recheck(const std::function<void(Recheck&)>& prepare) const {
+    auto r = std::make_shared<Recheck>();
+    r->sources = sources;
+    r->cache = cache;
+    r->texts = texts;
+    r->checker = std::make_unique<check::Checker>(r->sources, r->diags, &check::Prelude::get(), &r->cache);
+    r->checker->loader().setTexts(&r->texts);
+    prepare(*r);
+    r->program = r->checker->checkFile(root);
+    return r;
+  }
+};
+
+const std::string& Snapshot::rootPath() const { return state_->rootPath; }
+bool Snapshot::checked() const { return state_->program != nullptr && !state_->diags.hasErrors(); }
+const base::Diagnostics& Snapshot::diagnostics() const { return state_->diags; }
+const base::SourceMap& Snapshot::sources() const { return state_->sources; }
+
+const std::string* Snapshot::text(const std::string& path) const {
+  const check::Module* m = state_->moduleNamed(path);
+  return m != nullptr ? &state_->sources.file(m->file).text() : nullptr;
+}
+
+std::optional<Node> Snapshot::nodeAt(const std::string& path, std::uint32_t line, std::uint32_t column) const {
+  auto p = state_->place(path, line, column);
+  if (!p) return std::nullopt;
+  Path found = state_->pathAt(*p);
+  if (found.nodes.empty()) return std::nullopt;
+  return found.nodes.back();
+}
+
+std::optional<Node> Snapshot::declarationAt(const std::string& path, std::uint32_t line, std::uint32_t column) const {
+  auto p = state_->place(path, line, column);
+  if (!p) return std::nullopt;
+  Path found = state_->pathAt(*p);
+  if (found.nodes.empty()) return std::nullopt;
+  return found.nodes.front();
+}
+
+namespace {
+// The definition the name at `off` of `m` refers to, or declares.
+std::optional<Definition> definitionAt(const check::Module& m, std::uint32_t off) {
+  if (auto d = Resolver::declaredAt(m, m.file, off)) return d;
+  std::optional<Definition> out;
+  Resolver r([&](Span use, const Definition& def) {
+    if (contains(use, m.file, off)) out = def;
+  });
+  r.module(m);
+  return out;
+}
+}  // namespace
+
+std::optional<Location> Snapshot::definitionOf(const std::string& path, std::uint32_t line, std::uint32_t column) const {
+  auto p = state_->place(path, line, column);
+  if (!p) return std::nullopt;
+  auto d = definitionAt(*p->module, p->offset);
+  if (!d) return std::nullopt;
+  return state_->location(d->at, d->kind, d->whole);
+}
+
+std::vector<Location> Snapshot::usesOf(const std::string& path, std::uint32_t line, std::uint32_t column) const {
+  std::vector<Location> out;
+  auto p = state_->place(path, line, column);
+  if (!p) return out;
+  auto d = definitionAt(*p->module, p->offset);
+  if (!d) return out;
+  const Span target = d->at;
+  std::vector<Span> uses;
+  Resolver r([&](Span use, const Definition& def) {
+    if (def.at.file == target.file && def.at.begin == target.begin && def.at.end == target.end) uses.push_back(use);
+  });
+  for (const check::Module* m : state_->modules)
+    if (!m->standard) r.module(*m);
+  std::sort(uses.begin(), uses.end(), [](const Span& a, const Span& b) {
+    return a.file != b.file ? a.file < b.file : a.begin < b.begin;
+  });
+  uses.erase(std::unique(uses.begin(), uses.end(),
+                         [](const Span& a, const Span& b) { return a.file == b.file && a.begin == b.begin; }),
+             uses.end());
+  for (const Span& s : uses) out.push_back(state_->location(s));
+  return out;
+}
+
+std::optional<Location> Snapshot::definitionOfName(const std::string& path, const std::string& nameIn) const {
+  const check::Module* m = state_->moduleNamed(path);
+  if (m == nullptr || !m->program) return std::nullopt;
+  Resolver r([](Span, const Definition&) {});
+  auto d = r.topOf(*m, nameIn);
+  if (!d) return std::nullopt;
+  return state_->location(d->at, d->kind, d->whole);
+}
+
+std::optional<ValueAndType> Snapshot::valueAndTypeAt(const std::string& path, std::uint32_t line,
+                                                     std::uint32_t column) const {
+  auto p = state_->place(path, line, column);
+  if (!p) return std::nullopt;
+  Path found = state_->pathAt(*p);
+  if (found.exprs.empty()) return std::nullopt;
+  const Expr* target = found.exprs.back();
+  ValueAndType out;
+  std::string first;
+  state_->recheck([&](State::Recheck& rc) {
+    rc.checker->evaluator().watch(target, [&](const check::Value& v) {
+      std::string shown = v.show();
+      if (out.evaluations++ == 0) {
+        out.value = v;
+        first = shown;
+      } else if (shown != first) {
+        out.varies = true;
+      }
+    });
+  });
+  if (out.evaluations == 0) return std::nullopt;  // never evaluated (an unused definition's body, a branch not taken)
+  out.shown = first;
+  out.type = describeType(out.value);
+  return out;
+}
+
+std::optional<FieldInfo> Snapshot::fieldAt(const std::string& path, std::uint32_t line, std::uint32_t column) const {
+  auto p = state_->place(path, line, column);
+  if (!p) return std::nullopt;
+  const Item* item = nullptr;
+  for (const auto& it : p->module->program->items)
+    if (contains(it->span, p->module->file, p->offset)) item = it.get();
+  const auto* d = item != nullptr ? item->dyn<Declaration>() : nullptr;
+  if (d == nullptr) return std::nullopt;
+  const FileId file = p->module->file;
+  const std::uint32_t off = p->offset;
+  // Walk down the blocks to the member whose name is at the position,
+  // knowing the kind of record each block builds.
+  std::function<std::optional<FieldInfo>(const Block*, const check::Schema*)> inBlock =
+      [&](const Block* b, const check::Schema* schema) -> std::optional<FieldInfo> {
+    if (b == nullptr || !contains(b->span, file, off)) return std::nullopt;
+    for (const auto& m : b->members) {
+      if (!contains(m->span, file, off)) continue;
+      std::string fieldName;
+      Span nameSpan;
+      if (const auto* f = m->dyn<FieldMember>()) fieldName = f->name, nameSpan = f->nameSpan;
+      if (const auto* bm = m->dyn<BlockMember>()) {
+        fieldName = bm->name, nameSpan = bm->nameSpan;
+        if (!contains(nameSpan, file, off)) {
+          const check::Field* f = schema != nullptr ? schema->find(bm->name) : nullptr;
+          return inBlock(bm->block.get(), f != nullptr && f->type.kind == check::TypeKind::Struct ? f->type.schema : nullptr);
+        }
+      }
+      if (const auto* ph = m->dyn<PhaseMember>()) return inBlock(ph->block.get(), check::schemaFor("phase"));
+      if (schema == nullptr || fieldName.empty() || !contains(nameSpan, file, off)) return std::nullopt;
+      const check::Field* f = schema->find(fieldName);
+      if (f == nullptr) return std::nullopt;
+      FieldInfo info;
+      info.recordKind = schema->kind;
+      info.name = f->name;
+      info.nameSpan = nameSpan;
+      info.type = f->type.name();
+      info.required = f->required;
+      info.dflt = f->required ? "required" : !f->defaultDoc.empty() ? f->defaultDoc : f->dflt.isUnknown() ? "none" : f->dflt.show();
+      info.doc = f->doc;
+      return info;
+    }
+    return std::nullopt;
+  };
+  const Block* body = d->body.get();
+  if (body == nullptr && d->value != nullptr)
+    if (const auto* r = d->value->dyn<RecordExpr>()) body = r->block.get();
+  return inBlock(body, check::schemaFor(spelling(d->declKind)));
+}
+
+Snapshot::Evaluation Snapshot::evaluate(const std::string& expression, const std::string& inputName) const {
+  Evaluation out;
+  ExprPtr parsed;
+  FileId input = base::kNoFile;
+  auto r = state_->recheck([&](State::Recheck& rc) { input = rc.sources.add(inputName, expression); });
+  out.input = input;
+  const check::Module* root = r->checker->root();
+  if (root != nullptr && root->program) {
+    parsed = syntax::parseValue(r->sources, input, r->diags);
+    if (parsed) {
+      check::Evaluator& ev = r->checker->evaluator();
+      const std::size_t errorsBefore = r->diags.errorCount();
+      check::Value v = ev.eval(*parsed, ev.scopePtrOf(*root));
+      if (r->diags.errorCount() == errorsBefore) {
+        out.type = describeType(v);
+        if (v.kind == check::ValueKind::Model) {
+          // The counts as the `layers` and `params` properties give them; a
+          // problem counting leaves them out (it is not the expression's).
+          const std::size_t before = r->diags.all().size();
+          check::Value layers = ev.modelProperty(*v.model, "layers", v.span);
+          check::Value params = ev.modelProperty(*v.model, "params", v.span);
+          const bool clean = r->diags.all().size() == before;
+          r->diags.splitOff(before);
+          if (clean && layers.isNumber() && params.isNumber()) {
+            out.layers = layers.number;
+            out.params = params.number;
+          }
+        }
+        out.value = std::move(v);
+      }
+    }
+  }
+  out.sources = r->sources;
+  out.diagnostics = r->diags;
+  // The value's closures refer to the re-check's scopes and modules, and the
+  // AST of the input: keep them with it.
+  auto ast = std::shared_ptr<Expr>(std::move(parsed));
+  out.keep = std::shared_ptr<const void>(new std::pair<std::shared_ptr<State::Recheck>, std::shared_ptr<Expr>>(r, ast));
+  return out;
+}
+
+std::shared_ptr<const Snapshot> checkSnapshot(base::SourceMap& sources, check::ModuleCache& cache,
+                                              const std::map<std::string, std::string>& texts, FileId root) {
+  auto state = std::make_shared<Snapshot::State>();
+  state->rootPath = sources.file(root).path();
+  state->root = root;
+  state->sources = sources;
+  state->texts = texts;
+  state->checker = std::make_unique<check::Checker>(state->sources, state->diags, &check::Prelude::get(), &cache);
+  state->checker->loader().setTexts(&state->texts);
+  state->program = state->checker->checkFile(root);
+  // The files the check added (imports) are the session's from now on: its
+  // module cache refers to them by id.
+  sources = state->sources;
+  state->cache = cache;
+  for (const auto& m : state->checker->loader().modules())
+    if (!m->standard) {
+      state->modules.push_back(m.get());
+      if (m->file != root) state->texts[m->key] = state->sources.file(m->file).text();
+    }
+  for (const auto& name : check::ModuleLoader::standardModuleNames())
+    if (const check::Module* m = check::Prelude::get().module(name)) state->modules.push_back(m);
+  return std::make_shared<const Snapshot>(state);
+}
+
+}  // namespace ipu::session
