@@ -320,8 +320,8 @@ std::shared_ptr<const MappingSpec> Resolver::mapping(const Value& v) {
   mp.shard = static_cast<int>(num(rec, "shard", 1));
   mp.replicas = static_cast<int>(num(rec, "replicas", 1));
   mp.phases = static_cast<int>(num(rec, "phases", 1));
-  std::string rc = sym(rec, "recompute", "none");
-  mp.recompute = rc == "every_layer" ? ir::Recompute::EveryLayer : rc == "stage_inputs" ? ir::Recompute::Stage : ir::Recompute::None;
+  // The schema admits only the policies' names (a wrong one is reported there).
+  mp.recompute = ir::recomputeFromName(sym(rec, "recompute", "none")).value_or(ir::Recompute::None);
   mp.optimizerStateStreaming = sym(rec, "optimizer_state", "on_chip") == "streaming";
   mp.weightsStreaming = sym(rec, "weights", "on_chip") == "streaming";
   if (const Value* rts = rec.get("replicated_tensor_sharding")) {

@@ -1,6 +1,6 @@
 #include "runtime/ir/kinds.h"
 
-#include <iterator>
+#include <cstddef>
 
 namespace ipu::ir {
 

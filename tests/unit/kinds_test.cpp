@@ -48,6 +48,11 @@ TEST(Kinds, EveryEnumeratorRoundTrips) {
   roundTrips(ir::kDerivedBatches, ir::derivedBatchFromName);
   roundTrips(ir::kActivations, ir::activationFromName);
   roundTrips(ir::kNormPositions, ir::normPositionFromName);
+  std::set<std::string> recomputes;
+  for (ir::Recompute r : ir::kRecomputes) {
+    EXPECT_TRUE(recomputes.insert(ir::name(r)).second);
+    EXPECT_EQ(ir::recomputeFromName(ir::name(r)), r);
+  }
 }
 
 TEST(Kinds, LayerOpsRoundTripExceptOther) {
@@ -75,6 +80,7 @@ TEST(Kinds, UnknownNamesAreRefused) {
   refuses(ir::activationFromName);
   refuses(ir::normPositionFromName);
   refuses(ir::layerOpFromName);
+  refuses(ir::recomputeFromName);
 }
 
 TEST(Kinds, ActivationAliasesReadAsNone) {
