@@ -86,8 +86,8 @@ std::optional<std::vector<int>> LuaPlacement::place(const plan::PlacementRequest
             lua_setfield(L, -2, "index");
             lua_pushlstring(L, x.name.data(), x.name.size());
             lua_setfield(L, -2, "name");
-            const std::string op = ir::opName(x);
-            lua_pushlstring(L, op.data(), op.size());
+            const std::string xOp = ir::opName(x);
+            lua_pushlstring(L, xOp.data(), xOp.size());
             lua_setfield(L, -2, "op");
             lua_pushnumber(L, x.params);
             lua_setfield(L, -2, "params");

@@ -243,7 +243,7 @@ Json optimizerJson(const ir::Optimizer& o) {
   j["bias_correction"] = o.biasCorrection;
   j["nesterov"] = o.nesterov;
   Json exclude = Json::array();
-  for (ir::ParamClass c : o.exclude) exclude.push(ir::nameOf(c));
+  for (ir::ParamClass c : o.exclude) exclude.push_back(ir::nameOf(c));
   j["exclude"] = std::move(exclude);
   j["moments"] = o.moments;
   return j;
