@@ -39,20 +39,21 @@ BatchProblem deriveBatch(const BatchRequest& req, long long r, const std::string
                   " x " + commas(out.gradientAccumulation) + " x " + std::to_string(r) + " = " + commas(product) +
                   ", not " + commas(out.globalBatch),
               "give only two of the three and let the third be derived"};
-    out.derived = "none";
+    out.derived = ir::DerivedBatch::None;
     return {};
   }
   if (!gb) {
     out.microBatch = *req.microBatch;
     out.gradientAccumulation = *req.gradientAccumulation;
     out.globalBatch = out.microBatch * out.gradientAccumulation * r;
-    out.derived = "global_batch";
+    out.derived = ir::DerivedBatch::GlobalBatch;
     return {};
   }
   long long global = *req.globalBatch;
   long long other = mb ? *req.microBatch : *req.gradientAccumulation;
   long long divisor = other * r;
-  const char* derivedName = mb ? "gradient_accumulation" : "micro_batch";
+  const ir::DerivedBatch derived = mb ? ir::DerivedBatch::GradientAccumulation : ir::DerivedBatch::MicroBatch;
+  const char* derivedName = ir::nameOf(derived);
   if (divisor <= 0 || global % divisor != 0 || global / divisor < 1) {
     long long below = divisor > 0 ? (global / divisor) * divisor : 0;
     long long above = below + divisor;
@@ -72,7 +73,7 @@ BatchProblem deriveBatch(const BatchRequest& req, long long r, const std::string
     out.microBatch = global / divisor;
   }
   out.globalBatch = global;
-  out.derived = derivedName;
+  out.derived = derived;
   return {};
 }
 

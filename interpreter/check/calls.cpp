@@ -231,8 +231,7 @@ Value Evaluator::callTemplate(const Template& t, const std::vector<ArgRef>& args
 
 Value Evaluator::callBuiltin(const std::string& name, const std::vector<Arg>& args, const ScopePtr& scope, Span span) {
   // Constructors with named fields validated against a schema.
-  static const std::vector<std::string> optimizers = {"sgd", "momentum", "adam", "adamw", "lamb", "lars"};
-  if (std::find(optimizers.begin(), optimizers.end(), name) != optimizers.end() || name == "dynamic") {
+  if (ir::optimizerKindFromName(name) || name == "dynamic") {
     const std::string kind = name == "dynamic" ? "loss_scale" : "optimizer";
     const Schema* schema = schemaFor(kind);
     auto rec = std::make_shared<Record>();

@@ -761,13 +761,15 @@ Value Evaluator::evalSchedule(const ScheduleExpr& e, const ScopePtr& scope) {
     s->hasWarmup = true;
   }
   if (e.decay) {
-    s->decay = e.decay->kind;
     s->decaySpan = e.decay->kindSpan;
-    static const std::vector<std::string> kinds = {"constant", "linear", "cosine", "poly", "exponential"};
-    if (std::find(kinds.begin(), kinds.end(), s->decay) == kinds.end()) {
-      std::string help = base::didYouMean(s->decay, kinds);
+    if (std::optional<ir::LrDecay> d = ir::lrDecayFromName(e.decay->kind)) {
+      s->decay = *d;
+    } else {
+      std::vector<std::string> kinds;
+      for (ir::LrDecay k : ir::kLrDecays) kinds.emplace_back(ir::nameOf(k));
+      std::string help = base::didYouMean(e.decay->kind, kinds);
       if (help.empty()) help = "decays are constant, linear, cosine, poly(power) and exponential";
-      error(code::kBadSchedule, e.decay->kindSpan, "unknown decay `" + s->decay + "`", help);
+      error(code::kBadSchedule, e.decay->kindSpan, "unknown decay `" + e.decay->kind + "`", help);
     }
     for (const auto& a : e.decay->args) s->decayArgs.emplace_back(a.name, eval(*a.value, scope));
     if (e.decay->end) {

@@ -49,7 +49,8 @@ struct MappingSpec {
   std::map<std::string, Span> fieldSpans;  // where each field was written (for plan diagnostics)
   std::shared_ptr<const ModelSpec> model;
   hw::Pod pod;
-  enum class PipelineKind { Single, Explicit, Balanced, Lua } pipelineKind = PipelineKind::Single;
+  using PipelineKind = ir::PipelineKind;
+  PipelineKind pipelineKind = PipelineKind::Single;  // as written; mapping.pipelineKind is the same
   std::vector<StageSpec> stages;  // Explicit: in the order written
   int pipelineIpus = 1;           // p
   std::string luaFunction;

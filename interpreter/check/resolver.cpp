@@ -14,6 +14,19 @@ namespace ipu::check {
 
 namespace {
 
+// State tensors an optimizer keeps per parameter (sgd with momentum: one).
+int momentsOf(ir::OptimizerKind k) {
+  switch (k) {
+    case ir::OptimizerKind::Sgd: return 0;
+    case ir::OptimizerKind::Momentum:
+    case ir::OptimizerKind::Lars: return 1;
+    case ir::OptimizerKind::Adam:
+    case ir::OptimizerKind::AdamW:
+    case ir::OptimizerKind::Lamb: return 2;
+  }
+  return 0;
+}
+
 // Phase fields fall back to the training's, then to the schema default.
 const Value* phaseField(const Record& phase, const Record& training, const std::string& name) {
   if (const Value* v = phase.get(name); v != nullptr && !v->isUnknown()) return v;
@@ -307,8 +320,8 @@ std::shared_ptr<const MappingSpec> Resolver::mapping(const Value& v) {
   mp.shard = static_cast<int>(num(rec, "shard", 1));
   mp.replicas = static_cast<int>(num(rec, "replicas", 1));
   mp.phases = static_cast<int>(num(rec, "phases", 1));
-  std::string rc = sym(rec, "recompute", "none");
-  mp.recompute = rc == "every_layer" ? ir::Recompute::EveryLayer : rc == "stage_inputs" ? ir::Recompute::Stage : ir::Recompute::None;
+  // The schema admits only the policies' names (a wrong one is reported there).
+  mp.recompute = ir::recomputeFromName(sym(rec, "recompute", "none")).value_or(ir::Recompute::None);
   mp.optimizerStateStreaming = sym(rec, "optimizer_state", "on_chip") == "streaming";
   mp.weightsStreaming = sym(rec, "weights", "on_chip") == "streaming";
   if (const Value* rts = rec.get("replicated_tensor_sharding")) {
@@ -357,10 +370,7 @@ std::shared_ptr<const MappingSpec> Resolver::mapping(const Value& v) {
     placeExplicit(*pipe->pipeline, *spec);
   }
   mp.pipelineIpus = spec->pipelineIpus;
-  mp.pipelineKind = spec->pipelineKind == MappingSpec::PipelineKind::Balanced ? "balanced"
-                    : spec->pipelineKind == MappingSpec::PipelineKind::Explicit ? "explicit"
-                    : spec->pipelineKind == MappingSpec::PipelineKind::Lua      ? "lua"
-                                                                                : "single";
+  mp.pipelineKind = spec->pipelineKind;
 
   // Available memory proportion: one value, or one per pipeline IPU.
   if (const Value* amp = rec.get("available_memory_proportion"); amp != nullptr && !amp->isUnknown()) {
@@ -445,16 +455,16 @@ ir::Precision Resolver::precision(const Value* v) {
   p.stochasticRounding = flag(r, "stochastic_rounding", false);
   if (const Value* ls = r.get("loss_scale")) {
     if (ls->isNumber()) {
-      p.lossScale.kind = ls->number == 1 ? "none" : "static";
+      p.lossScale.kind = ls->number == 1 ? ir::LossScaleKind::None : ir::LossScaleKind::Static;
       p.lossScale.value = ls->number;
     } else if (ls->kind == ValueKind::Symbol && ls->text == "dynamic") {
-      p.lossScale.kind = "dynamic";
+      p.lossScale.kind = ir::LossScaleKind::Dynamic;
       p.lossScale.value = 32768;
     } else if (ls->kind == ValueKind::Lua) {
-      p.lossScale.kind = "lua";
+      p.lossScale.kind = ir::LossScaleKind::Lua;
       p.lossScale.luaFunction = ls->text;
     } else if (ls->kind == ValueKind::Record) {
-      p.lossScale.kind = "dynamic";
+      p.lossScale.kind = ir::LossScaleKind::Dynamic;
       p.lossScale.value = num(*ls->record, "initial", 32768);
       p.lossScale.factor = num(*ls->record, "factor", 2);
       p.lossScale.interval = num(*ls->record, "interval", 2000);
@@ -468,40 +478,43 @@ ir::Optimizer Resolver::optimizer(const Value* v) {
   if (v == nullptr || v->kind != ValueKind::Record) return o;
   const Record& r = *v->record;
   o.name = r.name;
-  o.kind = sym(r, "kind", "sgd");
-  o.moments = o.kind == "sgd" ? 0 : (o.kind == "momentum" || o.kind == "lars") ? 1 : 2;
+  // The schema admits only the kinds' names (a wrong one is reported there).
+  o.kind = ir::optimizerKindFromName(sym(r, "kind", "sgd")).value_or(ir::OptimizerKind::Sgd);
+  o.moments = momentsOf(o.kind);
   o.beta1 = num(r, "beta1", 0.9);
   o.beta2 = num(r, "beta2", 0.999);
-  o.epsilon = r.get("epsilon") ? num(r, "epsilon") : (o.kind == "adam" || o.kind == "adamw") ? 1e-8 : 1e-6;
+  const bool adam = o.kind == ir::OptimizerKind::Adam || o.kind == ir::OptimizerKind::AdamW;
+  const bool heavyBall = o.kind == ir::OptimizerKind::Momentum || o.kind == ir::OptimizerKind::Lars;
+  o.epsilon = r.get("epsilon") ? num(r, "epsilon") : adam ? 1e-8 : 1e-6;
   o.weightDecay = num(r, "weight_decay", 0);
-  o.momentum = r.get("momentum") ? num(r, "momentum") : (o.kind == "momentum" || o.kind == "lars") ? 0.9 : 0;
-  if (o.kind == "sgd" && o.momentum > 0) o.moments = 1;
+  o.momentum = r.get("momentum") ? num(r, "momentum") : heavyBall ? 0.9 : 0;
+  if (o.kind == ir::OptimizerKind::Sgd && o.momentum > 0) o.moments = 1;
   o.nesterov = flag(r, "nesterov", false);
   o.trustCoefficient = num(r, "trust_coefficient", 0.001);
   o.clipNorm = num(r, "clip_norm", 0);
   o.biasCorrection = flag(r, "bias_correction", true);
   if (const Value* ex = r.get("exclude"); ex != nullptr && ex->kind == ValueKind::List)
-    for (const auto& x : *ex->list) o.exclude.push_back(x.text);
+    for (const auto& x : *ex->list)
+      if (std::optional<ir::ParamClass> c = ir::paramClassFromName(x.text)) o.exclude.push_back(*c);
   return o;
 }
 
 ir::Dataset Resolver::dataset(const Value* v) {
   ir::Dataset d;
-  d.kind = "synthetic";
   if (v == nullptr || v->kind != ValueKind::Record) {
     d.name = "synthetic";
     return d;
   }
   const Record& r = *v->record;
   d.name = r.name;
-  d.kind = sym(r, "kind", "synthetic");
+  d.kind = ir::datasetKindFromName(sym(r, "kind", "synthetic")).value_or(ir::DatasetKind::Synthetic);
   if (const Value* p = r.get("path"); p != nullptr && p->kind == ValueKind::String) d.path = p->text;
   d.samples = num(r, "samples", 0);
   d.packing = flag(r, "packing", false);
   d.sequencesPerPack = r.get("sequences_per_pack") ? num(r, "sequences_per_pack") : d.packing ? 2 : 1;
   d.maskProbability = num(r, "mask_probability", 0.15);
-  if ((d.kind == "text" || d.kind == "files") && d.path.empty())
-    ev_.error(code::kMissingField, r.span, "dataset `" + r.name + "` of kind `" + d.kind + "` needs a `path`",
+  if (d.kind != ir::DatasetKind::Synthetic && d.path.empty())
+    ev_.error(code::kMissingField, r.span, "dataset `" + r.name + "` of kind `" + ir::nameOf(d.kind) + "` needs a `path`",
               "add `path: \"data/corpus.txt\"` (relative to the script)");
   return d;
 }
@@ -595,20 +608,20 @@ bool Resolver::schedule(const Value& v, const PhaseSpec& ph, ir::LrSchedule& out
       return false;
     }
     out.end = s.end.number;
-  } else if (s.decay == "constant") {
+  } else if (s.decay == ir::LrDecay::Constant) {
     out.end = out.peak;
   }
   // poly(p) decays as (1 - progress)^p; the others take no argument
   // (exponential decays geometrically from the peak to `end`).
-  if (s.decay == "poly" && s.decayArgs.empty()) {
+  if (s.decay == ir::LrDecay::Poly && s.decayArgs.empty()) {
     ev_.error(code::kBadSchedule, s.decaySpan, "`poly` needs its power: `then poly(2) to 0`",
               "poly(p) decays as (1 - progress)^p; poly(1) is linear");
     return false;
   }
   for (const auto& [name, a] : s.decayArgs) {
-    if (s.decay != "poly") {
-      ev_.error(code::kBadSchedule, s.decaySpan, "decay `" + s.decay + "` takes no arguments",
-                s.decay == "exponential" ? "exponential decay goes geometrically from the peak to its `to` value"
+    if (s.decay != ir::LrDecay::Poly) {
+      ev_.error(code::kBadSchedule, s.decaySpan, std::string("decay `") + ir::nameOf(s.decay) + "` takes no arguments",
+                s.decay == ir::LrDecay::Exponential ? "exponential decay goes geometrically from the peak to its `to` value"
                                          : "only `poly(power)` takes one");
       return false;
     }
@@ -622,11 +635,11 @@ bool Resolver::schedule(const Value& v, const PhaseSpec& ph, ir::LrSchedule& out
     }
     out.power = a.number;
   }
-  if (s.decay == "exponential" && !(out.end > 0)) {
+  if (s.decay == ir::LrDecay::Exponential && !(out.end > 0)) {
     ev_.error(code::kBadSchedule, s.decaySpan, "exponential decay needs a positive end: `then exponential to 0.0001`");
     return false;
   }
-  if (s.decay != "constant" && out.end > out.peak)
+  if (s.decay != ir::LrDecay::Constant && out.end > out.peak)
     ev_.warning(code::kBadSchedule, s.end.span,
                 "the learning rate decays upward, from " + formatNumber(out.peak) + " to " + formatNumber(out.end),
                 "a decay ends below its peak; for a constant rate write `then constant`");

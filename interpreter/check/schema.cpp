@@ -1,5 +1,8 @@
 #include "interpreter/check/schema.h"
 
+#include "runtime/ir/kinds.h"
+#include "runtime/ir/schedule.h"
+
 namespace ipu::check {
 
 std::string Type::name() const {
@@ -86,6 +89,17 @@ Type enumOf(std::vector<std::string> s, bool orList = false) {
   t.symbols = std::move(s);
   t.orList = orList;
   return t;
+}
+// The symbols of a closed kind of the plan (runtime/ir/kinds.h), in its order.
+template <class T>
+struct Same {
+  using type = T;
+};
+template <class E, std::size_t N>
+Type kindOf(const E (&all)[N], const char* (*nameOf)(typename Same<E>::type)) {
+  std::vector<std::string> names;
+  for (E e : all) names.emplace_back(nameOf(e));
+  return enumOf(std::move(names));
 }
 Type listOf(Type e) {
   Type t;
@@ -256,7 +270,7 @@ struct Schemas {
         opt("replicas", whole(true, Dim::none(), kMaxCount), Value::integral(1), "data-parallel replicas `r`"),
         opt("phases", whole(true, Dim::none(), kMaxCount), Value::integral(1),
             "phased execution: sub-graphs per IPU whose state streams in and out of Streaming Memory"),
-        opt("recompute", enumOf({"none", "every_layer", "stage_inputs"}), Value::symbol("none"),
+        opt("recompute", kindOf(ir::kRecomputes, ir::name), Value::symbol("none"),
             "recomputation: keep only checkpoints and recompute activations in the backward pass"),
         opt("optimizer_state", enumOf({"on_chip", "streaming"}), Value::symbol("on_chip"),
             "where optimizer state (and fp32 master weights) live"),
@@ -295,7 +309,7 @@ struct Schemas {
 
     optimizer.kind = "optimizer";
     optimizer.fields = {
-        req("kind", enumOf({"sgd", "momentum", "adam", "adamw", "lamb", "lars"}), "the algorithm"),
+        req("kind", kindOf(ir::kOptimizerKinds, ir::nameOf), "the algorithm"),
         opt("beta1", number(Dim::none()), Value::num(0.9), "first-moment decay (adam, adamw, lamb)"),
         opt("beta2", number(Dim::none()), Value::num(0.999), "second-moment decay (adam, adamw, lamb)"),
         opt("epsilon", number(Dim::none(), true), Value(), "denominator guard", "1e-8 for adam and adamw, 1e-6 otherwise"),
@@ -311,7 +325,7 @@ struct Schemas {
 
     dataset.kind = "dataset";
     dataset.fields = {
-        opt("kind", enumOf({"synthetic", "text", "files"}), Value::symbol("synthetic"), "where samples come from"),
+        opt("kind", kindOf(ir::kDatasetKinds, ir::nameOf), Value::symbol("synthetic"), "where samples come from"),
         opt("path", simple(TypeKind::String), Value(), "file or directory (text, files); relative to the script", "none"),
         opt("samples", whole(true, Dim::none(), kMaxBatch), Value(), "samples in one epoch (needed for `epochs`)", "unknown"),
         opt("packing", simple(TypeKind::Bool), Value::boolean_(false), "pack several sequences into one sample"),

@@ -16,6 +16,7 @@
 #include "interpreter/base/source.h"
 #include "interpreter/check/units.h"
 #include "interpreter/syntax/ast.h"
+#include "runtime/ir/kinds.h"
 
 namespace ipu::check {
 
@@ -180,7 +181,7 @@ struct ScheduleValue {
   Value base;
   Value per;      // Unknown when absent
   Value warmup;   // Unknown when absent
-  std::string decay = "constant";
+  ir::LrDecay decay = ir::LrDecay::Constant;
   Span decaySpan;
   std::vector<std::pair<std::string, Value>> decayArgs;
   Value end;      // Unknown when absent

@@ -44,7 +44,8 @@ std::optional<std::vector<int>> LuaPlacement::place(const plan::PlacementRequest
           lua_setfield(L, -2, "index");
           lua_pushlstring(L, l.name.data(), l.name.size());
           lua_setfield(L, -2, "name");
-          lua_pushlstring(L, l.op.data(), l.op.size());
+          const std::string op = ir::opName(l);
+          lua_pushlstring(L, op.data(), op.size());
           lua_setfield(L, -2, "op");
           lua_pushlstring(L, l.definition.data(), l.definition.size());
           lua_setfield(L, -2, "definition");
@@ -85,7 +86,8 @@ std::optional<std::vector<int>> LuaPlacement::place(const plan::PlacementRequest
             lua_setfield(L, -2, "index");
             lua_pushlstring(L, x.name.data(), x.name.size());
             lua_setfield(L, -2, "name");
-            lua_pushlstring(L, x.op.data(), x.op.size());
+            const std::string xOp = ir::opName(x);
+            lua_pushlstring(L, xOp.data(), xOp.size());
             lua_setfield(L, -2, "op");
             lua_pushnumber(L, x.params);
             lua_setfield(L, -2, "params");

@@ -58,7 +58,7 @@ void expandLayers(PhaseContext& ctx) {
   for (const auto& f : *ph.layers) {
     ir::Layer l;
     l.name = f.path;
-    l.op = f.op;
+    ir::setOpName(l, f.op);
     l.definition = f.definition;
     l.source = sourceRef(ctx.sources, f.span);
     l.params = f.params;

@@ -139,7 +139,7 @@ void printPhase(std::ostream& os, const ir::PhasePlan& ph, const base::Painter& 
   std::ostringstream map;
   map << m.name << ": " << m.shard << " x " << m.pipelineIpus << " x " << m.replicas << " = " << ph.ipusUsed << " of "
       << ph.pod.ipus() << " IPUs (shard x pipeline x replicas)";
-  if (m.pipelineKind == "balanced") map << ", balanced";
+  if (m.pipelineKind == ir::PipelineKind::Balanced) map << ", balanced";
   if (m.phases > 1) map << "; " << m.phases << " execution phases";
   map << "; recompute " << ir::name(m.recompute);
   if (m.optimizerStateStreaming) map << "; optimizer state in Streaming Memory";
@@ -151,7 +151,7 @@ void printPhase(std::ostream& os, const ir::PhasePlan& ph, const base::Painter& 
   std::ostringstream batch;
   batch << ph.batch.microBatch << " micro x " << commas(ph.batch.gradientAccumulation) << " accumulated x "
         << ph.batch.replicas << " replicas = " << commas(ph.batch.globalBatch) << " global";
-  if (ph.batch.derived != "none") batch << " (" << ph.batch.derived << " derived)";
+  if (ph.batch.derived != ir::DerivedBatch::None) batch << " (" << ir::nameOf(ph.batch.derived) << " derived)";
   row("batch", batch.str());
   std::ostringstream data;
   if (ph.seqLen) data << "seq_len " << ph.seqLen;
@@ -169,17 +169,22 @@ void printPhase(std::ostream& os, const ir::PhasePlan& ph, const base::Painter& 
   prec << ", " << ir::name(pr.partials) << " partials, " << ir::name(pr.accumulators) << " accumulators, "
        << ir::name(pr.optimizerState) << " optimizer state";
   if (pr.stochasticRounding) prec << ", stochastic rounding";
-  if (pr.lossScale.kind == "static") prec << ", loss scale " << check::formatNumber(pr.lossScale.value);
-  if (pr.lossScale.kind == "dynamic") prec << ", dynamic loss scale from " << check::formatNumber(pr.lossScale.value);
+  switch (pr.lossScale.kind) {
+    case ir::LossScaleKind::Static: prec << ", loss scale " << check::formatNumber(pr.lossScale.value); break;
+    case ir::LossScaleKind::Dynamic: prec << ", dynamic loss scale from " << check::formatNumber(pr.lossScale.value); break;
+    case ir::LossScaleKind::None:
+    case ir::LossScaleKind::Lua: break;
+  }
   row("precision", prec.str());
   std::ostringstream opt;
-  opt << (ph.optimizer.name.empty() ? ph.optimizer.kind : ph.optimizer.name + " (" + ph.optimizer.kind + ")");
+  const std::string kind = ir::nameOf(ph.optimizer.kind);
+  opt << (ph.optimizer.name.empty() ? kind : ph.optimizer.name + " (" + kind + ")");
   if (!ph.lr.luaFunction.empty()) opt << ", lr from Lua `" << ph.lr.luaFunction << "`";
   else {
     opt << ", lr " << check::formatNumber(ph.lr.peak);
     if (ph.lr.per > 0) opt << " (" << check::formatNumber(ph.lr.base) << " per " << check::formatNumber(ph.lr.per) << ")";
     if (ph.lr.warmupSteps > 0) opt << ", warmup " << commas(static_cast<long long>(ph.lr.warmupSteps)) << " steps";
-    if (ph.lr.decay != "constant") opt << ", then " << ph.lr.decay << " to " << check::formatNumber(ph.lr.end);
+    if (ph.lr.decay != ir::LrDecay::Constant) opt << ", then " << ir::nameOf(ph.lr.decay) << " to " << check::formatNumber(ph.lr.end);
   }
   row("optimizer", opt.str());
   std::ostringstream pipe;

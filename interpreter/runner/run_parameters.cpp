@@ -32,7 +32,7 @@ std::map<std::string, std::string> phaseValues(const ir::PhasePlan& p) {
   num("mapping.pipeline_ipus", p.mapping.pipelineIpus);
   num("mapping.replicas", p.mapping.replicas);
   num("mapping.phases", p.mapping.phases);
-  text("mapping.pipeline", p.mapping.pipelineKind);
+  text("mapping.pipeline", ir::nameOf(p.mapping.pipelineKind));
   text("mapping.recompute", ir::name(p.mapping.recompute));
   flag("mapping.optimizer_state_streaming", p.mapping.optimizerStateStreaming);
   flag("mapping.weights_streaming", p.mapping.weightsStreaming);
@@ -40,10 +40,10 @@ std::map<std::string, std::string> phaseValues(const ir::PhasePlan& p) {
   text("precision.name", p.precision.name);
   text("precision.compute", ir::name(p.precision.compute));
   text("precision.weights", ir::name(p.precision.weights));
-  text("precision.loss_scale", p.precision.lossScale.kind);
+  text("precision.loss_scale", ir::nameOf(p.precision.lossScale.kind));
   flag("precision.stochastic_rounding", p.precision.stochasticRounding);
   text("optimizer.name", p.optimizer.name);
-  text("optimizer.kind", p.optimizer.kind);
+  text("optimizer.kind", ir::nameOf(p.optimizer.kind));
   num("optimizer.beta1", p.optimizer.beta1);
   num("optimizer.beta2", p.optimizer.beta2);
   num("optimizer.epsilon", p.optimizer.epsilon);
@@ -52,14 +52,14 @@ std::map<std::string, std::string> phaseValues(const ir::PhasePlan& p) {
   num("lr.base", p.lr.base);
   num("lr.peak", p.lr.peak);
   num("lr.warmup_steps", p.lr.warmupSteps);
-  text("lr.decay", p.lr.decay);
+  text("lr.decay", ir::nameOf(p.lr.decay));
   num("lr.end", p.lr.end);
   text("lr.lua", p.lr.luaFunction);
   num("batch.micro_batch", static_cast<double>(p.batch.microBatch));
   num("batch.gradient_accumulation", static_cast<double>(p.batch.gradientAccumulation));
   num("batch.global_batch", static_cast<double>(p.batch.globalBatch));
   text("dataset.name", p.dataset.name);
-  text("dataset.kind", p.dataset.kind);
+  text("dataset.kind", ir::nameOf(p.dataset.kind));
   flag("fits", p.fits);
   return v;
 }

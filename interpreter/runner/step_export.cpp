@@ -220,7 +220,7 @@ Json precisionJson(const ir::Precision& p) {
   j["optimizer_state"] = ir::name(p.optimizerState);
   j["stochastic_rounding"] = p.stochasticRounding;
   Json ls = Json::object();
-  ls["kind"] = p.lossScale.kind;
+  ls["kind"] = ir::nameOf(p.lossScale.kind);
   ls["value"] = p.lossScale.value;
   ls["factor"] = p.lossScale.factor;
   ls["interval"] = p.lossScale.interval;
@@ -232,7 +232,7 @@ Json precisionJson(const ir::Precision& p) {
 Json optimizerJson(const ir::Optimizer& o) {
   Json j = Json::object();
   j["name"] = o.name;
-  j["kind"] = o.kind;
+  j["kind"] = ir::nameOf(o.kind);
   j["beta1"] = o.beta1;
   j["beta2"] = o.beta2;
   j["epsilon"] = o.epsilon;
@@ -242,7 +242,9 @@ Json optimizerJson(const ir::Optimizer& o) {
   j["clip_norm"] = o.clipNorm;
   j["bias_correction"] = o.biasCorrection;
   j["nesterov"] = o.nesterov;
-  j["exclude"] = o.exclude;
+  Json exclude = Json::array();
+  for (ir::ParamClass c : o.exclude) exclude.push_back(ir::nameOf(c));
+  j["exclude"] = std::move(exclude);
   j["moments"] = o.moments;
   return j;
 }
@@ -253,7 +255,7 @@ Json lrJson(const ir::LrSchedule& lr) {
   j["per"] = lr.per;
   j["peak"] = lr.peak;
   j["warmup_steps"] = lr.warmupSteps;
-  j["decay"] = lr.decay;
+  j["decay"] = ir::nameOf(lr.decay);
   j["end"] = lr.end;
   j["power"] = lr.power;
   if (!lr.luaFunction.empty()) j["lua_function"] = lr.luaFunction;
@@ -295,9 +297,9 @@ void report(session::Session& s, const emu::Error& e) { s.diagnostics().error(e.
 // Where a phase's text comes from, as the run reads it (emulator.h, Options).
 emu::Expected<std::string> corpusPath(const ir::PhasePlan& ph, const TrainSettings& settings) {
   const std::string builtin = settings.corpus.empty() ? emu::defaultCorpusPath() : settings.corpus;
-  if (ph.dataset.kind == "synthetic" || ph.dataset.path.empty()) return builtin;
-  if (ph.dataset.kind != "text")
-    return emu::Error{emu::code::kDataset, "dataset `" + ph.dataset.name + "` is of kind `" + ph.dataset.kind + "`",
+  if (ph.dataset.kind == ir::DatasetKind::Synthetic || ph.dataset.path.empty()) return builtin;
+  if (ph.dataset.kind != ir::DatasetKind::Text)
+    return emu::Error{emu::code::kDataset, "dataset `" + ph.dataset.name + "` is of kind `" + ir::nameOf(ph.dataset.kind) + "`",
                       "the emulator reads `kind: text` datasets (a .txt file or a directory of them)", ph.source};
   fs::path p(ph.dataset.path);
   if (p.is_relative() && !settings.scriptDirectory.empty()) p = fs::path(settings.scriptDirectory) / p;
@@ -423,7 +425,7 @@ ExportResult exportSteps(session::Session& session, const ir::RunPlan& run, cons
   for (const auto& l : ph.layers) {
     Json lj = Json::object();
     lj["name"] = l.name;
-    lj["op"] = l.op;
+    lj["op"] = ir::opName(l);
     Json attrs = Json::object();
     for (const auto& at : l.attributes) {
       // Counts (hidden, heads, vocab) are written as integers.
@@ -474,7 +476,7 @@ ExportResult exportSteps(session::Session& session, const ir::RunPlan& run, cons
   for (const auto& p : m.params()) {
     Json pj = Json::object();
     pj["name"] = p.name;
-    pj["class"] = emu::name(p.spec.cls);
+    pj["class"] = ir::nameOf(p.spec.cls);
     pj["shape"] = {static_cast<long long>(p.spec.rows), static_cast<long long>(p.spec.cols)};
     params.push_back(std::move(pj));
   }

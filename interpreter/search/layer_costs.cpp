@@ -13,7 +13,7 @@ check::PhaseSpec* LayerCosts::phaseFor(long long microBatch) {
     batch.microBatch = microBatch;
     batch.replicas = 1;
     batch.gradientAccumulation = global / microBatch;
-    batch.derived = "gradient_accumulation";
+    batch.derived = ir::DerivedBatch::GradientAccumulation;
     // Errors here would be the model rejecting this micro batch: they are
     // not the user's script's errors, so they are not kept.
     base::Diagnostics& diags = evaluator_.diags();

@@ -420,7 +420,7 @@ class Searcher {
     ph.batch.replicas = r;
     ph.batch.globalBatch = gb_;
     ph.batch.gradientAccumulation = gb_ / (b * r);
-    ph.batch.derived = "gradient_accumulation";
+    ph.batch.derived = ir::DerivedBatch::GradientAccumulation;
   }
 
   std::vector<Group> enumerate() {
@@ -864,7 +864,7 @@ bool applyCandidate(check::PhaseSpec& phase, check::Evaluator& evaluator, const 
   phase.batch.microBatch = c.microBatch;
   phase.batch.gradientAccumulation = c.gradientAccumulation;
   phase.batch.replicas = c.replicas;
-  phase.batch.derived = "gradient_accumulation";
+  phase.batch.derived = ir::DerivedBatch::GradientAccumulation;
   return true;
 }
 

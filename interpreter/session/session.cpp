@@ -112,7 +112,7 @@ void Session::resolveSearches() {
       const check::MappingSpec& m = *phase.mapping;
       const check::SearchSpec& spec = *m.search;
       const base::Span at = spec.span;
-      if (phase.batch.derived == "global_batch") {
+      if (phase.batch.derived == ir::DerivedBatch::GlobalBatch) {
         diags_.error(plan::code::kSearchNeedsGlobalBatch, phase.span,
                      "phase `" + phase.name + "` uses `" + m.name + "`, whose mapping is searched, but does not give its `global_batch`",
                      "give `global_batch` and `micro_batch` (a starting point): the search keeps the global batch and "

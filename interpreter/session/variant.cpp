@@ -14,16 +14,6 @@ namespace {
 
 bool isPowerOfTwo(long long n) { return n > 0 && (n & (n - 1)) == 0; }
 
-const char* pipelineKindName(check::MappingSpec::PipelineKind k) {
-  switch (k) {
-    case check::MappingSpec::PipelineKind::Balanced: return "balanced";
-    case check::MappingSpec::PipelineKind::Explicit: return "explicit";
-    case check::MappingSpec::PipelineKind::Lua: return "lua";
-    case check::MappingSpec::PipelineKind::Single: return "single";
-  }
-  return "single";
-}
-
 // The checks Resolver::mapping makes of a mapping as written, with its codes
 // and messages; false when the variant is rejected.
 bool validate(const check::MappingSpec& spec, base::Diagnostics& diags) {
@@ -103,9 +93,9 @@ MappingVariant Session::variantOf(std::size_t run, std::size_t phase) const {
   v.availableMemoryProportion = mp.availableMemoryProportion;
   // The two (or three) batch figures the script gave.
   const ir::Batch& b = ph.batch;
-  if (b.derived != "micro_batch") v.batch.microBatch = b.microBatch;
-  if (b.derived != "gradient_accumulation") v.batch.gradientAccumulation = b.gradientAccumulation;
-  if (b.derived != "global_batch") v.batch.globalBatch = b.globalBatch;
+  if (b.derived != ir::DerivedBatch::MicroBatch) v.batch.microBatch = b.microBatch;
+  if (b.derived != ir::DerivedBatch::GradientAccumulation) v.batch.gradientAccumulation = b.gradientAccumulation;
+  if (b.derived != ir::DerivedBatch::GlobalBatch) v.batch.globalBatch = b.globalBatch;
   return v;
 }
 
@@ -142,7 +132,7 @@ PlannedVariant Session::planVariant(const MappingVariant& v, std::size_t run, st
   mp.rtsWeights = v.rtsWeights;
   mp.rtsOptimizerState = v.rtsOptimizerState;
   mp.pipelineIpus = spec->pipelineIpus;
-  mp.pipelineKind = pipelineKindName(spec->pipelineKind);
+  mp.pipelineKind = spec->pipelineKind;
   if (!v.availableMemoryProportion.empty()) mp.availableMemoryProportion = v.availableMemoryProportion;
   if (!validate(*spec, out.diagnostics)) return out;
 

@@ -390,7 +390,7 @@ std::string frameworkOf(const std::string& software) {
 
 std::string familyOf(const ir::PhasePlan& phase) {
   std::set<std::string> ops;
-  for (const auto& l : phase.layers) ops.insert(l.op);
+  for (const auto& l : phase.layers) ops.insert(ir::opName(l));
   std::string out;
   for (const auto& o : ops) out += (out.empty() ? "" : "+") + o;
   return out;

@@ -55,9 +55,9 @@ std::string checkpointPath(const std::string& directory, const std::string& phas
 namespace {
 
 Expected<std::string> corpusPathFor(const ir::PhasePlan& ph, const Options& o) {
-  if (ph.dataset.kind == "synthetic" || ph.dataset.path.empty()) return o.builtinCorpus;
-  if (ph.dataset.kind != "text")
-    return Error{code::kDataset, "dataset `" + ph.dataset.name + "` is of kind `" + ph.dataset.kind + "`",
+  if (ph.dataset.kind == ir::DatasetKind::Synthetic || ph.dataset.path.empty()) return o.builtinCorpus;
+  if (ph.dataset.kind != ir::DatasetKind::Text)
+    return Error{code::kDataset, "dataset `" + ph.dataset.name + "` is of kind `" + ir::nameOf(ph.dataset.kind) + "`",
                  "the emulator reads `kind: text` datasets (a .txt file or a directory of them)", ph.source};
   fs::path p(ph.dataset.path);
   if (p.is_relative() && !o.datasetDirectory.empty()) p = fs::path(o.datasetDirectory) / p;
@@ -66,13 +66,13 @@ Expected<std::string> corpusPathFor(const ir::PhasePlan& ph, const Options& o) {
 
 int vocabOf(const ir::PhasePlan& ph) {
   for (const auto& l : ph.layers)
-    if (l.op == "embedding")
+    if (l.op == ir::LayerOp::Embedding)
       for (const auto& a : l.attributes)
         if (a.name == "vocab") return static_cast<int>(a.number);
   return 0;
 }
 
-bool isMlp(const ir::PhasePlan& ph) { return !ph.layers.empty() && ph.layers.front().op == "dense"; }
+bool isMlp(const ir::PhasePlan& ph) { return !ph.layers.empty() && ph.layers.front().op == ir::LayerOp::Dense; }
 
 // The latest checkpoint of a run: (phase index, path, is final).
 struct ResumePoint {
@@ -488,7 +488,7 @@ HostMemory hostMemoryNeeded(const ir::RunPlan& plan, const Options& options) {
     }
     h.activations = replicas * act * 4;
     std::error_code ec;
-    const std::string corpus = isMlp(ph) ? "" : (ph.dataset.kind == "text" && !ph.dataset.path.empty()
+    const std::string corpus = isMlp(ph) ? "" : (ph.dataset.kind == ir::DatasetKind::Text && !ph.dataset.path.empty()
                                                       ? (fs::path(options.datasetDirectory) / ph.dataset.path).string()
                                                       : options.builtinCorpus);
     double bytes = 0;

@@ -22,9 +22,8 @@
 
 namespace ipu::emu {
 
-// Parameter classes of an optimizer's `exclude` list.
-enum class ParamClass { Weight, Bias, Norm, Embedding };
-const char* name(ParamClass c);
+// Parameter classes of an optimizer's `exclude` list (runtime/ir/kinds.h).
+using ir::ParamClass;
 
 // How a parameter splits over the t IPUs of a shard group.
 enum class ShardAxis { None, Rows, Cols };
@@ -97,6 +96,6 @@ class Kernel {
 Expected<std::unique_ptr<Kernel>> makeKernel(const ir::Layer& layer, int shards, long long seqLen);
 // Whether makeKernel knows the op at all (else a model is outside what the
 // emulator runs, which is a limitation, not a mistake in the script).
-bool hasKernel(const std::string& op);
+bool hasKernel(ir::LayerOp op);
 
 }  // namespace ipu::emu

@@ -15,16 +15,6 @@
 
 namespace ipu::emu {
 
-const char* name(ParamClass c) {
-  switch (c) {
-    case ParamClass::Weight: return "weight";
-    case ParamClass::Bias: return "bias";
-    case ParamClass::Norm: return "norm";
-    case ParamClass::Embedding: return "embedding";
-  }
-  return "weight";
-}
-
 double Saved::elements() const {
   double n = 0;
   for (const auto& m : mats) n += static_cast<double>(m.size());
@@ -676,7 +666,7 @@ class LmHeadKernel : public Kernel {
 
 // ------------------------------------------------------------------- dense
 
-enum class Activation { Gelu, Relu, Tanh, Identity };
+using ir::Activation;
 
 class DenseKernel : public Kernel {
  public:
@@ -698,7 +688,7 @@ class DenseKernel : public Kernel {
       case Activation::Gelu: y = gelu(pre, nx); break;
       case Activation::Relu: y = pre.cwiseMax(0.0f); break;
       case Activation::Tanh: y = pre.array().tanh().matrix(); nx.round(y); break;
-      case Activation::Identity: y = pre; break;
+      case Activation::None: y = pre; break;
     }
   }
   void backward(const Mat& x, const Mat& dy, const MicroBatch& mb, const ShardParams& p, Numerics& nx, const Saved& saved,
@@ -714,7 +704,7 @@ class DenseKernel : public Kernel {
         dpre = dy.array() * (1.0f - pre.array().tanh().square());
         nx.round(dpre);
         break;
-      case Activation::Identity: dpre = dy; break;
+      case Activation::None: dpre = dy; break;
     }
     auto& g = grads[0];
     g.assign(2, Mat());
@@ -769,10 +759,25 @@ Error layerError(const ir::Layer& l, const std::string& message, const std::stri
 
 }  // namespace
 
-bool hasKernel(const std::string& op) {
-  for (const char* known : {"embedding", "attention", "ffn", "mlm_head", "lm_head", "pooled_classifier", "dense",
-                            "softmax_loss"})
-    if (op == known) return true;
+bool hasKernel(ir::LayerOp op) {
+  switch (op) {
+    case ir::LayerOp::Embedding:
+    case ir::LayerOp::Attention:
+    case ir::LayerOp::Ffn:
+    case ir::LayerOp::MlmHead:
+    case ir::LayerOp::LmHead:
+    case ir::LayerOp::PooledClassifier:
+    case ir::LayerOp::Dense:
+    case ir::LayerOp::SoftmaxLoss: return true;
+    case ir::LayerOp::ConvStem:
+    case ir::LayerOp::Bottleneck:
+    case ir::LayerOp::PooledFc:
+    case ir::LayerOp::PatchEmbedding:
+    case ir::LayerOp::TokenClassifier:
+    case ir::LayerOp::ConvModule:
+    case ir::LayerOp::GroupedFfn:
+    case ir::LayerOp::Other: return false;
+  }
   return false;
 }
 
@@ -792,77 +797,87 @@ Expected<std::unique_ptr<Kernel>> makeKernel(const ir::Layer& l, int shards, lon
       return "its `seq` is " + std::to_string(static_cast<long long>(seq)) + " but the phase's seq_len is " + std::to_string(seqLen);
     return "";
   };
-  if (l.op == "embedding") {
-    if (auto bad = positive({"vocab", "hidden", "positions"}); !bad.empty())
-      return layerError(l, "attribute `" + bad + "` must be a positive whole number", "check the layer's arguments");
-    if (auto bad = checkSeq(); !bad.empty()) return layerError(l, bad, "the emulator feeds sequences of the phase's seq_len");
-    const int types = std::max(0, static_cast<int>(number(l, "types", 0)));
-    if (need("positions") < static_cast<double>(seqLen))
-      return layerError(l, "it has " + std::to_string(static_cast<long long>(need("positions"))) +
-                               " positions, fewer than the phase's seq_len " + std::to_string(seqLen),
-                        "raise `positions` or shorten the phase's seq_len");
-    if (need("vocab") < 16) return layerError(l, "a vocabulary of fewer than 16 tokens cannot hold the special tokens and text", "raise `vocab`");
-    return std::unique_ptr<Kernel>(new EmbeddingKernel(static_cast<int>(need("vocab")), static_cast<int>(need("hidden")),
-                                                       static_cast<int>(need("positions")), types));
+  switch (l.op) {
+    case ir::LayerOp::Embedding: {
+      if (auto bad = positive({"vocab", "hidden", "positions"}); !bad.empty())
+        return layerError(l, "attribute `" + bad + "` must be a positive whole number", "check the layer's arguments");
+      if (auto bad = checkSeq(); !bad.empty()) return layerError(l, bad, "the emulator feeds sequences of the phase's seq_len");
+      const int types = std::max(0, static_cast<int>(number(l, "types", 0)));
+      if (need("positions") < static_cast<double>(seqLen))
+        return layerError(l, "it has " + std::to_string(static_cast<long long>(need("positions"))) +
+                                 " positions, fewer than the phase's seq_len " + std::to_string(seqLen),
+                          "raise `positions` or shorten the phase's seq_len");
+      if (need("vocab") < 16) return layerError(l, "a vocabulary of fewer than 16 tokens cannot hold the special tokens and text", "raise `vocab`");
+      return std::unique_ptr<Kernel>(new EmbeddingKernel(static_cast<int>(need("vocab")), static_cast<int>(need("hidden")),
+                                                         static_cast<int>(need("positions")), types));
+    }
+    case ir::LayerOp::Attention: {
+      if (auto bad = positive({"hidden", "heads"}); !bad.empty())
+        return layerError(l, "attribute `" + bad + "` must be a positive whole number", "check the layer's arguments");
+      if (auto bad = checkSeq(); !bad.empty()) return layerError(l, bad, "the emulator feeds sequences of the phase's seq_len");
+      const int h = static_cast<int>(need("hidden")), heads = static_cast<int>(need("heads"));
+      if (h % heads != 0) return layerError(l, std::to_string(heads) + " heads do not divide hidden " + std::to_string(h), "choose heads dividing hidden");
+      const std::string normName = text(l, "norm", "post");
+      const std::optional<ir::NormPosition> norm = ir::normPositionFromName(normName);
+      if (!norm) return layerError(l, "`norm` is \"" + normName + "\"", "use \"pre\" or \"post\"");
+      const int split = l.shardable ? t : 1;
+      if (heads % split != 0)
+        return layerError(l, std::to_string(heads) + " heads cannot be split over shard: " + std::to_string(split),
+                          "tensor sharding splits attention by heads: use a shard count that divides the heads");
+      return std::unique_ptr<Kernel>(new AttentionKernel(h, heads, number(l, "causal", 0) != 0, *norm == ir::NormPosition::Pre, split));
+    }
+    case ir::LayerOp::Ffn: {
+      if (auto bad = positive({"hidden", "intermediate"}); !bad.empty())
+        return layerError(l, "attribute `" + bad + "` must be a positive whole number", "check the layer's arguments");
+      const std::string normName = text(l, "norm", "post");
+      const std::optional<ir::NormPosition> norm = ir::normPositionFromName(normName);
+      if (!norm) return layerError(l, "`norm` is \"" + normName + "\"", "use \"pre\" or \"post\"");
+      const int inter = static_cast<int>(need("intermediate"));
+      const int split = l.shardable ? t : 1;
+      if (inter % split != 0)
+        return layerError(l, "intermediate " + std::to_string(inter) + " cannot be split over shard: " + std::to_string(split),
+                          "tensor sharding splits the FFN's intermediate units: use a shard count that divides them");
+      return std::unique_ptr<Kernel>(new FfnKernel(static_cast<int>(need("hidden")), inter, *norm == ir::NormPosition::Pre, split));
+    }
+    case ir::LayerOp::MlmHead:
+    case ir::LayerOp::LmHead: {
+      if (auto bad = positive({"hidden", "vocab"}); !bad.empty())
+        return layerError(l, "attribute `" + bad + "` must be a positive whole number", "check the layer's arguments");
+      if (l.tiedTo.empty()) return layerError(l, "its projection is not tied to an embedding", "pass `tie: embedding`");
+      const std::string word = l.tiedTo + ".word";
+      if (l.op == ir::LayerOp::MlmHead)
+        return std::unique_ptr<Kernel>(new MlmHeadKernel(static_cast<int>(need("hidden")), static_cast<int>(need("vocab")), word));
+      return std::unique_ptr<Kernel>(new LmHeadKernel(static_cast<int>(need("hidden")), static_cast<int>(need("vocab")), word));
+    }
+    case ir::LayerOp::PooledClassifier: {
+      if (auto bad = positive({"hidden", "classes"}); !bad.empty())
+        return layerError(l, "attribute `" + bad + "` must be a positive whole number", "check the layer's arguments");
+      return std::unique_ptr<Kernel>(new PooledClassifierKernel(static_cast<int>(need("hidden")), static_cast<int>(need("classes"))));
+    }
+    case ir::LayerOp::Dense: {
+      if (auto bad = positive({"inputs", "outputs"}); !bad.empty())
+        return layerError(l, "attribute `" + bad + "` must be a positive whole number", "check the layer's arguments");
+      const std::string a = text(l, "activation", "gelu");
+      const std::optional<ir::Activation> act = ir::activationFromName(a);
+      if (!act) return layerError(l, "activation \"" + a + "\" has no kernel", "use \"gelu\", \"relu\", \"tanh\" or \"none\"");
+      return std::unique_ptr<Kernel>(new DenseKernel(static_cast<int>(need("inputs")), static_cast<int>(need("outputs")), *act));
+    }
+    case ir::LayerOp::SoftmaxLoss: {
+      if (auto bad = positive({"classes"}); !bad.empty())
+        return layerError(l, "attribute `" + bad + "` must be a positive whole number", "check the layer's arguments");
+      return std::unique_ptr<Kernel>(new SoftmaxLossKernel(static_cast<int>(need("classes"))));
+    }
+    // No kernel: the cost model prices these from their formulas only.
+    case ir::LayerOp::ConvStem:
+    case ir::LayerOp::Bottleneck:
+    case ir::LayerOp::PooledFc:
+    case ir::LayerOp::PatchEmbedding:
+    case ir::LayerOp::TokenClassifier:
+    case ir::LayerOp::ConvModule:
+    case ir::LayerOp::GroupedFfn:
+    case ir::LayerOp::Other: break;
   }
-  if (l.op == "attention") {
-    if (auto bad = positive({"hidden", "heads"}); !bad.empty())
-      return layerError(l, "attribute `" + bad + "` must be a positive whole number", "check the layer's arguments");
-    if (auto bad = checkSeq(); !bad.empty()) return layerError(l, bad, "the emulator feeds sequences of the phase's seq_len");
-    const int h = static_cast<int>(need("hidden")), heads = static_cast<int>(need("heads"));
-    if (h % heads != 0) return layerError(l, std::to_string(heads) + " heads do not divide hidden " + std::to_string(h), "choose heads dividing hidden");
-    const std::string norm = text(l, "norm", "post");
-    if (norm != "pre" && norm != "post") return layerError(l, "`norm` is \"" + norm + "\"", "use \"pre\" or \"post\"");
-    const int split = l.shardable ? t : 1;
-    if (heads % split != 0)
-      return layerError(l, std::to_string(heads) + " heads cannot be split over shard: " + std::to_string(split),
-                        "tensor sharding splits attention by heads: use a shard count that divides the heads");
-    return std::unique_ptr<Kernel>(new AttentionKernel(h, heads, number(l, "causal", 0) != 0, norm == "pre", split));
-  }
-  if (l.op == "ffn") {
-    if (auto bad = positive({"hidden", "intermediate"}); !bad.empty())
-      return layerError(l, "attribute `" + bad + "` must be a positive whole number", "check the layer's arguments");
-    const std::string norm = text(l, "norm", "post");
-    if (norm != "pre" && norm != "post") return layerError(l, "`norm` is \"" + norm + "\"", "use \"pre\" or \"post\"");
-    const int inter = static_cast<int>(need("intermediate"));
-    const int split = l.shardable ? t : 1;
-    if (inter % split != 0)
-      return layerError(l, "intermediate " + std::to_string(inter) + " cannot be split over shard: " + std::to_string(split),
-                        "tensor sharding splits the FFN's intermediate units: use a shard count that divides them");
-    return std::unique_ptr<Kernel>(new FfnKernel(static_cast<int>(need("hidden")), inter, norm == "pre", split));
-  }
-  if (l.op == "mlm_head" || l.op == "lm_head") {
-    if (auto bad = positive({"hidden", "vocab"}); !bad.empty())
-      return layerError(l, "attribute `" + bad + "` must be a positive whole number", "check the layer's arguments");
-    if (l.tiedTo.empty()) return layerError(l, "its projection is not tied to an embedding", "pass `tie: embedding`");
-    const std::string word = l.tiedTo + ".word";
-    if (l.op == "mlm_head")
-      return std::unique_ptr<Kernel>(new MlmHeadKernel(static_cast<int>(need("hidden")), static_cast<int>(need("vocab")), word));
-    return std::unique_ptr<Kernel>(new LmHeadKernel(static_cast<int>(need("hidden")), static_cast<int>(need("vocab")), word));
-  }
-  if (l.op == "pooled_classifier") {
-    if (auto bad = positive({"hidden", "classes"}); !bad.empty())
-      return layerError(l, "attribute `" + bad + "` must be a positive whole number", "check the layer's arguments");
-    return std::unique_ptr<Kernel>(new PooledClassifierKernel(static_cast<int>(need("hidden")), static_cast<int>(need("classes"))));
-  }
-  if (l.op == "dense") {
-    if (auto bad = positive({"inputs", "outputs"}); !bad.empty())
-      return layerError(l, "attribute `" + bad + "` must be a positive whole number", "check the layer's arguments");
-    const std::string a = text(l, "activation", "gelu");
-    Activation act;
-    if (a == "gelu") act = Activation::Gelu;
-    else if (a == "relu") act = Activation::Relu;
-    else if (a == "tanh") act = Activation::Tanh;
-    else if (a == "none" || a == "linear" || a == "identity") act = Activation::Identity;
-    else return layerError(l, "activation \"" + a + "\" has no kernel", "use \"gelu\", \"relu\", \"tanh\" or \"none\"");
-    return std::unique_ptr<Kernel>(new DenseKernel(static_cast<int>(need("inputs")), static_cast<int>(need("outputs")), act));
-  }
-  if (l.op == "softmax_loss") {
-    if (auto bad = positive({"classes"}); !bad.empty())
-      return layerError(l, "attribute `" + bad + "` must be a positive whole number", "check the layer's arguments");
-    return std::unique_ptr<Kernel>(new SoftmaxLossKernel(static_cast<int>(need("classes"))));
-  }
-  return layerError(l, "the emulator has no kernel for op \"" + l.op + "\"",
+  return layerError(l, "the emulator has no kernel for op \"" + ir::opName(l) + "\"",
                     "`ipu run` executes embedding, attention, ffn, mlm_head, pooled_classifier, lm_head, dense and "
                     "softmax_loss layers; use `ipu estimate` for the others");
 }

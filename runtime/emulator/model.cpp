@@ -79,11 +79,11 @@ Expected<std::shared_ptr<const Model>> Model::build(const ir::PhasePlan& phase) 
   const ir::Layer& first = phase.layers.front();
   bool hasMlm = false, hasLm = false, hasSoftmax = false;
   for (const auto& l : phase.layers) {
-    hasMlm |= l.op == "mlm_head";
-    hasLm |= l.op == "lm_head";
-    m.hasNsp_ |= l.op == "pooled_classifier";
-    hasSoftmax |= l.op == "softmax_loss";
-    if (&l != &first && (l.op == "embedding"))
+    hasMlm |= l.op == ir::LayerOp::MlmHead;
+    hasLm |= l.op == ir::LayerOp::LmHead;
+    m.hasNsp_ |= l.op == ir::LayerOp::PooledClassifier;
+    hasSoftmax |= l.op == ir::LayerOp::SoftmaxLoss;
+    if (&l != &first && l.op == ir::LayerOp::Embedding)
       return modelError(l.source, "layer `" + l.name + "` is an embedding after the first layer",
                         "the emulator feeds tokens to the first layer only");
   }
@@ -91,7 +91,7 @@ Expected<std::shared_ptr<const Model>> Model::build(const ir::PhasePlan& phase) 
     return modelError(phase.layers.back().source, "the model's last layer `" + phase.layers.back().name + "` produces no loss",
                       "end the model with a loss layer (mlm_head, pooled_classifier, lm_head or softmax_loss)");
   int hidden = -1;
-  if (first.op == "embedding") {
+  if (first.op == ir::LayerOp::Embedding) {
     m.vocab_ = static_cast<int>(attr(first, "vocab"));
     hidden = static_cast<int>(attr(first, "hidden"));
     if (hasMlm && hasLm)
@@ -101,12 +101,12 @@ Expected<std::shared_ptr<const Model>> Model::build(const ir::PhasePlan& phase) 
                         "add an mlm_head or lm_head");
     m.family_ = hasLm ? Family::Gpt : Family::Bert;
     if (hasSoftmax) return modelError(first.source, "softmax_loss after an embedding has no data to classify", "");
-  } else if (first.op == "dense") {
+  } else if (first.op == ir::LayerOp::Dense) {
     m.family_ = Family::Mlp;
     m.features_ = static_cast<int>(attr(first, "inputs"));
     if (!hasSoftmax) return modelError(first.source, "an MLP needs a softmax_loss layer", "end the model with softmax_loss(classes: ...)");
   } else {
-    return modelError(first.source, "the first layer `" + first.name + "` is a `" + first.op + "`",
+    return modelError(first.source, "the first layer `" + first.name + "` is a `" + ir::opName(first) + "`",
                       "the emulator's first layer reads the data: an embedding (tokens) or a dense layer (features)");
   }
   // Widths along the trunk must match.
@@ -114,22 +114,36 @@ Expected<std::shared_ptr<const Model>> Model::build(const ir::PhasePlan& phase) 
   for (std::size_t i = 0; i < phase.layers.size(); ++i) {
     const ir::Layer& l = phase.layers[i];
     int in = -1, out = -1;
-    if (l.op == "attention" || l.op == "ffn" || l.op == "mlm_head" || l.op == "lm_head" || l.op == "pooled_classifier") {
-      in = out = static_cast<int>(attr(l, "hidden"));
-    } else if (l.op == "dense") {
-      in = static_cast<int>(attr(l, "inputs"));
-      out = static_cast<int>(attr(l, "outputs"));
-    } else if (l.op == "softmax_loss") {
-      in = out = static_cast<int>(attr(l, "classes"));
-      m.classes_ = in;
-    } else {
-      continue;  // the embedding sets the width
+    switch (l.op) {
+      case ir::LayerOp::Attention:
+      case ir::LayerOp::Ffn:
+      case ir::LayerOp::MlmHead:
+      case ir::LayerOp::LmHead:
+      case ir::LayerOp::PooledClassifier: in = out = static_cast<int>(attr(l, "hidden")); break;
+      case ir::LayerOp::Dense:
+        in = static_cast<int>(attr(l, "inputs"));
+        out = static_cast<int>(attr(l, "outputs"));
+        break;
+      case ir::LayerOp::SoftmaxLoss:
+        in = out = static_cast<int>(attr(l, "classes"));
+        m.classes_ = in;
+        break;
+      case ir::LayerOp::Embedding: continue;  // it sets the width
+      // Ops without a kernel never reach a model (hasKernel).
+      case ir::LayerOp::ConvStem:
+      case ir::LayerOp::Bottleneck:
+      case ir::LayerOp::PooledFc:
+      case ir::LayerOp::PatchEmbedding:
+      case ir::LayerOp::TokenClassifier:
+      case ir::LayerOp::ConvModule:
+      case ir::LayerOp::GroupedFfn:
+      case ir::LayerOp::Other: continue;
     }
     if (in != width)
       return modelError(l.source, "layer `" + l.name + "` expects width " + std::to_string(in) + " but receives " + std::to_string(width),
                         "make consecutive layers' sizes agree");
     if (!m.layers_[i].head) width = out;
-    if ((l.op == "mlm_head" || l.op == "lm_head") && static_cast<int>(attr(l, "vocab")) != m.vocab_)
+    if ((l.op == ir::LayerOp::MlmHead || l.op == ir::LayerOp::LmHead) && static_cast<int>(attr(l, "vocab")) != m.vocab_)
       return modelError(l.source, "layer `" + l.name + "` has a vocab different from the embedding's", "");
   }
   return std::shared_ptr<const Model>(model);

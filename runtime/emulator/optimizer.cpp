@@ -62,13 +62,23 @@ float decay(const UpdateSettings& s) { return s.excluded ? 0.0f : static_cast<fl
 
 }  // namespace
 
-bool needsTrustRatio(const ir::Optimizer& o) { return o.kind == "lamb" || o.kind == "lars"; }
+bool needsTrustRatio(const ir::Optimizer& o) {
+  switch (o.kind) {
+    case ir::OptimizerKind::Lamb:
+    case ir::OptimizerKind::Lars: return true;
+    case ir::OptimizerKind::Sgd:
+    case ir::OptimizerKind::Momentum:
+    case ir::OptimizerKind::Adam:
+    case ir::OptimizerKind::AdamW: return false;
+  }
+  return false;
+}
 
 NormSums prepare(const UpdateSettings& s, UpdateSpan sp) {
   NormSums sums;
   const ir::Optimizer& o = *s.optimizer;
   const float wd = decay(s);
-  if (o.kind == "lamb") {
+  if (o.kind == ir::OptimizerKind::Lamb) {
     const float b1 = static_cast<float>(o.beta1), b2 = static_cast<float>(o.beta2);
     const float eps = static_cast<float>(o.epsilon);
     const double bc1 = o.biasCorrection ? 1.0 - std::pow(o.beta1, static_cast<double>(s.t)) : 1.0;
@@ -98,7 +108,7 @@ NormSums prepare(const UpdateSettings& s, UpdateSpan sp) {
         sums.u2 += static_cast<double>(u[i]) * u[i];
       }
     }
-  } else if (o.kind == "lars") {
+  } else if (o.kind == ir::OptimizerKind::Lars) {
     for (std::size_t i = 0; i < sp.n; ++i) {
       const float g = sp.grad[i] * s.gradScale;
       const float w = current(sp, i);
@@ -113,11 +123,11 @@ double trustRatio(const UpdateSettings& s, const NormSums& total) {
   const ir::Optimizer& o = *s.optimizer;
   if (s.excluded) return 1.0;
   const double wn = std::sqrt(total.w2);
-  if (o.kind == "lamb") {
+  if (o.kind == ir::OptimizerKind::Lamb) {
     const double un = std::sqrt(total.u2);
     return wn > 0 && un > 0 ? wn / un : 1.0;
   }
-  if (o.kind == "lars") {
+  if (o.kind == ir::OptimizerKind::Lars) {
     const double gn = std::sqrt(total.g2);
     const double denom = gn + o.weightDecay * wn;
     return wn > 0 && denom > 0 ? o.trustCoefficient * wn / denom : 1.0;
@@ -130,7 +140,7 @@ void apply(const UpdateSettings& s, double ratio, UpdateSpan sp) {
   auto& st = *sp.state;
   const float lr = static_cast<float>(s.lr);
   const float wd = decay(s);
-  if (o.kind == "lamb") {
+  if (o.kind == ir::OptimizerKind::Lamb) {
     const float step = static_cast<float>(s.lr * ratio);
     float w[kBlock];
     for (std::size_t i0 = 0; i0 < sp.n; i0 += kBlock) {
@@ -142,7 +152,7 @@ void apply(const UpdateSettings& s, double ratio, UpdateSpan sp) {
     }
     return;
   }
-  if (o.kind == "lars") {
+  if (o.kind == ir::OptimizerKind::Lars) {
     const float mom = static_cast<float>(o.momentum);
     const float scaled = static_cast<float>(s.lr * ratio);
     for (std::size_t i = 0; i < sp.n; ++i) {
@@ -154,8 +164,8 @@ void apply(const UpdateSettings& s, double ratio, UpdateSpan sp) {
     }
     return;
   }
-  if (o.kind == "adam" || o.kind == "adamw") {
-    const bool decoupled = o.kind == "adamw";
+  if (o.kind == ir::OptimizerKind::Adam || o.kind == ir::OptimizerKind::AdamW) {
+    const bool decoupled = o.kind == ir::OptimizerKind::AdamW;
     const float b1 = static_cast<float>(o.beta1), b2 = static_cast<float>(o.beta2);
     const float eps = static_cast<float>(o.epsilon);
     const double bc1 = o.biasCorrection ? 1.0 - std::pow(o.beta1, static_cast<double>(s.t)) : 1.0;

@@ -205,7 +205,10 @@ Expected<bool> PhaseTrainer::Impl::setup() {
   streamingState = m.optimizerStateStreaming || m.phases > 1;
   rts = R > 1 && (m.rtsOptimizerState || m.rtsWeights);
   recompute = m.recompute;
-  lossScale = pr.lossScale.kind == "none" || pr.lossScale.kind == "lua" ? 1.0 : pr.lossScale.value;
+  // A Lua policy sets the scale before the first step.
+  lossScale = pr.lossScale.kind == ir::LossScaleKind::Static || pr.lossScale.kind == ir::LossScaleKind::Dynamic
+                  ? pr.lossScale.value
+                  : 1.0;
   phaseKey = subKey(subKey(static_cast<std::uint64_t>(settings.seed), hashName(settings.runName)), hashName(plan.name));
   if (plan.schedule.stages != S || plan.schedule.microBatches != GA || plan.schedule.recompute != m.recompute)
     return Error{code::kInternal, "the plan's pipeline schedule does not match its stages and gradient accumulation", "", plan.source};
@@ -586,7 +589,7 @@ double PhaseTrainer::Impl::gradientNorm() const {
 void PhaseTrainer::Impl::update(double lr, float gradScale) {
   const ir::Optimizer& opt = plan.optimizer;
   auto excluded = [&](int pid) {
-    const char* cls = name(model->params()[static_cast<std::size_t>(pid)].spec.cls);
+    const ir::ParamClass cls = model->params()[static_cast<std::size_t>(pid)].spec.cls;
     return std::find(opt.exclude.begin(), opt.exclude.end(), cls) != opt.exclude.end();
   };
   auto settingsFor = [&](const Slot& s) {
@@ -813,7 +816,7 @@ Expected<StepResult> PhaseTrainer::Impl::runStep() {
   lastOverflow = overflow;
   if (settings.policies != nullptr && settings.policies->lossScale) {
     goodSteps = overflow ? 0 : goodSteps + 1;   // the policy sets the next scale before the next step
-  } else if (ls.kind == "dynamic") {
+  } else if (ls.kind == ir::LossScaleKind::Dynamic) {
     if (overflow) {
       lossScale = std::max(1.0, lossScale / ls.factor);
       goodSteps = 0;
@@ -952,7 +955,7 @@ Expected<std::unique_ptr<PhaseTrainer>> PhaseTrainer::createUnchecked(const ir::
     return Error{code::kUnsupportedModel, "phase `" + phase.name + "` has seq_len " + std::to_string(ss.seqLen), "the emulator needs sequences of at least 8 tokens", phase.source};
   if (impl->model->family() == Family::Gpt && corpus->trainStream.size() < static_cast<std::size_t>(ss.seqLen) * 4)
     return Error{code::kDataset, "the corpus is too short for sequences of " + std::to_string(ss.seqLen) + " tokens", "use more text or a shorter seq_len", phase.source};
-  if (phase.precision.lossScale.kind == "lua" && (settings.policies == nullptr || !settings.policies->lossScale))
+  if (phase.precision.lossScale.kind == ir::LossScaleKind::Lua && (settings.policies == nullptr || !settings.policies->lossScale))
     return Error{code::kMissingPolicy, "phase `" + phase.name + "` takes its loss scale from the Lua function `" + phase.precision.lossScale.luaFunction + "`",
                  "the caller must supply Policies::lossScale (the CLI wires the script's hooks)", phase.source};
   impl->data = std::make_unique<SampleSource>(impl->model, std::move(corpus), ss);

@@ -22,6 +22,12 @@ const char* name(CollectiveTensors t) {
   return "gradients";
 }
 
+void setOpName(Layer& l, const std::string& name) {
+  const std::optional<LayerOp> op = layerOpFromName(name);
+  l.op = op.value_or(LayerOp::Other);
+  l.otherOp = op ? "" : name;
+}
+
 double Traffic::stageExchangeBytes(long long microBatches) const {
   double perMicroBatch = 0;
   for (const auto& b : boundaries) perMicroBatch += b.activationBytes + b.gradientBytes;
@@ -138,7 +144,7 @@ Json toJson(const PhasePlan& ph) {
   j["gradient_accumulation"] = ph.batch.gradientAccumulation;
   j["global_batch"] = ph.batch.globalBatch;
   j["replicas"] = ph.batch.replicas;
-  j["derived"] = ph.batch.derived;
+  j["derived"] = nameOf(ph.batch.derived);
   j["ipus_used"] = ph.ipusUsed;
   j["parameters"] = ph.parameters;
   j["seq_len"] = ph.seqLen ? Json(ph.seqLen) : Json();
@@ -154,7 +160,7 @@ Json toJson(const PhasePlan& ph) {
   m["pipeline_ipus"] = ph.mapping.pipelineIpus;
   m["replicas"] = ph.mapping.replicas;
   m["phases"] = ph.mapping.phases;
-  m["pipeline"] = ph.mapping.pipelineKind;
+  m["pipeline"] = nameOf(ph.mapping.pipelineKind);
   m["recompute"] = name(ph.mapping.recompute);
   m["optimizer_state"] = ph.mapping.optimizerStateStreaming ? "streaming" : "on_chip";
   m["weights"] = ph.mapping.weightsStreaming ? "streaming" : "on_chip";
@@ -177,7 +183,7 @@ Json toJson(const PhasePlan& ph) {
   p["optimizer_state"] = name(ph.precision.optimizerState);
   p["stochastic_rounding"] = ph.precision.stochasticRounding;
   Json ls = Json::object();
-  ls["kind"] = ph.precision.lossScale.kind;
+  ls["kind"] = nameOf(ph.precision.lossScale.kind);
   ls["value"] = ph.precision.lossScale.value;
   if (!ph.precision.lossScale.luaFunction.empty()) ls["lua"] = ph.precision.lossScale.luaFunction;
   p["loss_scale"] = std::move(ls);
@@ -185,7 +191,7 @@ Json toJson(const PhasePlan& ph) {
 
   Json o = Json::object();
   o["name"] = ph.optimizer.name;
-  o["kind"] = ph.optimizer.kind;
+  o["kind"] = nameOf(ph.optimizer.kind);
   o["moments"] = ph.optimizer.moments;
   o["beta1"] = ph.optimizer.beta1;
   o["beta2"] = ph.optimizer.beta2;
@@ -194,7 +200,7 @@ Json toJson(const PhasePlan& ph) {
   o["momentum"] = ph.optimizer.momentum;
   o["bias_correction"] = ph.optimizer.biasCorrection;
   Json ex = Json::array();
-  for (const auto& e : ph.optimizer.exclude) ex.push(e);
+  for (ParamClass c : ph.optimizer.exclude) ex.push(nameOf(c));
   o["exclude"] = std::move(ex);
   j["optimizer"] = std::move(o);
 
@@ -203,7 +209,7 @@ Json toJson(const PhasePlan& ph) {
   lr["per"] = ph.lr.per > 0 ? Json(ph.lr.per) : Json();
   lr["peak"] = ph.lr.peak;
   lr["warmup_steps"] = ph.lr.warmupSteps;
-  lr["decay"] = ph.lr.decay;
+  lr["decay"] = nameOf(ph.lr.decay);
   lr["end"] = ph.lr.end;
   lr["power"] = ph.lr.power;
   if (!ph.lr.luaFunction.empty()) lr["lua"] = ph.lr.luaFunction;
@@ -211,7 +217,7 @@ Json toJson(const PhasePlan& ph) {
 
   Json ds = Json::object();
   ds["name"] = ph.dataset.name;
-  ds["kind"] = ph.dataset.kind;
+  ds["kind"] = nameOf(ph.dataset.kind);
   ds["samples"] = ph.dataset.samples > 0 ? Json(ph.dataset.samples) : Json();
   ds["packing"] = ph.dataset.packing;
   j["dataset"] = std::move(ds);
@@ -220,7 +226,7 @@ Json toJson(const PhasePlan& ph) {
   for (const auto& l : ph.layers) {
     Json lj = Json::object();
     lj["name"] = l.name;
-    lj["op"] = l.op;
+    lj["op"] = opName(l);
     lj["definition"] = l.definition;
     lj["ipu"] = l.ipu;
     lj["stage"] = l.stage;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "runtime/ir/json.h"
+#include "runtime/ir/kinds.h"
 #include "runtime/ir/schedule.h"
 #include "runtime/model/hardware.h"
 
@@ -45,7 +46,8 @@ struct Attribute {
 
 struct Layer {
   std::string name;        // "encoder[3].attention"
-  std::string op;          // the kernel the emulator runs: "attention", "ffn", "embedding", ...
+  LayerOp op = LayerOp::Other;  // the kernel the emulator runs: attention, ffn, embedding, ...
+  std::string otherOp;     // the op's name when `op` is Other (a user's op), else ""
   std::string definition;  // the stdlib/user `layer` template it was made from
   SourceRef source;
   double params = 0;       // own parameters, excluding tied ones
@@ -65,6 +67,12 @@ struct Layer {
   int stage = 0;           // pipeline stage in data-flow order
   int phase = 0;           // phased-execution sub-graph on its IPU
 };
+
+// The op as the layer definition names it: what the plan's JSON writes.
+inline std::string opName(const Layer& l) { return l.op == LayerOp::Other ? l.otherOp : nameOf(l.op); }
+// Sets `op` (and `otherOp`, for a name the toolchain does not know) from the
+// name a layer definition gives.
+void setOpName(Layer& l, const std::string& name);
 
 struct MemoryBreakdown {
   double weights = 0;
@@ -110,7 +118,7 @@ struct Mapping {
   int pipelineIpus = 1;     // p
   int replicas = 1;         // r
   int phases = 1;           // phased execution sub-graphs per IPU
-  std::string pipelineKind; // "explicit", "balanced", "single"
+  PipelineKind pipelineKind = PipelineKind::Single;
   Recompute recompute = Recompute::None;
   bool optimizerStateStreaming = false;
   bool weightsStreaming = false;
@@ -120,7 +128,7 @@ struct Mapping {
 };
 
 struct LossScale {
-  std::string kind = "none";  // none, static, dynamic, lua
+  LossScaleKind kind = LossScaleKind::None;
   std::string luaFunction;    // lua: the policy (`loss_scale: lua f`)
   double value = 1;           // static value, or dynamic initial value
   double factor = 2;          // dynamic: growth/backoff factor
@@ -141,11 +149,11 @@ struct Precision {
 
 struct Optimizer {
   std::string name;
-  std::string kind;         // sgd, momentum, adam, adamw, lamb, lars
+  OptimizerKind kind = OptimizerKind::Sgd;
   double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-6, weightDecay = 0, momentum = 0;
   double trustCoefficient = 0.001, clipNorm = 0;
   bool biasCorrection = true, nesterov = false;
-  std::vector<std::string> exclude;   // parameter classes without weight decay / trust ratio
+  std::vector<ParamClass> exclude;    // parameter classes without weight decay / trust ratio
   int moments = 0;                    // state tensors per parameter
 };
 
@@ -154,7 +162,7 @@ struct LrSchedule {
   double per = 0;           // linear scaling rule: lr = base * global_batch / per (0: off)
   double peak = 0;          // after scaling
   double warmupSteps = 0;
-  std::string decay = "constant";  // constant, linear, cosine, poly, exponential
+  LrDecay decay = LrDecay::Constant;
   double end = 0;
   double power = 1;
   std::string luaFunction;  // custom schedule (`lr: lua f`), empty if none
@@ -165,12 +173,12 @@ struct Batch {
   long long gradientAccumulation = 0;
   long long replicas = 0;
   long long globalBatch = 0;
-  std::string derived;       // which of the three was derived
+  DerivedBatch derived = DerivedBatch::None;  // which of the three was derived
 };
 
 struct Dataset {
   std::string name;
-  std::string kind;          // synthetic, text, files
+  DatasetKind kind = DatasetKind::Synthetic;
   std::string path;
   double samples = 0;        // 0 when unknown
   bool packing = false;

@@ -13,6 +13,12 @@ const char* name(Recompute r) {
   return "none";
 }
 
+std::optional<Recompute> recomputeFromName(std::string_view n) {
+  for (Recompute r : kRecomputes)
+    if (n == name(r)) return r;
+  return std::nullopt;
+}
+
 const char* name(Pass p) {
   switch (p) {
     case Pass::Forward: return "forward";

@@ -21,12 +21,16 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string_view>
 #include <vector>
 
 namespace ipu::ir {
 
 enum class Recompute { None, EveryLayer, Stage };
-const char* name(Recompute r);
+inline constexpr Recompute kRecomputes[] = {Recompute::None, Recompute::EveryLayer, Recompute::Stage};
+const char* name(Recompute r);  // the mapping's `recompute` symbol: none, every_layer, stage_inputs
+std::optional<Recompute> recomputeFromName(std::string_view name);
 
 enum class Pass : std::uint8_t { Forward, Recompute, Backward };
 const char* name(Pass p);

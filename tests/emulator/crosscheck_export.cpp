@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
 
   ipu::emu::TensorFile initial;
   initial.set("optimizer", opt);
-  for (const auto& p : trainer.model().params()) initial.set("class." + p.name, ipu::emu::name(p.spec.cls));
+  for (const auto& p : trainer.model().params()) initial.set("class." + p.name, ipu::ir::nameOf(p.spec.cls));
   initial.tensors = trainer.weights();
   if (auto ok = ipu::emu::writeTensorFile(out + "/initial.ipt", initial); !ok) return fail(ok.error().message);
 

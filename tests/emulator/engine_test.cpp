@@ -255,7 +255,7 @@ TEST(Errors, AreValuesPointingIntoTheScript) {
   }
   {
     ir::RunPlan r = plan.runs[0];
-    r.phases[0].dataset.kind = "text";
+    r.phases[0].dataset.kind = ir::DatasetKind::Text;
     r.phases[0].dataset.path = "no/such/corpus.txt";
     auto out = emu::run(r, {});
     ASSERT_FALSE(out.ok());

@@ -18,7 +18,7 @@ ir::Layer layer(const std::string& op, std::vector<std::pair<std::string, double
                 std::vector<std::pair<std::string, std::string>> texts = {}, const std::string& tied = "") {
   ir::Layer l;
   l.name = op;
-  l.op = op;
+  ir::setOpName(l, op);
   l.tiedTo = tied;
   for (auto& [k, v] : nums) l.attributes.push_back({k, v, ""});
   for (auto& [k, v] : texts) l.attributes.push_back({k, 0, v});
@@ -123,7 +123,7 @@ Harness make(const ir::Layer& l, int shards, int seqLen, Mat x, Eigen::Index out
   h.kernel = std::move(k.value());
   h.specs = h.kernel->params();
   h.shards = shards;
-  Stream s(hashName(l.op + std::to_string(shards)));
+  Stream s(hashName(ir::opName(l) + std::to_string(shards)));
   for (const auto& spec : h.specs)
     h.full.push_back(randomMat(spec.rows, spec.cols, s, spec.cls == ParamClass::Norm ? 0.2 : 0.5,
                                spec.cls == ParamClass::Norm && spec.name == "ln.gamma" ? 1.0 : 0.0));

@@ -40,7 +40,7 @@ void step(const UpdateSettings& s, Case& c) {
 
 TEST(Lamb, TrustRatioOnAHandComputedCase) {
   ir::Optimizer o;
-  o.kind = "lamb";
+  o.kind = ir::OptimizerKind::Lamb;
   o.beta1 = 0.9;
   o.beta2 = 0.999;
   o.epsilon = 1e-6;
@@ -60,7 +60,7 @@ TEST(Lamb, TrustRatioOnAHandComputedCase) {
 
 TEST(Lamb, ExcludedTensorsGetNoDecayAndNoTrustRatio) {
   ir::Optimizer o;
-  o.kind = "lamb";
+  o.kind = ir::OptimizerKind::Lamb;
   o.weightDecay = 0.5;
   o.epsilon = 1e-6;
   Case c{{3, 4}, {0.6f, 0.8f}, {{0, 0}, {0, 0}, {}}, {}};
@@ -71,7 +71,7 @@ TEST(Lamb, ExcludedTensorsGetNoDecayAndNoTrustRatio) {
 
 TEST(Lamb, ZeroWeightsUseARatioOfOne) {
   ir::Optimizer o;
-  o.kind = "lamb";
+  o.kind = ir::OptimizerKind::Lamb;
   Case c{{0, 0}, {1, -1}, {{0, 0}, {0, 0}, {}}, {}};
   step(settings(o, 0.01), c);
   EXPECT_NEAR(c.w[0], -0.01, 1e-7);
@@ -80,7 +80,7 @@ TEST(Lamb, ZeroWeightsUseARatioOfOne) {
 
 TEST(Lars, TrustRatioMatchesDefinition) {
   ir::Optimizer o;
-  o.kind = "lars";
+  o.kind = ir::OptimizerKind::Lars;
   o.momentum = 0.9;
   o.weightDecay = 0.1;
   o.trustCoefficient = 0.001;
@@ -93,14 +93,14 @@ TEST(Lars, TrustRatioMatchesDefinition) {
 
 TEST(Optimizers, SgdMomentumAdamAdamW) {
   ir::Optimizer sgd;
-  sgd.kind = "sgd";
+  sgd.kind = ir::OptimizerKind::Sgd;
   sgd.weightDecay = 0.1;
   Case a{{1}, {0.5f}, {}, {}};
   step(settings(sgd, 0.1), a);
   EXPECT_NEAR(a.w[0], 1 - 0.1 * (0.5 + 0.1), 1e-7);
 
   ir::Optimizer mom;
-  mom.kind = "momentum";
+  mom.kind = ir::OptimizerKind::Momentum;
   mom.momentum = 0.9;
   Case b{{1}, {0.5f}, {{0}, {}, {}}, {}};
   step(settings(mom, 0.1), b);
@@ -108,7 +108,7 @@ TEST(Optimizers, SgdMomentumAdamAdamW) {
   EXPECT_NEAR(b.w[0], 1 - 0.1 * 0.5 - 0.1 * (0.9 * 0.5 + 0.5), 1e-6);
 
   ir::Optimizer adamw;
-  adamw.kind = "adamw";
+  adamw.kind = ir::OptimizerKind::AdamW;
   adamw.weightDecay = 0.1;
   adamw.epsilon = 1e-8;
   Case d{{2}, {-0.5f}, {{0}, {0}, {}}, {}};
@@ -116,7 +116,7 @@ TEST(Optimizers, SgdMomentumAdamAdamW) {
   EXPECT_NEAR(d.w[0], 2 * (1 - 0.001) + 0.01, 1e-6);   // decoupled decay, then -lr * sign(g)
 
   ir::Optimizer adam = adamw;
-  adam.kind = "adam";
+  adam.kind = ir::OptimizerKind::Adam;
   Case e{{2}, {-0.5f}, {{0}, {0}, {}}, {}};
   step(settings(adam, 0.01), e);
   EXPECT_NEAR(e.w[0], 2 + 0.01, 1e-6);   // L2 decay enters the gradient: -0.5 + 0.2 is still negative
@@ -124,7 +124,7 @@ TEST(Optimizers, SgdMomentumAdamAdamW) {
 
 TEST(Optimizers, MasterWeightsKeepUpdatesFp16WouldLose) {
   ir::Optimizer sgd;
-  sgd.kind = "sgd";
+  sgd.kind = ir::OptimizerKind::Sgd;
   // 1 + 1e-4 is not representable in fp16 (the spacing at 1 is ~1e-3).
   Case without{{1}, {-1}, {}, {}};
   UpdateSettings s = settings(sgd, 1e-4);

@@ -560,21 +560,21 @@ TEST(LearningRate, WarmupThenDecay) {
   ir::LrSchedule lr;
   lr.peak = 1.0;
   lr.warmupSteps = 10;
-  lr.decay = "linear";
+  lr.decay = ir::LrDecay::Linear;
   lr.end = 0;
   EXPECT_DOUBLE_EQ(train::learningRate(lr, 0, 110), 0.1);
   EXPECT_DOUBLE_EQ(train::learningRate(lr, 9, 110), 1.0);
   EXPECT_DOUBLE_EQ(train::learningRate(lr, 10, 110), 1.0);
   EXPECT_DOUBLE_EQ(train::learningRate(lr, 60, 110), 0.5);
-  lr.decay = "cosine";
+  lr.decay = ir::LrDecay::Cosine;
   EXPECT_NEAR(train::learningRate(lr, 60, 110), 0.5, 1e-12);
   EXPECT_NEAR(train::learningRate(lr, 35, 110), 0.5 * (1 + std::cos(std::acos(-1.0) / 4)), 1e-12);
-  lr.decay = "poly";
+  lr.decay = ir::LrDecay::Poly;
   lr.power = 2;
   EXPECT_NEAR(train::learningRate(lr, 60, 110), 0.25, 1e-12);
-  lr.decay = "exponential";
+  lr.decay = ir::LrDecay::Exponential;
   lr.end = 0.01;
   EXPECT_NEAR(train::learningRate(lr, 60, 110), 0.1, 1e-12);
-  lr.decay = "constant";
+  lr.decay = ir::LrDecay::Constant;
   EXPECT_DOUBLE_EQ(train::learningRate(lr, 100, 110), 1.0);
 }

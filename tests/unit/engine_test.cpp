@@ -90,7 +90,7 @@ TEST(DeriveBatch, AnyTwoGiveTheThirdAndTheSameErrorsAsScripts) {
   r.globalBatch = 512;
   EXPECT_EQ(check::deriveBatch(r, 4, "p", b).code, nullptr);
   EXPECT_EQ(b.gradientAccumulation, 16);
-  EXPECT_EQ(b.derived, "gradient_accumulation");
+  EXPECT_EQ(b.derived, ir::DerivedBatch::GradientAccumulation);
   r = {};
   r.gradientAccumulation = 16;
   r.globalBatch = 512;

@@ -346,7 +346,7 @@ end
   const ir::ExecutionPlan* plan = s.plan(f);
   ASSERT_NE(plan, nullptr) << diagnostics(s);
   ASSERT_FALSE(s.diagnostics().hasErrors()) << diagnostics(s);
-  EXPECT_EQ(plan->runs[0].phases[0].precision.lossScale.kind, "lua");
+  EXPECT_EQ(plan->runs[0].phases[0].precision.lossScale.kind, ir::LossScaleKind::Lua);
   hooks::RunHooks rh(*s.hooks(), plan->runs[0], train::Source::Emulator);
   train::Policies p = rh.policies();
   ASSERT_TRUE(static_cast<bool>(p.lossScale));

@@ -90,11 +90,11 @@ TEST(Stdlib, TransformerFlopsMatchTheStandardCount) {
   double params = 0, matmul = 0, attention = 0;
   int layers = 0;
   for (const auto& l : ph.layers) {
-    if (l.op != "attention" && l.op != "ffn") continue;
+    if (l.op != ir::LayerOp::Attention && l.op != ir::LayerOp::Ffn) continue;
     params += l.params;
     matmul += l.forward.matmul + l.backward.matmul;
     attention += l.forward.attention + l.backward.attention;
-    layers += l.op == "attention";
+    layers += l.op == ir::LayerOp::Attention;
   }
   ASSERT_EQ(layers, 24);
   EXPECT_NEAR(matmul / (6 * params * tokens), 1.0, 0.01);
