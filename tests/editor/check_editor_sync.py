@@ -4,8 +4,8 @@
 The keyword list has one source, grammar/IpuLexer.g4 (every lexer rule whose
 literal is a word); the declaration kinds are the parser's `declKind`
 (grammar/IpuParser.g4); the units are those of interpreter/check/units.cpp;
-the built-in functions and the learning-rate decays those the evaluator defines
-(interpreter/check/evaluator.cpp). This script reads those lists back from the
+the built-in functions those the evaluator defines (interpreter/check/evaluator.cpp),
+the learning-rate decays the plan's name table (runtime/ir/kinds.cpp). This script reads those lists back from the
 sources and compares them with what the editor grammars colour:
 
   editor/vscode/syntaxes/ipu.tmLanguage.json
@@ -79,12 +79,13 @@ def source_builtins(root):
 
 
 def source_decays(root):
-    text = (root / "interpreter/check/evaluator.cpp").read_text()
-    m = re.search(r"kinds\s*=\s*\{([^}]*\"linear\"[^}]*)\}", text)
+    # The decays are the plan's closed enum; its name table is `nameOf(LrDecay)`.
+    text = (root / "runtime/ir/kinds.cpp").read_text()
+    m = re.search(r"const char\* nameOf\(LrDecay \w+\)\s*\{(.*?)\n\}", text, re.S)
     if not m:
-        raise Problem("interpreter/check/evaluator.cpp: cannot find the decays (`kinds = {\"constant\", \"linear\", ...}`); "
+        raise Problem("runtime/ir/kinds.cpp: cannot find the decays (`const char* nameOf(LrDecay d) { ... }`); "
                       "update tests/editor/check_editor_sync.py")
-    return set(re.findall(r'"([^"]+)"', m.group(1)))
+    return set(re.findall(r'case LrDecay::\w+:\s*return "([^"]+)"', m.group(1)))
 
 
 # ------------------------------------------------------------------ regular expressions
