@@ -194,6 +194,32 @@ python3 -c "
 import json,sys; d=json.load(open('$TMP/out')); n=d['metrics']['loss']['last_step']
 assert 100 <= n < 4000, ('the stopped trial trained', n, 'steps')" || { echo "FAIL: the stopped trial did not stop early"; fail=1; }
 
+# --- the retry policy: an agent killed mid-trial with --max-attempts 1 leaves a
+# trial that the next agent fails instead of queueing it again.
+sed 's/steps: 150/steps: 1000000/' "$TMP/lr.ipu" >"$TMP/slow.ipu"
+SLOW="$TMP/slow.db"
+"$IPU" sweep "$TMP/slow.ipu" lr_grid --store "$SLOW" --runs-dir "$TMP/slow_runs" --threads 1 --stale-after 1 \
+  --max-attempts 1 >"$TMP/slow1.out" 2>&1 &
+victim=$!
+for _ in $(seq 1 300); do
+  "$IPU" sweep status lr_grid --store "$SLOW" --json >"$TMP/slow.json" 2>/dev/null &&
+    python3 -c "import json,sys; d=json.load(open('$TMP/slow.json')); sys.exit(0 if any(t['state']=='running' for t in d['trials']) else 1)" &&
+    break
+  sleep 0.1
+done
+kill -9 "$victim" 2>/dev/null; wait "$victim" 2>/dev/null
+expect 0 "an agent after a killed one, --max-attempts 1" -- "$IPU" agent lr_grid --store "$SLOW" --runs-dir "$TMP/slow_runs" \
+  --script-dir "$TMP" --steps 5 --stale-after 1 --max-attempts 1
+expect 0 "status after the retry policy" -- "$IPU" sweep status lr_grid --store "$SLOW" --json
+python3 - "$TMP/out" <<'PY' || { echo "FAIL: --max-attempts 1 did not fail the killed agent's trial"; cat "$TMP/out" | head -40; fail=1; }
+import json, sys
+d = json.load(open(sys.argv[1]))
+states = {t["index"]: (t["state"], t["attempts"]) for t in d["trials"]}
+assert states[0] == ("failed", 1), states
+assert states[1][0] == "finished" and states[2][0] == "finished", states
+PY
+expect 2 "--max-attempts 0" -- "$IPU" agent lr_grid --store "$SLOW" --max-attempts 0
+
 # --- errors
 expect 2 "ipu agent without a sweep" -- "$IPU" agent --store "$STORE"
 expect 1 "ipu agent with an unknown sweep" -- "$IPU" agent lr_gird --store "$STORE"

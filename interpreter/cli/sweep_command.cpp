@@ -52,6 +52,7 @@ running a sweep (FILE [NAME]):
   --steps N          at most N steps per phase of each trial
   --threads N        host threads for training (default: all)
   --stale-after S    seconds without a heartbeat before a trial is presumed dead (default 60)
+  --max-attempts N   claims of a trial whose agents keep dying before it is failed (default 3)
 )usage";
 
 const std::vector<std::string> kSubcommands{"list", "ls", "status", "pause", "resume", "cancel"};
@@ -272,7 +273,7 @@ int sweepCommand(const std::vector<std::string>& args) {
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--store" || a == "--runs-dir" || a == "--color" || a == "--count" || a == "--steps" || a == "--threads" ||
-        a == "--stale-after") {
+        a == "--stale-after" || a == "--max-attempts") {
       ++i;
       continue;
     }

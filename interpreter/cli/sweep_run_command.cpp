@@ -48,6 +48,7 @@ or cancelled, after --count trials, or on Ctrl-C.
   --script-dir DIR   (agent) the directory the sweep's script is checked in,
                      for its imports (default: the current directory)
   --stale-after S    seconds without a heartbeat before a trial is presumed dead (default 60)
+  --max-attempts N   claims of a trial whose agents keep dying before it is failed (default 3)
 )usage";
 
 std::atomic<bool> gInterrupt{false};
@@ -112,6 +113,10 @@ int parse(const std::string& command, const std::vector<std::string>& args, RunO
       if (!parseCount(v, n)) return usage(command, "`--stale-after` takes a whole number of seconds, at least 1");
       o.agent.staleAfter = static_cast<double>(n);
       o.agent.heartbeatEvery = std::min(5.0, o.agent.staleAfter / 4);
+    } else if (value("--max-attempts", v)) {
+      long long n = 0;
+      if (!parseCount(v, n) || n > 1000) return usage(command, "`--max-attempts` takes a whole number from 1 to 1000");
+      o.agent.maxAttempts = static_cast<int>(n);
     } else if (command == "agent" && value("--script-dir", v)) {
       if (v.empty()) return usage(command, "`--script-dir` needs a directory");
       o.scriptDir = v;
