@@ -102,6 +102,60 @@ std::string describeType(const check::Value& v) { return typeName(v, true); }
 
 namespace {
 
+// Calls onExpr for each expression directly under `e` and onBlock for each
+// block (a record's, a `with`'s), in source order: the one place that knows
+// the shape of every expression, for the walkers below.
+template <class OnExpr, class OnBlock>
+void forEachChild(const Expr& e, OnExpr&& onExpr, OnBlock&& onBlock) {
+  switch (e.kind) {
+    case ExprKind::List: for (const auto& i : e.as<ListExpr>().items) onExpr(i.get()); break;
+    case ExprKind::Record: onBlock(e.as<RecordExpr>().block.get()); break;
+    case ExprKind::Call: {
+      const auto& c = e.as<CallExpr>();
+      onExpr(c.callee.get());
+      for (const auto& a : c.args) onExpr(a.value.get());
+      break;
+    }
+    case ExprKind::Member: onExpr(e.as<MemberExpr>().object.get()); break;
+    case ExprKind::Index:
+      onExpr(e.as<IndexExpr>().object.get());
+      onExpr(e.as<IndexExpr>().index.get());
+      break;
+    case ExprKind::Unary: onExpr(e.as<UnaryExpr>().operand.get()); break;
+    case ExprKind::Binary:
+      onExpr(e.as<BinaryExpr>().lhs.get());
+      onExpr(e.as<BinaryExpr>().rhs.get());
+      break;
+    case ExprKind::Range:
+      onExpr(e.as<RangeExpr>().lo.get());
+      onExpr(e.as<RangeExpr>().hi.get());
+      break;
+    case ExprKind::If: {
+      const auto& i = e.as<IfExpr>();
+      onExpr(i.cond.get());
+      onExpr(i.then.get());
+      onExpr(i.otherwise.get());
+      break;
+    }
+    case ExprKind::With:
+      onExpr(e.as<WithExpr>().base.get());
+      onBlock(e.as<WithExpr>().block.get());
+      break;
+    case ExprKind::Schedule: {
+      const auto& sc = e.as<ScheduleExpr>();
+      onExpr(sc.base.get());
+      onExpr(sc.per.get());
+      onExpr(sc.warmup.get());
+      if (sc.decay) {
+        for (const auto& a : sc.decay->args) onExpr(a.value.get());
+        onExpr(sc.decay->end.get());
+      }
+      break;
+    }
+    case ExprKind::Number: case ExprKind::String: case ExprKind::Bool: case ExprKind::Name: case ExprKind::Lua: break;
+  }
+}
+
 bool contains(Span s, FileId file, std::uint32_t off) { return s.file == file && s.begin <= off && off < s.end; }
 
 // ------------------------------------------------------------ nodes at a place
@@ -221,57 +275,7 @@ class Finder {
     if (const auto* me = e->dyn<MemberExpr>()) n = me->member;
     add(kinds[static_cast<int>(e->kind)], e->span, n);
     out_.exprs.push_back(e);
-    switch (e->kind) {
-      case ExprKind::List: for (const auto& i : e->as<ListExpr>().items) expr(i.get()); break;
-      case ExprKind::Record: block(e->as<RecordExpr>().block.get()); break;
-      case ExprKind::Call: {
-        const auto& c = e->as<CallExpr>();
-        expr(c.callee.get());
-        for (const auto& a : c.args) expr(a.value.get());
-        break;
-      }
-      case ExprKind::Member: expr(e->as<MemberExpr>().object.get()); break;
-      case ExprKind::Index: {
-        expr(e->as<IndexExpr>().object.get());
-        expr(e->as<IndexExpr>().index.get());
-        break;
-      }
-      case ExprKind::Unary: expr(e->as<UnaryExpr>().operand.get()); break;
-      case ExprKind::Binary: {
-        expr(e->as<BinaryExpr>().lhs.get());
-        expr(e->as<BinaryExpr>().rhs.get());
-        break;
-      }
-      case ExprKind::Range: {
-        expr(e->as<RangeExpr>().lo.get());
-        expr(e->as<RangeExpr>().hi.get());
-        break;
-      }
-      case ExprKind::If: {
-        const auto& i = e->as<IfExpr>();
-        expr(i.cond.get());
-        expr(i.then.get());
-        expr(i.otherwise.get());
-        break;
-      }
-      case ExprKind::With: {
-        expr(e->as<WithExpr>().base.get());
-        block(e->as<WithExpr>().block.get());
-        break;
-      }
-      case ExprKind::Schedule: {
-        const auto& s = e->as<ScheduleExpr>();
-        expr(s.base.get());
-        expr(s.per.get());
-        expr(s.warmup.get());
-        if (s.decay) {
-          for (const auto& a : s.decay->args) expr(a.value.get());
-          expr(s.decay->end.get());
-        }
-        break;
-      }
-      case ExprKind::Number: case ExprKind::String: case ExprKind::Bool: case ExprKind::Name: case ExprKind::Lua: break;
-    }
+    forEachChild(*e, [this](const Expr* c) { expr(c); }, [this](const auto* b) { block(b); });
   }
 
   FileId file_;
@@ -472,8 +476,6 @@ class Resolver {
         if (auto d = lookup(n.name)) found_(n.span, *d);
         break;
       }
-      case ExprKind::List: for (const auto& i : e->as<ListExpr>().items) expr(i.get()); break;
-      case ExprKind::Record: block(e->as<RecordExpr>().block.get()); break;
       case ExprKind::Call: {
         const auto& c = e->as<CallExpr>();
         expr(c.callee.get());
@@ -499,46 +501,9 @@ class Resolver {
             if (auto d = own(*alias->module, m.member)) found_(m.memberSpan, *d);
         break;
       }
-      case ExprKind::Index: {
-        expr(e->as<IndexExpr>().object.get());
-        expr(e->as<IndexExpr>().index.get());
+      default:  // the rest only nest expressions and blocks
+        forEachChild(*e, [this](const Expr* c) { expr(c); }, [this](const auto* b) { block(b); });
         break;
-      }
-      case ExprKind::Unary: expr(e->as<UnaryExpr>().operand.get()); break;
-      case ExprKind::Binary: {
-        expr(e->as<BinaryExpr>().lhs.get());
-        expr(e->as<BinaryExpr>().rhs.get());
-        break;
-      }
-      case ExprKind::Range: {
-        expr(e->as<RangeExpr>().lo.get());
-        expr(e->as<RangeExpr>().hi.get());
-        break;
-      }
-      case ExprKind::If: {
-        const auto& i = e->as<IfExpr>();
-        expr(i.cond.get());
-        expr(i.then.get());
-        expr(i.otherwise.get());
-        break;
-      }
-      case ExprKind::With: {
-        expr(e->as<WithExpr>().base.get());
-        block(e->as<WithExpr>().block.get());
-        break;
-      }
-      case ExprKind::Schedule: {
-        const auto& s = e->as<ScheduleExpr>();
-        expr(s.base.get());
-        expr(s.per.get());
-        expr(s.warmup.get());
-        if (s.decay) {
-          for (const auto& a : s.decay->args) expr(a.value.get());
-          expr(s.decay->end.get());
-        }
-        break;
-      }
-      case ExprKind::Number: case ExprKind::String: case ExprKind::Bool: case ExprKind::Lua: break;
     }
   }
 
