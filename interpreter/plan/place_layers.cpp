@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 
 #include "interpreter/plan/codes.h"
 #include "interpreter/plan/plan_memory.h"
@@ -77,22 +78,58 @@ void balance(PhaseContext& ctx, int ipus) {
   std::vector<double> prefix(static_cast<std::size_t>(chain) + 1, 0);
   for (int i = 0; i < chain; ++i) prefix[static_cast<std::size_t>(i) + 1] = prefix[static_cast<std::size_t>(i)] + w[static_cast<std::size_t>(i)];
   auto cost = [&](int k, int a, int b) { return prefix[static_cast<std::size_t>(b)] - prefix[static_cast<std::size_t>(a)] + (k == 0 ? tailWork : 0); };
-  auto memoryFits = [&](int k, int a, int b) {
-    IpuMemory acc(ctx, k, stageCount);
-    if (k == 0)
-      for (int t : tail) acc.add(t, stageCount - 1);
-    for (int i = a; i < b; ++i) acc.add(i, k);
-    return acc.total() <= capacity;
+  // Memory of part k = [a, b) grows with b, so for each (k, a) one
+  // accumulator is grown layer by layer, on demand, until the first layer that
+  // does not fit; every later question about (k, a) is answered from it. The
+  // bisections below ask about the same parts many times.
+  struct Growth {
+    IpuMemory acc;
+    int fitsTo;           // [a, fitsTo) fits
+    bool stopped = false;  // adding layer fitsTo does not fit
   };
-  // The furthest b in (a, limit] such that part k = [a, b) fits; a if none.
-  auto furthest = [&](int k, int a, int limit, double bound, bool memoryAware) {
-    int lo = a, hi = limit;  // invariant: [a, lo) fits (or lo == a)
+  std::vector<std::unique_ptr<Growth>> growth(static_cast<std::size_t>(parts) * static_cast<std::size_t>(chain + 1));
+  // The furthest b in [a, limit] such that [a, b) fits in memory on part k.
+  auto memoryFurthest = [&](int k, int a, int limit) {
+    auto& g = growth[static_cast<std::size_t>(k) * static_cast<std::size_t>(chain + 1) + static_cast<std::size_t>(a)];
+    if (!g) {
+      g = std::make_unique<Growth>(Growth{IpuMemory(ctx, k, stageCount), a});
+      if (k == 0)
+        for (int t : tail) g->acc.add(t, stageCount - 1);
+    }
+    if (g->stopped || g->fitsTo >= limit) return std::min(g->fitsTo, limit);
+    // One breakdown for the whole extension when it fits (the usual case),
+    // else a bisection for the first layer that does not.
+    auto grown = [&](int b) {
+      IpuMemory acc = g->acc;
+      for (int i = g->fitsTo; i < b; ++i) acc.add(i, k);
+      return acc;
+    };
+    IpuMemory whole = grown(limit);
+    if (whole.total() <= capacity) {
+      g->acc = std::move(whole);
+      g->fitsTo = limit;
+      return limit;
+    }
+    int lo = g->fitsTo, hi = limit - 1;  // [a, lo) fits, [a, hi + 1) does not
     while (lo < hi) {
       int mid = lo + (hi - lo + 1) / 2;
-      if (cost(k, a, mid) <= bound && (!memoryAware || memoryFits(k, a, mid))) lo = mid;
+      if (grown(mid).total() <= capacity) lo = mid;
       else hi = mid - 1;
     }
-    return lo;
+    g->fitsTo = lo;
+    g->stopped = true;
+    return std::min(g->fitsTo, limit);
+  };
+  auto memoryFits = [&](int k, int a, int b) { return memoryFurthest(k, a, b) >= b; };
+  // The furthest b in (a, limit] such that part k = [a, b) fits; a if none.
+  auto furthest = [&](int k, int a, int limit, double bound, bool memoryAware) {
+    int lo = a, hi = limit;  // invariant: [a, lo) is within the bound (or lo == a)
+    while (lo < hi) {
+      int mid = lo + (hi - lo + 1) / 2;
+      if (cost(k, a, mid) <= bound) lo = mid;
+      else hi = mid - 1;
+    }
+    return memoryAware ? memoryFurthest(k, a, lo) : lo;
   };
   // Greedy from layer `from` as part `firstPart`: each IPU in order takes as
   // many layers as the bound and its memory allow. Stage k keeps 2(S-1-k)+1

@@ -45,12 +45,12 @@ double maxPhaseWeights(const std::vector<double>& weights, int k) {
 }  // namespace
 
 IpuMemory::IpuMemory(const PhaseContext& ctx, int ipu, int stageCount)
-    : ctx_(ctx), ipu_(ipu), stageCount_(stageCount), t_(std::max(1, ctx.settings.shard)),
+    : ctx_(&ctx), ipu_(ipu), stageCount_(stageCount), t_(std::max(1, ctx.settings.shard)),
       r_(std::max(1, ctx.settings.replicas)), phased_(ctx.settings.phases > 1 || ctx.settings.weightsStreaming),
       member_(ctx.plan.layers.size(), 0) {}
 
 void IpuMemory::add(int li, int stage) {
-  const ir::Layer& l = ctx_.plan.layers[static_cast<std::size_t>(li)];
+  const ir::Layer& l = ctx_->plan.layers[static_cast<std::size_t>(li)];
   layers_.push_back(li);
   member_[static_cast<std::size_t>(li)] = 1;
   double w = l.shardable ? l.params / t_ : l.params;
@@ -61,7 +61,7 @@ void IpuMemory::add(int li, int stage) {
 
   // Activations: micro batches in flight between a stage's forward and
   // backward keep their stash; recomputation keeps only checkpoints.
-  const double depth = ir::PipelineSchedule{stageCount_, 1, ctx_.settings.recompute}.stashDepth(stage);
+  const double depth = ir::PipelineSchedule{stageCount_, 1, ctx_->settings.recompute}.stashDepth(stage);
   const double act = l.shardable ? l.activationElements / t_ : l.activationElements;
   maxAct_ = std::max(maxAct_, act);
   auto it = std::find_if(stages_.begin(), stages_.end(), [&](const StageSpan& s) { return s.stage == stage; });
@@ -71,7 +71,7 @@ void IpuMemory::add(int li, int stage) {
     it->first = std::min(it->first, li);
     it->last = std::max(it->last, li);
   }
-  switch (ctx_.settings.recompute) {
+  switch (ctx_->settings.recompute) {
     case ir::Recompute::None: stash_ += depth * act; break;
     case ir::Recompute::EveryLayer:
       stash_ += depth * l.inputElements;
@@ -93,7 +93,7 @@ void IpuMemory::add(int li, int stage) {
   // instance); in phased execution one sub-graph's code serves every phase,
   // so each distinct layer definition is counted once.
   if (phased_) {
-    int cls = ctx_.codeClass[static_cast<std::size_t>(li)];
+    int cls = ctx_->codeClass[static_cast<std::size_t>(li)];
     if (std::find(distinct_.begin(), distinct_.end(), cls) != distinct_.end()) return;
     distinct_.push_back(cls);
   }
@@ -101,8 +101,8 @@ void IpuMemory::add(int li, int stage) {
 }
 
 ir::MemoryBreakdown IpuMemory::breakdown(double* streamingOut, double* parametersOut) const {
-  const ir::PhasePlan& p = ctx_.plan;
-  const ir::Mapping& m = ctx_.settings;
+  const ir::PhasePlan& p = ctx_->plan;
+  const ir::Mapping& m = ctx_->settings;
   const ir::Precision& prec = p.precision;
   const double bw = ir::bytesOf(prec.weights), bc = ir::bytesOf(prec.compute);
   const double ba = ir::bytesOf(prec.accumulators), bo = ir::bytesOf(prec.optimizerState);
@@ -116,7 +116,7 @@ ir::MemoryBreakdown IpuMemory::breakdown(double* streamingOut, double* parameter
   for (int li : tied_) {
     const ir::Layer& l = p.layers[static_cast<std::size_t>(li)];
     bool partnerHere = false;
-    for (int other : ctx_.tiedPartners[static_cast<std::size_t>(li)]) partnerHere |= member_[static_cast<std::size_t>(other)] != 0;
+    for (int other : ctx_->tiedPartners[static_cast<std::size_t>(li)]) partnerHere |= member_[static_cast<std::size_t>(other)] != 0;
     if (partnerHere) continue;
     double copy = l.shardable ? l.tiedParams / t_ : l.tiedParams;
     W += copy;

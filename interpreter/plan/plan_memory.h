@@ -28,7 +28,7 @@ class IpuMemory {
   struct StageSpan {
     int stage, first, last;
   };
-  const PhaseContext& ctx_;
+  const PhaseContext* ctx_;  // a pointer, so that an accumulator can be copied and assigned
   int ipu_, stageCount_;
   double t_, r_;
   bool phased_;
