@@ -108,7 +108,8 @@ struct Example {
   std::size_t variants, scripts;
 };
 
-bool apiOnly = false;  // `--api-only`: only the in-process variants (for a profiler)
+bool apiOnly = false;    // `--api-only`: only the in-process variants (for a profiler)
+bool checkOnly = false;  // `--check-only`: only `ipu check` in a warm process, 300 times
 
 void run(const Example& ex) {
   const std::string path = std::string(IPU_SOURCE_DIR) + "/examples/" + ex.file;
@@ -125,7 +126,7 @@ void run(const Example& ex) {
   std::vector<MappingVariant> variants;
   std::vector<double> api;
   std::size_t fits = 0, tries = 0;
-  while (variants.size() < ex.variants && tries++ < ex.variants * 20) {
+  while (!checkOnly && variants.size() < ex.variants && tries++ < ex.variants * 20) {
     MappingVariant v = written;
     v.placement = MappingVariant::Placement::Balanced;
     v.pipelineIpus = pick(ex.pipelines);
@@ -150,7 +151,7 @@ void run(const Example& ex) {
     variants.push_back(v);
   }
   std::vector<double> scripts;
-  for (std::size_t i = 0; i < std::min(apiOnly ? 0 : ex.scripts, variants.size()); ++i) {
+  for (std::size_t i = 0; i < std::min(apiOnly || checkOnly ? 0 : ex.scripts, variants.size()); ++i) {
     auto t0 = Clock::now();
     ipu::session::Session s;
     auto sf = s.addSource(path, writeVariant(text, variants[i]));
@@ -159,7 +160,7 @@ void run(const Example& ex) {
     if (e == nullptr && i == 0) std::printf("  (a variant script did not estimate)\n");
   }
   std::vector<double> check;
-  for (int rep = 0; rep < (apiOnly ? 0 : 30); ++rep) {
+  for (int rep = 0; rep < (apiOnly ? 0 : checkOnly ? 300 : 30); ++rep) {
     auto t0 = Clock::now();
     ipu::session::Session s;
     auto cf = s.addSource(path, text);
@@ -176,6 +177,7 @@ void run(const Example& ex) {
 
 int main(int argc, char** argv) {
   apiOnly = argc > 1 && std::string(argv[1]) == "--api-only";
+  checkOnly = argc > 1 && std::string(argv[1]) == "--check-only";
   auto t0 = Clock::now();
   const ipu::check::Prelude& prelude = ipu::check::Prelude::get();
   std::printf("prelude (standard library parsed and evaluated once): %.1f ms\n\n", usSince(t0) / 1000);

@@ -34,7 +34,8 @@ void probeTemplate(Evaluator& ev, const Template& t) {
     m.scope = scope;
     m.span = d.nameSpan;
     auto st = expandModel(ev, m, structural);
-    for (const auto& leaf : st->leaves) layerFacts(ev, leaf, structural);
+    LayerFactsMemo memo;
+    for (const auto& leaf : st->leaves) layerFacts(ev, leaf, structural, &memo);
   } else if (d.declKind == syntax::DeclKind::Layer && d.body) {
     structural.bind(*scope);
     ev.buildRecord("layer", *d.body, scope, nullptr, d.name, d.nameSpan);

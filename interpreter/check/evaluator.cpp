@@ -666,8 +666,9 @@ Value Evaluator::modelProperty(const ModelValue& model, const std::string& name,
   if (name == "layers") return Value::num(static_cast<double>(st->leaves.size()), Dim::none(), at);
   if (name != "params") return Value::unknown(at);
   double total = 0;
+  LayerFactsMemo memo;
   for (const auto& leaf : st->leaves) {
-    LayerFacts f = layerFacts(*this, leaf, structural);
+    LayerFacts f = layerFacts(*this, leaf, structural, &memo);
     if (f.paramsUnknown) return Value::unknown(at);  // reported where the model is used in a mapping
     total += f.params;
     if (!std::isfinite(total)) return Value::unknown(at);

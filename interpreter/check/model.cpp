@@ -21,6 +21,49 @@ bool startsWith(const std::vector<PathPart>& parts, const std::vector<PathPart>&
   return true;
 }
 
+// Arguments that decide a definition's result by value alone (lists, records and
+// closures are compared by nothing cheaper than evaluating again).
+bool sameScalar(const Value& a, const Value& b) {
+  if (a.kind != b.kind) return false;
+  switch (a.kind) {
+    case ValueKind::Number:
+      return a.number == b.number && a.dim.exp == b.dim.exp && a.percent == b.percent && a.integer == b.integer;
+    case ValueKind::Bool: return a.boolean == b.boolean;
+    case ValueKind::Unknown: return true;  // a phase variable outside a phase: the body sees the same unknown
+    case ValueKind::String:
+    case ValueKind::Symbol:
+    case ValueKind::LayerRef: return a.text == b.text;
+    default: return false;
+  }
+}
+
+// A model call whose expansion is the same as another's: same definition,
+// declared in the same scope, equal explicit arguments (the defaults follow
+// from them, the phase, and the definition's scope, which are shared).
+bool sameModelCall(const ModelValue& a, const ModelValue& b) {
+  if (a.tmpl == nullptr || b.tmpl == nullptr || a.decl != b.decl || a.body != b.body || a.tmpl->scope != b.tmpl->scope ||
+      a.args.size() != b.args.size())
+    return false;
+  for (std::size_t i = 0; i < a.args.size(); ++i)
+    if (a.args[i].first != b.args[i].first || !sameScalar(a.args[i].second, b.args[i].second)) return false;
+  return true;
+}
+
+// Whether leaves can be copied to another element of a repeat: their layers'
+// arguments are plain values. A reference to a sibling layer names the path of
+// this element (`encoder[3].attention`), and lists or records may hold one.
+bool copyable(const std::vector<ModelStructure::Leaf>& leaves, std::size_t from) {
+  for (std::size_t i = from; i < leaves.size(); ++i) {
+    const LayerValue& l = *leaves[i].layer.layer;
+    if (l.tmpl == nullptr) return false;
+    for (const auto& [name, v] : l.args)
+      if (v.kind != ValueKind::Number && v.kind != ValueKind::Bool && v.kind != ValueKind::String &&
+          v.kind != ValueKind::Symbol && v.kind != ValueKind::Unknown)
+        return false;
+  }
+  return true;
+}
+
 class Expander {
  public:
   Expander(Evaluator& ev, const PhaseContext& ctx, ModelStructure& out) : ev_(ev), ctx_(ctx), out_(out) {}
@@ -81,12 +124,34 @@ class Expander {
           groupParts.push_back(PathPart{r.name, -1});
           long long n = static_cast<long long>(count.number);
           out_.groups.push_back(ModelStructure::Group{groupParts, n});
+          // Elements that call the same block with the same arguments expand
+          // alike (BERT-Large's 24 encoders): the first such expansion that
+          // reported nothing is copied under the next elements' index.
+          Value firstValue;
+          std::size_t firstLeaves = 0, endLeaves = 0, firstGroups = 0, endGroups = 0;
           for (long long i = 0; i < n && !tooMany_; ++i) {
             auto elemScope = std::make_shared<Scope>(scope);
             if (!r.indexVar.empty()) elemScope->define(r.indexVar, Value::integral(i, r.indexSpan), r.indexSpan);
             auto parts = prefix;
             parts.push_back(PathPart{r.name, i});
-            add(parts, ev_.eval(*r.value, elemScope), r.span, r.value->span);
+            Value v = ev_.eval(*r.value, elemScope);
+            if (firstValue.kind == ValueKind::Model && v.kind == ValueKind::Model &&
+                sameModelCall(*firstValue.model, *v.model) &&
+                out_.leaves.size() + (endLeaves - firstLeaves) <= kMaxLayers) {
+              copyElement(prefix.size(), i, firstLeaves, endLeaves, firstGroups, endGroups);
+              continue;
+            }
+            const std::size_t leaves = out_.leaves.size(), groups = out_.groups.size();
+            const std::size_t diagnostics = ev_.diags().all().size();
+            add(parts, v, r.span, r.value->span);
+            if (firstValue.kind != ValueKind::Model && v.kind == ValueKind::Model && !tooMany_ &&
+                ev_.diags().all().size() == diagnostics && copyable(out_.leaves, leaves)) {
+              firstValue = v;
+              firstLeaves = leaves;
+              endLeaves = out_.leaves.size();
+              firstGroups = groups;
+              endGroups = out_.groups.size();
+            }
           }
           defineRef(*scope, r.name, groupParts, r.nameSpan);
           break;
@@ -104,6 +169,23 @@ class Expander {
   }
 
  private:
+  // Appends the leaves and groups [first, end) of one repeat element again,
+  // as element `index` (the path part at `depth`).
+  void copyElement(std::size_t depth, long long index, std::size_t firstLeaves, std::size_t endLeaves,
+                   std::size_t firstGroups, std::size_t endGroups) {
+    for (std::size_t k = firstGroups; k < endGroups; ++k) {
+      ModelStructure::Group g = out_.groups[k];
+      g.parts[depth].index = index;
+      out_.groups.push_back(std::move(g));
+    }
+    for (std::size_t k = firstLeaves; k < endLeaves; ++k) {
+      ModelStructure::Leaf leaf = out_.leaves[k];
+      leaf.parts[depth].index = index;
+      leaf.path = pathString(leaf.parts);
+      out_.leaves.push_back(std::move(leaf));
+    }
+  }
+
   void defineRef(Scope& scope, const std::string& name, const std::vector<PathPart>& parts, Span at) {
     Value ref;
     ref.kind = ValueKind::LayerRef;
@@ -197,7 +279,37 @@ std::shared_ptr<ModelStructure> expandModel(Evaluator& ev, const ModelValue& mod
   return out;
 }
 
-LayerFacts layerFacts(Evaluator& ev, const ModelStructure::Leaf& leaf, const PhaseContext& ctx) {
+namespace {
+
+// Same definition, declared in the same scope, equal arguments. Only layers
+// made by a call qualify: their scope holds exactly the parameters, above the
+// phase variables the call saw (already reflected in the arguments' defaults;
+// the body sees the phase's own) and the definition's scope, so the arguments
+// and that scope are everything the body can see besides the phase.
+bool sameCall(const LayerValue& a, const LayerValue& b) {
+  if (a.tmpl == nullptr || b.tmpl == nullptr || a.decl != b.decl || a.tmpl->scope != b.tmpl->scope ||
+      a.args.size() != b.args.size())
+    return false;
+  for (std::size_t i = 0; i < a.args.size(); ++i)
+    if (a.args[i].first != b.args[i].first || !sameScalar(a.args[i].second, b.args[i].second)) return false;
+  return true;
+}
+
+}  // namespace
+
+const LayerFacts* LayerFactsMemo::find(const LayerValue& layer) const {
+  for (const auto& e : entries_)
+    if (e.layer == &layer || sameCall(*e.layer, layer)) return &e.facts;
+  return nullptr;
+}
+
+void LayerFactsMemo::keep(const LayerValue& layer, const LayerFacts& facts) {
+  if (layer.tmpl != nullptr) entries_.push_back(Entry{&layer, facts});
+}
+
+namespace {
+
+LayerFacts evaluateLayerFacts(Evaluator& ev, const ModelStructure::Leaf& leaf, const PhaseContext& ctx) {
   LayerFacts f;
   f.path = leaf.path;
   f.parts = leaf.parts;
@@ -257,6 +369,24 @@ LayerFacts layerFacts(Evaluator& ev, const ModelStructure::Leaf& leaf, const Pha
   ev.setCurrentPhase(saved);
   return f;
 }
+
+}  // namespace
+
+LayerFacts layerFacts(Evaluator& ev, const ModelStructure::Leaf& leaf, const PhaseContext& ctx, LayerFactsMemo* memo) {
+  if (memo != nullptr)
+    if (const LayerFacts* known = memo->find(*leaf.layer.layer)) {
+      LayerFacts f = *known;
+      f.path = leaf.path;
+      f.parts = leaf.parts;
+      f.span = leaf.span;
+      return f;
+    }
+  const std::size_t diagnosticsBefore = ev.diags().all().size();
+  LayerFacts f = evaluateLayerFacts(ev, leaf, ctx);
+  if (memo != nullptr && ev.diags().all().size() == diagnosticsBefore) memo->keep(*leaf.layer.layer, f);
+  return f;
+}
+
 
 std::vector<int> ModelStructure::leavesUnder(const std::vector<PathPart>& prefix) const {
   std::vector<int> out;

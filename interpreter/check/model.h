@@ -60,8 +60,27 @@ struct LayerFacts {
 
 // Expand a model's structure in `ctx` (errors reported through `ev`).
 std::shared_ptr<ModelStructure> expandModel(Evaluator& ev, const ModelValue& model, const PhaseContext& ctx);
-// Evaluate one leaf in `ctx`.
-LayerFacts layerFacts(Evaluator& ev, const ModelStructure::Leaf& leaf, const PhaseContext& ctx);
+// Leaves that call the same layer definition, from the same scope, with the
+// same scalar arguments, evaluate to the same facts in one phase context
+// (BERT-Large's 24 encoders are two distinct layers): a memo, valid for one
+// `ctx`, keeps the first evaluation. A leaf whose evaluation reported
+// anything is never kept, so every leaf still reports its own diagnostics.
+class LayerFactsMemo {
+ public:
+  const LayerFacts* find(const LayerValue& layer) const;
+  void keep(const LayerValue& layer, const LayerFacts& facts);
+
+ private:
+  struct Entry {
+    const LayerValue* layer;  // kept alive by the structure being evaluated
+    LayerFacts facts;
+  };
+  std::vector<Entry> entries_;
+};
+
+// Evaluate one leaf in `ctx` (with `memo`, one kept for this `ctx` only).
+LayerFacts layerFacts(Evaluator& ev, const ModelStructure::Leaf& leaf, const PhaseContext& ctx,
+                      LayerFactsMemo* memo = nullptr);
 
 // Upper bound on leaves per model; far above GPT-3's 195.
 inline constexpr std::size_t kMaxLayers = 20000;

@@ -143,8 +143,9 @@ std::shared_ptr<const ModelSpec> Resolver::model(const Value& v) {
   // Without a phase, the phase variables are unknown: a parameter count that
   // comes out unknown although nothing else went wrong depends on one.
   const std::size_t errorsBefore = ev_.diags().errorCount();
+  LayerFactsMemo memo;
   for (const auto& leaf : spec->structure->leaves) {
-    spec->layers.push_back(layerFacts(ev_, leaf, structural));
+    spec->layers.push_back(layerFacts(ev_, leaf, structural, &memo));
     spec->parameters += spec->layers.back().params;
   }
   if (ev_.diags().errorCount() == errorsBefore)
@@ -800,7 +801,8 @@ bool Resolver::costLayers(PhaseSpec& out, Span phaseSpan, LayerCostCache* cache)
   std::size_t before = ev_.diags().errorCount();
   auto layers = std::make_shared<std::vector<LayerFacts>>();
   layers->reserve(st->leaves.size());
-  for (const auto& leaf : st->leaves) layers->push_back(layerFacts(ev_, leaf, ctx));
+  LayerFactsMemo memo;
+  for (const auto& leaf : st->leaves) layers->push_back(layerFacts(ev_, leaf, ctx, &memo));
   out.layers = layers;
   if (ev_.diags().errorCount() != before) return false;
   if (cache != nullptr) cache->put(key, out.layers);
