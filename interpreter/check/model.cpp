@@ -134,15 +134,18 @@ class Expander {
             if (!r.indexVar.empty()) elemScope->define(r.indexVar, Value::integral(i, r.indexSpan), r.indexSpan);
             auto parts = prefix;
             parts.push_back(PathPart{r.name, i});
-            Value v = ev_.eval(*r.value, elemScope);
+            // Without an index variable every element evaluates the same
+            // expression in the same scope: the first value stands for all.
+            const bool same = r.indexVar.empty() && firstValue.kind == ValueKind::Model;
+            const std::size_t diagnostics = ev_.diags().all().size();
+            Value v = same ? firstValue : ev_.eval(*r.value, elemScope);
             if (firstValue.kind == ValueKind::Model && v.kind == ValueKind::Model &&
-                sameModelCall(*firstValue.model, *v.model) &&
+                (same || sameModelCall(*firstValue.model, *v.model)) &&
                 out_.leaves.size() + (endLeaves - firstLeaves) <= kMaxLayers) {
               copyElement(prefix.size(), i, firstLeaves, endLeaves, firstGroups, endGroups);
               continue;
             }
             const std::size_t leaves = out_.leaves.size(), groups = out_.groups.size();
-            const std::size_t diagnostics = ev_.diags().all().size();
             add(parts, v, r.span, r.value->span);
             if (firstValue.kind != ValueKind::Model && v.kind == ValueKind::Model && !tooMany_ &&
                 ev_.diags().all().size() == diagnostics && copyable(out_.leaves, leaves)) {

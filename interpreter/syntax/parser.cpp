@@ -398,17 +398,35 @@ Parsed parseAs(const base::SourceMap& sources, base::FileId id, base::Diagnostic
   P parser(&tokens);
   parser.removeErrorListeners();
   ParserErrors parseErrors(id, cpToByte, diags);
-  parser.addErrorListener(&parseErrors);
+  // Two stages, as ANTLR recommends: the faster SLL prediction, which is
+  // exact on every input it accepts, and only when it gives up (a syntax
+  // error, or a construct SLL cannot decide) full LL with error recovery and
+  // the diagnostics, from the start.
+  auto parseWith = [&](auto rule) {
+    auto* simulator = parser.template getInterpreter<antlr4::atn::ParserATNSimulator>();
+    simulator->setPredictionMode(antlr4::atn::PredictionMode::SLL);
+    parser.setErrorHandler(std::make_shared<antlr4::BailErrorStrategy>());
+    try {
+      return (parser.*rule)();
+    } catch (const antlr4::ParseCancellationException&) {
+    }
+    tokens.seek(0);
+    parser.reset();
+    simulator->setPredictionMode(antlr4::atn::PredictionMode::LL);
+    parser.setErrorHandler(std::make_shared<antlr4::DefaultErrorStrategy>());
+    parser.addErrorListener(&parseErrors);
+    return (parser.*rule)();
+  };
   Transformer transformer(id, cpToByte, diags);
   if (valueOnly) {
-    P::ValueOnlyContext* tree = parser.valueOnly();
+    P::ValueOnlyContext* tree = parseWith(&P::valueOnly);
     if (diags.errorCount() > errorsBefore) return {};
     Parsed out;
     out.value = transformer.transformValueOnly(*tree);
     if (diags.errorCount() > errorsBefore) return {};
     return out;
   }
-  P::ProgramContext* tree = parser.program();
+  P::ProgramContext* tree = parseWith(&P::program);
   if (diags.errorCount() > errorsBefore) return {};
   auto program = transformer.transformProgram(*tree);
   for (antlr4::Token* tok : tokens.getTokens()) {
