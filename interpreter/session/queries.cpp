@@ -292,6 +292,13 @@ struct Definition {
   Span whole;                            // the whole declaring item or member
   const Declaration* decl = nullptr;     // a declaration (for its parameters, when called)
   const check::Module* module = nullptr;  // an import alias: the module it names
+  const check::Module* in = nullptr;      // a top-level item: the module that declares it
+};
+
+// A model definition with a body, and the module it is written in.
+struct ModelBody {
+  const Declaration* decl = nullptr;
+  const check::Module* module = nullptr;
 };
 
 // Resolves names statically, as the evaluator's scopes do (evaluator.h): a
@@ -367,7 +374,7 @@ class Resolver {
         }
         if (const auto* f = mem->dyn<FieldMember>()) expr(f->value.get());
         if (const auto* bm = mem->dyn<BlockMember>()) block(bm->block.get());
-        if (const auto* p = mem->dyn<PhaseMember>()) block(p->block.get());
+        if (const auto* p = mem->dyn<PhaseMember>()) at(p->nameSpan, NodeKind::Phase, p->span), block(p->block.get());
       }
     };
     for (const auto& item : m.program->items) {
@@ -405,8 +412,10 @@ class Resolver {
   static std::optional<Definition> own(const check::Module& m, const std::string& name) {
     if (!m.program) return std::nullopt;
     for (const auto& item : m.program->items) {
-      if (const auto* l = item->dyn<LetItem>(); l != nullptr && l->name == name) return Definition{l->nameSpan, NodeKind::Let, l->span};
-      if (const auto* d = item->dyn<Declaration>(); d != nullptr && d->name == name) return Definition{d->nameSpan, NodeKind::Declaration, d->span, d};
+      if (const auto* l = item->dyn<LetItem>(); l != nullptr && l->name == name)
+        return Definition{l->nameSpan, NodeKind::Let, l->span, nullptr, nullptr, &m};
+      if (const auto* d = item->dyn<Declaration>(); d != nullptr && d->name == name)
+        return Definition{d->nameSpan, NodeKind::Declaration, d->span, d, nullptr, &m};
     }
     return std::nullopt;
   }
@@ -417,8 +426,78 @@ class Resolver {
     return top(name);
   }
 
+  // The model whose layers the stages of mapping `d` (in `m`) name: its `for`,
+  // or its base's (`mapping b = a with { ... }`).
+  static std::optional<ModelBody> mappingModel(const Declaration& d, const check::Module& m, int depth = 0) {
+    if (depth > 8) return std::nullopt;
+    if (d.forExpr) return modelOf(d.forExpr.get(), m, depth + 1);
+    if (const auto* w = d.value ? d.value->dyn<WithExpr>() : nullptr)
+      if (const auto* n = w->base->dyn<NameExpr>())
+        if (auto base = Resolver([](Span, const Definition&) {}).topOf(m, n->name);
+            base && base->decl != nullptr && base->in != nullptr && base->decl->declKind == DeclKind::Mapping)
+          return mappingModel(*base->decl, *base->in, depth + 1);
+    return std::nullopt;
+  }
+
+  // The model definition an expression of `m` names or calls: `bert_large`,
+  // `bert(layers: 2, ...)`, `base with { ... }`, followed through
+  // `model small = bert(...)` to the definition with the body.
+  static std::optional<ModelBody> modelOf(const Expr* e, const check::Module& m, int depth = 0) {
+    if (e == nullptr || depth > 8) return std::nullopt;
+    if (const auto* c = e->dyn<CallExpr>()) return modelOf(c->callee.get(), m, depth + 1);
+    if (const auto* w = e->dyn<WithExpr>()) return modelOf(w->base.get(), m, depth + 1);
+    const auto* n = e->dyn<NameExpr>();
+    if (n == nullptr) return std::nullopt;
+    auto d = Resolver([](Span, const Definition&) {}).topOf(m, n->name);
+    if (!d || d->decl == nullptr || d->in == nullptr || d->decl->declKind != DeclKind::Model) return std::nullopt;
+    if (d->decl->body) return ModelBody{d->decl, d->in};
+    return modelOf(d->decl->value.get(), *d->in, depth + 1);
+  }
+
+  // A `layer` or `repeat` member of a model's body, and the model it holds
+  // (for the next part of a path, `encoder[3].attention`).
+  static std::optional<std::pair<Definition, std::optional<ModelBody>>> memberOf(const ModelBody& model,
+                                                                              const std::string& name) {
+    for (const auto& mem : model.decl->body->members) {
+      if (const auto* l = mem->dyn<LayerMember>(); l != nullptr && l->name == name)
+        return std::make_pair(Definition{l->nameSpan, NodeKind::Layer, l->span}, modelOf(l->value.get(), *model.module));
+      if (const auto* r = mem->dyn<RepeatMember>(); r != nullptr && r->name == name)
+        return std::make_pair(Definition{r->nameSpan, NodeKind::Repeat, r->span}, modelOf(r->value.get(), *model.module));
+    }
+    return std::nullopt;
+  }
+
+  // A stage's layer selector (`embedding`, `decoder[0..12]`,
+  // `encoder[3].attention`) names layers of `model`: reports each part's
+  // definition, and returns the model the selected member holds.
+  std::optional<ModelBody> selector(const Expr* e, const std::optional<ModelBody>& model) {
+    if (e == nullptr) return std::nullopt;
+    if (const auto* n = e->dyn<NameExpr>()) {
+      if (!model) return std::nullopt;
+      auto member = memberOf(*model, n->name);
+      if (!member) return std::nullopt;
+      found_(n->span, member->first);
+      return member->second;
+    }
+    if (const auto* i = e->dyn<IndexExpr>()) {
+      expr(i->index.get());
+      return selector(i->object.get(), model);
+    }
+    if (const auto* m = e->dyn<MemberExpr>()) {
+      auto inner = selector(m->object.get(), model);
+      if (!inner) return std::nullopt;
+      auto member = memberOf(*inner, m->member);
+      if (!member) return std::nullopt;
+      found_(m->memberSpan, member->first);
+      return member->second;
+    }
+    expr(e);
+    return std::nullopt;
+  }
+
   void declaration(const Declaration& d) {
     self_ = d.name;
+    stageModel_ = d.declKind == DeclKind::Mapping ? mappingModel(d, *module_) : std::nullopt;
     frames_.emplace_back();
     for (const auto& p : d.params) {
       expr(p.dflt.get());
@@ -437,7 +516,13 @@ class Resolver {
       switch (m->kind) {
         case MemberKind::Field: expr(m->as<FieldMember>().value.get()); break;
         case MemberKind::Block: block(m->as<BlockMember>().block.get()); break;
-        case MemberKind::Phase: block(m->as<PhaseMember>().block.get()); break;
+        case MemberKind::Phase: {
+          const auto& p = m->as<PhaseMember>();
+          if (!p.from.empty())
+            if (auto d = phaseNamed(b, p.from)) found_(p.fromSpan, *d);
+          block(p.block.get());
+          break;
+        }
         case MemberKind::Let: {
           const auto& l = m->as<LetMember>();
           expr(l.value.get());
@@ -461,7 +546,8 @@ class Resolver {
           break;
         }
         case MemberKind::Stage:
-          // Stages name the model's layers, not declarations of this module.
+          // Stages name the layers of the mapping's model, wherever it is written.
+          for (const auto& e : m->as<StageMember>().layers) selector(e.get(), stageModel_);
           break;
       }
     }
@@ -501,14 +587,45 @@ class Resolver {
             if (auto d = own(*alias->module, m.member)) found_(m.memberSpan, *d);
         break;
       }
+      case ExprKind::With: {
+        const auto& w = e->as<WithExpr>();
+        expr(w.base.get());
+        const Block* savedBlock = withBlock_;
+        const Declaration* savedBase = withBase_;
+        withBlock_ = w.block.get();
+        withBase_ = nullptr;
+        if (const auto* n = w.base->dyn<NameExpr>())
+          if (auto d = lookup(n->name)) withBase_ = d->decl;
+        block(w.block.get());
+        withBlock_ = savedBlock;
+        withBase_ = savedBase;
+        break;
+      }
       default:  // the rest only nest expressions and blocks
         forEachChild(*e, [this](const Expr* c) { expr(c); }, [this](const auto* b) { block(b); });
         break;
     }
   }
 
+  // The phase `name` of a training body `b` (a phase may start from one
+  // written after it), or of the training it derives from
+  // (`training b = a with { phase two from one { ... } }`).
+  std::optional<Definition> phaseNamed(const Block* b, const std::string& name) const {
+    for (const auto& m : b->members)
+      if (const auto* p = m->dyn<PhaseMember>(); p != nullptr && p->name == name)
+        return Definition{p->nameSpan, NodeKind::Phase, p->span};
+    if (b != withBlock_ || withBase_ == nullptr || withBase_->body == nullptr) return std::nullopt;
+    for (const auto& m : withBase_->body->members)
+      if (const auto* p = m->dyn<PhaseMember>(); p != nullptr && p->name == name)
+        return Definition{p->nameSpan, NodeKind::Phase, p->span};
+    return std::nullopt;
+  }
+
   Found found_;
   const check::Module* module_ = nullptr;
+  std::optional<ModelBody> stageModel_;    // a mapping's model, for its stages
+  const Block* withBlock_ = nullptr;       // the block of the `with` being walked
+  const Declaration* withBase_ = nullptr;  // and the declaration it derives from
   std::string self_;            // the top-level item being walked
   std::vector<Frame> frames_;   // innermost last
 };
@@ -674,8 +791,7 @@ std::vector<Location> Snapshot::usesOf(const std::string& path, std::uint32_t li
   Resolver r([&](Span use, const Definition& def) {
     if (def.at.file == target.file && def.at.begin == target.begin && def.at.end == target.end) uses.push_back(use);
   });
-  for (const check::Module* m : state_->modules)
-    if (!m->standard) r.module(*m);
+  for (const check::Module* m : state_->modules) r.module(*m);  // the standard library's own uses too
   std::sort(uses.begin(), uses.end(), [](const Span& a, const Span& b) {
     return a.file != b.file ? a.file < b.file : a.begin < b.begin;
   });

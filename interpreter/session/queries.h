@@ -50,7 +50,7 @@ struct Location {
   std::string path;  // as the session's source map names the file ("std/models/bert.ipu" for the standard library)
   base::Span span;   // the name
   // A definition: what declares it (Let, Declaration, Param, LetMember,
-  // Layer, Repeat, or Import for an alias) and the whole of that item or
+  // Layer, Repeat, Phase, or Import for an alias) and the whole of that item or
   // member. A use: Name, and the span again.
   NodeKind kind = NodeKind::Name;
   base::Span declaration;

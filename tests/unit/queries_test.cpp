@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <set>
 
 #include "interpreter/check/schema.h"
 #include "interpreter/session/session.h"
@@ -351,4 +352,121 @@ TEST_F(Fixture, EvaluateAnExpressionWithoutChangingTheScript) {
   auto unparsable = snap->evaluate("1 +");
   EXPECT_FALSE(unparsable.value.has_value());
   EXPECT_TRUE(unparsable.diagnostics.hasErrors());
+}
+
+// Names that are not ordinary scope lookups: a pipeline stage names layers of
+// the mapping's model (written in the standard library, through
+// `model tiny = bert(...)`, and a mapping derived `with` another); `phase ...
+// from` names a phase of the same training or of the one it derives from; a
+// module imported by an imported module.
+TEST(Queries, StageLayersPhasesAndImportsOfImports) {
+  namespace fs = std::filesystem;
+  const std::string dir = fs::temp_directory_path().string();
+  const std::string main = dir + "/queries_stage_main.ipu", chain = dir + "/queries_chain.ipu",
+                    deeper = dir + "/queries_deeper.ipu";
+  const std::string kScript =
+      "import \"std/pods\"\n"
+      "import \"std/models/bert\"\n"
+      "import \"queries_chain\"\n"
+      "\n"
+      "model tiny = bert(layers: 2, hidden: 64, heads: 2, ffn: 256, vocab: 1000, positions: 128)\n"
+      "mapping two for tiny on POD4 {\n"
+      "  pipeline {\n"
+      "    ipu 0: embedding, encoder[0].attention\n"
+      "    ipu 1: encoder[0].ffn, encoder[1], mlm_head, nsp_head\n"
+      "  }\n"
+      "}\n"
+      "mapping wide = two with {\n"
+      "  replicas: 2\n"
+      "  pipeline {\n"
+      "    ipu 0: embedding, encoder[0]\n"
+      "    ipu 1: encoder[1], mlm_head, nsp_head\n"
+      "  }\n"
+      "}\n"
+      "training t {\n"
+      "  mapping: two\n"
+      "  optimizer: lamb()\n"
+      "  phase short { seq_len: 128, masked_tokens: 20, micro_batch: 2, global_batch: 8, steps: chain_steps, lr: 0.001 }\n"
+      "  phase long from short { seq_len: 128, masked_tokens: 20, micro_batch: 2, global_batch: 8, steps: 10, lr: 0.001 }\n"
+      "}\n"
+      "training t2 = t with {\n"
+      "  mapping: wide\n"
+      "  phase third from long { seq_len: 128, masked_tokens: 20, micro_batch: 2, global_batch: 16, steps: 10, lr: 0.001 }\n"
+      "}\n"
+      "run t\n";
+  const std::string kChain = "import \"queries_deeper\"\nlet chain_steps = deep_steps * 2\n";
+  const std::string kDeeper = "let deep_steps = 5\n";
+  session::Session session;
+  session.update(main, kScript);
+  session.update(chain, kChain);
+  session.update(deeper, kDeeper);
+  auto snap = session.snapshot(main);
+  ASSERT_NE(snap, nullptr);
+  ASSERT_TRUE(snap->checked());
+  auto textOf = [&](const session::Location& l) {
+    const base::SourceFile& f = snap->sources().file(l.span.file);
+    return f.text().substr(l.span.begin, l.span.end - l.span.begin);
+  };
+  struct Case {
+    std::string what;
+    int nth, offset;
+    std::string file;  // "main", "chain", "deeper" or the standard module's file
+    std::uint32_t line;
+    session::NodeKind kind;
+    std::string text;
+  };
+  const Case cases[] = {
+      {"embedding, encoder[0].attention", 1, 0, "std/models/bert.ipu", 15, session::NodeKind::Layer, "embedding"},
+      {"encoder[0].attention", 1, 0, "std/models/bert.ipu", 16, session::NodeKind::Repeat, "encoder"},
+      {"encoder[0].attention", 1, 11, "std/models/bert.ipu", 8, session::NodeKind::Layer, "attention"},
+      {"encoder[0].ffn", 1, 11, "std/models/bert.ipu", 9, session::NodeKind::Layer, "ffn"},
+      {"nsp_head\n  }\n}\nmapping", 1, 0, "std/models/bert.ipu", 18, session::NodeKind::Layer, "nsp_head"},
+      // The stages of a mapping derived from another name the same model's layers.
+      {"encoder[1], mlm_head, nsp_head\n  }\n}\ntraining", 1, 0, "std/models/bert.ipu", 16, session::NodeKind::Repeat,
+       "encoder"},
+      {"from short", 1, 5, "main", 22, session::NodeKind::Phase, "short"},
+      {"phase short", 1, 6, "main", 22, session::NodeKind::Phase, "short"},  // on the declaring name: itself
+      {"from long", 1, 5, "main", 23, session::NodeKind::Phase, "long"},     // a phase of the base training
+      {"chain_steps", 1, 0, "chain", 2, session::NodeKind::Let, "chain_steps"},
+  };
+  for (const auto& c : cases) {
+    auto [line, col] = at(kScript, c.what, c.nth, c.offset);
+    auto d = snap->definitionOf(main, line, col);
+    ASSERT_TRUE(d.has_value()) << c.what << " +" << c.offset;
+    const std::string file = c.file == "main" ? main : c.file == "chain" ? chain : c.file == "deeper" ? deeper : c.file;
+    EXPECT_EQ(d->path, file) << c.what;
+    EXPECT_EQ(d->start.line, c.line) << c.what;
+    EXPECT_EQ(d->kind, c.kind) << c.what << ": " << session::name(d->kind);
+    EXPECT_EQ(textOf(*d), c.text) << c.what;
+  }
+  // In the imported module, a name its own import declares.
+  auto [line, col] = at(kChain, "deep_steps");
+  auto d = snap->definitionOf(chain, line, col);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->path, deeper);
+  EXPECT_EQ(d->start.line, 1u);
+  // Uses of that declaration, asked where it is declared: the one in chain.
+  std::tie(line, col) = at(kDeeper, "deep_steps");
+  auto uses = snap->usesOf(deeper, line, col);
+  ASSERT_EQ(uses.size(), 1u);
+  EXPECT_EQ(uses[0].path, chain);
+  // Uses of a definition of the standard library: the script's and the
+  // standard library's own (`bert_base = bert(...)`).
+  std::tie(line, col) = at(kScript, "bert(");
+  uses = snap->usesOf(main, line, col);
+  std::set<std::pair<std::string, std::uint32_t>> places;
+  for (const auto& u : uses) places.emplace(u.path, u.start.line);
+  EXPECT_TRUE(places.count({main, 5})) << uses.size();
+  EXPECT_TRUE(places.count({"std/models/bert.ipu", 21})) << uses.size();
+  EXPECT_TRUE(places.count({"std/models/bert.ipu", 22})) << uses.size();
+  // Uses of a layer of the standard library's model: the stages that name it.
+  std::tie(line, col) = at(kScript, "encoder[0].attention");
+  uses = snap->usesOf(main, line, col);
+  ASSERT_EQ(uses.size(), 5u);  // in `two`: encoder[0].attention, encoder[0].ffn, encoder[1]; in `wide`: encoder[0], encoder[1]
+  // A name in a stage that is no layer of the model has no definition.
+  session.update(main, std::string(kScript).replace(kScript.find("mlm_head, nsp_head"), 8, "mlm_hexd"));
+  auto bad = session.snapshot(main);
+  ASSERT_NE(bad, nullptr);
+  std::tie(line, col) = at(kScript, "mlm_head, nsp_head");
+  EXPECT_FALSE(bad->definitionOf(main, line, col).has_value());
 }
