@@ -279,6 +279,7 @@ std::shared_ptr<ModelStructure> expandModel(Evaluator& ev, const ModelValue& mod
   ev.setCurrentPhase(&ctx);
   Expander(ev, ctx, *out).expand(model, {});
   ev.setCurrentPhase(saved);
+  out->index();
   return out;
 }
 
@@ -391,10 +392,56 @@ LayerFacts layerFacts(Evaluator& ev, const ModelStructure::Leaf& leaf, const Pha
 }
 
 
+void ModelStructure::index() {
+  runs_.clear();
+  runsOf_.clear();
+  for (std::size_t i = 0; i < leaves.size(); ++i) {
+    if (leaves[i].parts.empty()) {  // not a path: leavesUnder scans everything
+      runs_.clear();
+      runsOf_.clear();
+      return;
+    }
+    const PathPart& p = leaves[i].parts.front();
+    if (!runs_.empty() && runs_.back().name == p.name && runs_.back().index == p.index) {
+      ++runs_.back().last;
+      continue;
+    }
+    auto [it, added] = runsOf_.try_emplace(p.name, runs_.size(), runs_.size());
+    if (!added && it->second.second != runs_.size()) {  // a name's leaves apart from each other: no index
+      runs_.clear();
+      runsOf_.clear();
+      return;
+    }
+    runs_.push_back(Run{p.name, p.index, static_cast<int>(i), static_cast<int>(i) + 1});
+    it->second.second = runs_.size();
+  }
+}
+
 std::vector<int> ModelStructure::leavesUnder(const std::vector<PathPart>& prefix) const {
   std::vector<int> out;
-  for (std::size_t i = 0; i < leaves.size(); ++i)
-    if (startsWith(leaves[i].parts, prefix)) out.push_back(static_cast<int>(i));
+  // Without an index, or with leaves changed since (the index no longer ends
+  // at the last leaf), scan them all.
+  if (runs_.empty() || prefix.empty() || static_cast<std::size_t>(runs_.back().last) != leaves.size()) {
+    for (std::size_t i = 0; i < leaves.size(); ++i)
+      if (startsWith(leaves[i].parts, prefix)) out.push_back(static_cast<int>(i));
+    return out;
+  }
+  auto named = runsOf_.find(prefix.front().name);
+  if (named == runsOf_.end()) return out;
+  auto [first, last] = named->second;
+  const long long index = prefix.front().index;
+  // A repeat's elements are its runs in order: element k is run first + k.
+  if (index >= 0 && first + static_cast<std::size_t>(index) < last &&
+      runs_[first + static_cast<std::size_t>(index)].index == index) {
+    first += static_cast<std::size_t>(index);
+    last = first + 1;
+  }
+  for (std::size_t k = first; k < last; ++k) {
+    const Run& r = runs_[k];
+    if (index >= 0 && r.index != index) continue;
+    for (int i = r.first; i < r.last; ++i)
+      if (startsWith(leaves[static_cast<std::size_t>(i)].parts, prefix)) out.push_back(i);
+  }
   return out;
 }
 

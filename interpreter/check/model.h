@@ -6,6 +6,7 @@
 // depend on the phase; its costs do.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,11 +35,25 @@ struct ModelStructure {
 
   // Leaves under a path prefix; a prefix part without index matches any index.
   std::vector<int> leavesUnder(const std::vector<PathPart>& prefix) const;
+  // Indexes the leaves by their first path part, for leavesUnder (a stage
+  // names tens of prefixes of a model of hundreds of leaves).
+  void index();
   const Group* group(const std::vector<PathPart>& parts) const;
   std::vector<std::string> childNames(const std::vector<PathPart>& prefix) const;
   int leafIndex(const std::string& path) const;
   // Compact names for a set of leaves: "embedding, encoder[0..3], mlm_head".
   std::string describe(const std::vector<int>& leafIndices) const;
+
+ private:
+  // The leaves whose first part is (name, index), [first, last); leaves of a
+  // member are contiguous. Empty until index().
+  struct Run {
+    std::string name;
+    long long index;
+    int first, last;
+  };
+  std::vector<Run> runs_;
+  std::map<std::string, std::pair<std::size_t, std::size_t>> runsOf_;  // name -> its runs [first, last)
 };
 
 struct LayerFacts {
