@@ -364,7 +364,7 @@ ExportResult exportSteps(session::Session& session, const ir::RunPlan& run, cons
   if ((*model)->family() == emu::Family::Image && ph.dataset.kind == ir::DatasetKind::Files && !ph.dataset.path.empty()) {
     fs::path p(ph.dataset.path);
     if (p.is_relative() && !settings.scriptDirectory.empty()) p = fs::path(settings.scriptDirectory) / p;
-    auto loaded = emu::loadImageFile(p.string());
+    auto loaded = emu::loadImageFile(p.string(), ph.dataset.path);
     if (!loaded) {
       emu::Error e = loaded.error();
       e.where = ph.source;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 
 namespace ipu::emu {
@@ -508,13 +509,6 @@ bool whole(double v) { return v >= 1 && v <= 1e7 && v == std::floor(v); }
 
 Error layerError(const ir::Layer& l, const std::string& message, const std::string& help) {
   return Error{code::kUnsupportedLayer, "layer `" + l.name + "`: " + message, help, l.source};
-}
-
-// The whole positive attributes a layer needs, or the first that is not.
-std::string missing(const ir::Layer& l, std::initializer_list<const char*> keys) {
-  for (const char* k : keys)
-    if (!whole(number(l, k))) return k;
-  return "";
 }
 
 const char* const* keysOf(ir::LayerOp op, std::size_t& n) {

@@ -84,7 +84,7 @@ Expected<std::shared_ptr<const ImageSet>> imagesFor(const ir::PhasePlan& ph, con
                  "an image model reads `kind: files` datasets (an image file, docs/emulator.md) or synthetic images", ph.source};
   fs::path p(ph.dataset.path);
   if (p.is_relative() && !o.datasetDirectory.empty()) p = fs::path(o.datasetDirectory) / p;
-  auto loaded = loadImageFile(p.string());
+  auto loaded = loadImageFile(p.string(), ph.dataset.path);
   if (!loaded) {
     Error e = loaded.error();
     e.where = ph.source;

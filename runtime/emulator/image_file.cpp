@@ -81,10 +81,11 @@ Expected<std::shared_ptr<const ImageSet>> parseImageFile(const std::string& b, c
   return std::shared_ptr<const ImageSet>(set);
 }
 
-Expected<std::shared_ptr<const ImageSet>> loadImageFile(const std::string& path) {
+Expected<std::shared_ptr<const ImageSet>> loadImageFile(const std::string& path, const std::string& name) {
+  const std::string shown = name.empty() ? path : name;
   files::ReadResult read = files::readRegularFile(path, kMaxImageFileBytes);
-  if (!read.ok()) return Error{code::kDataset, read.describe(path), "give an image file (docs/emulator.md, \"Image files\")", {}};
-  return parseImageFile(read.text, path);
+  if (!read.ok()) return Error{code::kDataset, read.describe(shown), "give an image file (docs/emulator.md, \"Image files\")", {}};
+  return parseImageFile(read.text, shown);
 }
 
 std::string encodeImageFile(const ImageSet& set) {

@@ -37,8 +37,9 @@ inline constexpr std::uint64_t kMaxImageFileBytes = std::uint64_t{1} << 34;
 
 // Parses the bytes of an image file (`name` is how messages call it).
 Expected<std::shared_ptr<const ImageSet>> parseImageFile(const std::string& bytes, const std::string& name);
-// Reads and parses the file at `path` (IPU5004 when it cannot be read at all).
-Expected<std::shared_ptr<const ImageSet>> loadImageFile(const std::string& path);
+// Reads and parses the file at `path` (IPU5004 when it cannot be read at
+// all); messages call it `name` (the path as the script gives it), or `path`.
+Expected<std::shared_ptr<const ImageSet>> loadImageFile(const std::string& path, const std::string& name = "");
 // The file's bytes for a set (what writeImageFile writes).
 std::string encodeImageFile(const ImageSet& set);
 // Writes a set atomically (files::writeFileSafely); IPU5009 on failure.
