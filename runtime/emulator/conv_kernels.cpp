@@ -604,7 +604,6 @@ Expected<std::unique_ptr<Kernel>> makeConvKernel(const ir::Layer& l) {
       const bool bottleneck = l.op == ir::LayerOp::Bottleneck;
       const int in = at("inputs"), out = at("out"), stride = at("stride"), size = at("size");
       const int mid = bottleneck ? at("mid") : out;
-      if (stride > size) return layerError(l, "stride " + std::to_string(stride) + " exceeds the input side " + std::to_string(size), "");
       if (auto bad = divides({mid, out}); !bad.empty()) return layerError(l, bad, groupHelp);
       const int o = convOutSize(size, 3, stride, 1);
       std::vector<ConvNorm> chain;

@@ -3,9 +3,11 @@
 // basic_block, pooled_fc, and the convolution itself with stride, padding and
 // groups), for batch norm and group norm; the convolution against a direct
 // loop; fp16 outputs representable and close to fp32; attribute errors.
-// fp32 gradient checks use central differences with h = 5e-3 on O(1) values,
-// as kernel_gradient_test.cpp: float rounding in the differences is about
-// 1e-4 absolute, so the tolerance is 2e-3 + 2% of the difference.
+// fp32 gradient checks use central differences with h = 1e-3 on O(1) values:
+// float rounding of objectives of ~100 terms is ~1e-6, ~1e-3 in a difference,
+// so the tolerance is 4e-3 + 2% of the difference. Normalisation over few
+// values is strongly curved, which is why h is smaller than
+// kernel_gradient_test.cpp's 5e-3.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -87,15 +89,22 @@ Harness make(const ir::Layer& l, Eigen::Index samples, const char* seed) {
   return h;
 }
 
+// ReLU and max pool are not differentiable everywhere, and with batch norm
+// every weight moves a whole channel, so a probe of +-h often straddles a
+// kink (some ReLU input or a pool's winner changes sign within it). There the
+// central difference is meaningless, but the analytic gradient must still be
+// the derivative of the piece the point lies on: it must match one of the
+// one-sided differences (which then disagree with each other).
 void checkGradients(Harness& h, const std::string& what) {
   ASSERT_NE(h.kernel, nullptr) << what;
   std::vector<Mat> dp;
   Mat dx;
   h.analytic(dp, dx);
   ASSERT_EQ(dp.size(), h.params.size()) << what;
-  const float eps = 5e-3f;
+  const float eps = 1e-3f;
+  const double f0 = h.objective();
   Stream pick(hashName(what));
-  int checked = 0;
+  int checked = 0, kinks = 0;
   auto probe = [&](float* slot, double analyticValue, const std::string& label) {
     const float saved = *slot;
     *slot = saved + eps;
@@ -104,8 +113,17 @@ void checkGradients(Harness& h, const std::string& what) {
     const double down = h.objective();
     *slot = saved;
     const double fd = (up - down) / (2.0 * eps);
-    EXPECT_NEAR(analyticValue, fd, 2e-3 + 2e-2 * std::abs(fd)) << what << ": " << label;
+    const double tol = 4e-3 + 2e-2 * std::abs(fd);
     ++checked;
+    if (std::abs(analyticValue - fd) <= tol) return;
+    const double right = (up - f0) / eps, left = (f0 - down) / eps;
+    const double oneSided = 4e-3 + 2e-2 * std::max(std::abs(right), std::abs(left));
+    if (std::abs(right - left) > 2 * oneSided &&
+        (std::abs(analyticValue - right) <= oneSided || std::abs(analyticValue - left) <= oneSided)) {
+      ++kinks;
+      return;
+    }
+    ADD_FAILURE() << what << ": " << label << ": analytic " << analyticValue << ", central difference " << fd;
   };
   for (std::size_t k = 0; k < h.params.size(); ++k) {
     ASSERT_EQ(dp[k].rows(), h.params[k].rows()) << what << " " << h.specs[k].name;
@@ -122,6 +140,9 @@ void checkGradients(Harness& h, const std::string& what) {
     probe(h.x.data() + i, dx.data()[i], "x[" + std::to_string(i) + "]");
   }
   EXPECT_GT(checked, 30);
+  // Most probes must be on smooth ground, or the check would rest on one-sided differences alone.
+  EXPECT_LE(kinks * 2, checked) << what << ": " << kinks << " of " << checked << " probes straddle a kink";
+  std::printf("%s: %d probes, %d across a kink\n", what.c_str(), checked, kinks);
 }
 
 const std::vector<std::pair<std::string, std::string>> kBatch = {{"norm", "batch"}};
@@ -254,7 +275,7 @@ TEST(ConvKernels, BatchNormCouplesSamplesGroupNormDoesNot) {
 TEST(ConvKernels, Fp16OutputsAreHalfAndCloseToFp32) {
   const std::vector<ir::Layer> layers = {
       layer("conv_stem", {{"channels", 3}, {"out", 4}, {"size", 8}}, kBatch),
-      layer("bottleneck", {{"inputs", 4}, {"mid", 2}, {"out", 8}, {"stride", 2}, {"size", 6}}, kGroup),
+      layer("bottleneck", {{"inputs", 4}, {"mid", 2}, {"out", 8}, {"stride", 2}, {"size", 6}, {"norm_groups", 2}}, kGroup),
       layer("basic_block", {{"inputs", 4}, {"out", 6}, {"stride", 2}, {"size", 5}}, kBatch),
   };
   for (const auto& l : layers) {
@@ -292,7 +313,7 @@ TEST(ConvKernels, BadAttributesAreErrors) {
   expectError(layer("conv_stem", {{"channels", 3}, {"out", 4}, {"size", 7.5}}), "size");
   expectError(layer("conv_stem", {{"channels", 3}, {"out", 6}, {"size", 8}, {"norm_groups", 4}}, kGroup), "groups do not divide");
   expectError(layer("basic_block", {{"inputs", 4}, {"out", 4}, {"stride", 1}, {"size", 4}}, {{"norm", "layer"}}), "norm");
-  expectError(layer("basic_block", {{"inputs", 4}, {"out", 4}, {"stride", 9}, {"size", 4}}), "stride");
+  expectError(layer("basic_block", {{"inputs", 4}, {"out", 4}, {"stride", 0}, {"size", 4}}), "stride");
   expectError(layer("conv_stem", {{"channels", 64}, {"out", 4}, {"size", 1024}}), "16,777,216");
   EXPECT_TRUE(makeKernel(layer("pooled_fc", {{"inputs", 4}, {"classes", 3}, {"size", 2}}), 1, 0).ok());
 }

@@ -119,7 +119,9 @@ TEST(ResNet, Fp16TrainingTracksFp32) {
   for (std::size_t i = 0; i < half.losses.size(); ++i) {
     EXPECT_TRUE(std::isfinite(half.losses[i]));
     EXPECT_NEAR(half.losses[i], full.losses[i], 0.02 * full.losses[i]) << "step " << i;
-    if (i == 0) EXPECT_NE(half.losses[i], full.losses[i]) << "fp16 must round something";
+    if (i == 0) {
+      EXPECT_NE(half.losses[i], full.losses[i]) << "fp16 must round something";
+    }
   }
 }
 
