@@ -90,7 +90,7 @@ TEST(ResNet, PipelineAndRecomputationAreBitExact) {
   ASSERT_EQ(ref.losses.size(), static_cast<std::size_t>(kSteps));
   const std::string pipeline = "replicas: 2\n pipeline {\n ipu 0: stem, stage1[0], stage2[0]\n ipu 1: stage3[0], stage4[0], head\n }";
   for (const std::string& mapping : {pipeline, std::string("replicas: 2\n recompute: every_layer"),
-                                     pipeline + "\n recompute: stage"}) {
+                                     pipeline + "\n recompute: stage_inputs"}) {
     const Result r = train(script(kBatch, mapping, 4, 2));
     ASSERT_EQ(r.losses.size(), ref.losses.size()) << mapping;
     for (std::size_t i = 0; i < r.losses.size(); ++i) EXPECT_EQ(r.losses[i], ref.losses[i]) << mapping;

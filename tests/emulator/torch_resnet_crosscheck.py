@@ -7,7 +7,7 @@ stage with projection shortcuts, global average pool and a classifier),
 written here with torch.nn.functional (conv2d, batch_norm in training mode,
 group_norm, max_pool2d, cross_entropy with label_smoothing), starts from the
 emulator's initial weights and runs the emulator's data for three optimizer
-steps (two micro batches each). It must give the same losses, the same
+steps (two micro batches of four 64x64 images each). It must give the same losses, the same
 gradients at every step, and the same weights after each step, for SGD with
 momentum or LARS written out from its definition. fp32.
 
@@ -34,6 +34,12 @@ from torch_crosscheck import read_tensors
 # shift before a normalisation). Weights: one step moves them by lr * O(1)
 # ~ 1e-2; 2e-6 absolute per step, growing with the steps as the two
 # trajectories feed their own differences back, is still 1000x below a step.
+# The images are 64x64 (2x2 at the last stage): at 32x32 the last stage is
+# 1x1 and batch norm normalises 4 values per channel, so two fp32 orders that
+# put one ReLU input on either side of zero change a channel's statistics by
+# a quarter, and the runs part after the first step (measured: step 2
+# gradients 2% apart). That is the model's conditioning, not a bug; group
+# norm agrees at either size.
 LOSS_RTOL = 2e-5
 GRAD_RTOL = 2e-4
 WEIGHT_ATOL = 2e-6
