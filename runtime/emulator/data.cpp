@@ -19,8 +19,8 @@ constexpr int kSentencesPerDocument = 32;
 constexpr int kHeldOutEvery = 10;       // document i is held out when i % 10 == 9
 constexpr std::size_t kMaxSentence = 48;
 constexpr int kBlobsPerClass = 3;
-constexpr int kMaxShift = 2;             // synthetic images move by up to 2 pixels each way
-constexpr double kImageNoise = 0.5;      // standard deviation of the synthetic images' pixel noise
+constexpr int kMaxShift = 3;             // synthetic images move by up to 3 pixels each way
+constexpr double kImageNoise = 1.0;      // standard deviation of the synthetic images' pixel noise
 // Image file pixels v in 0..255 enter as (v / 255 - 0.5) / 0.25: about zero
 // mean and unit spread for natural images.
 constexpr float kPixelScale = 1.0f / (255.0f * 0.25f);
@@ -189,7 +189,7 @@ SampleSource::SampleSource(std::shared_ptr<const Model> model, std::shared_ptr<c
         const double cy = S * (0.2 + 0.6 * st.uniform()), cx = S * (0.2 + 0.6 * st.uniform());
         const double sigma = S * (0.08 + 0.12 * st.uniform());
         std::vector<double> colour(static_cast<std::size_t>(C));
-        for (auto& c : colour) c = 1.5 * st.normal();
+        for (auto& c : colour) c = st.normal();
         for (int c = 0; c < C; ++c)
           for (int y = 0; y < S; ++y)
             for (int x = 0; x < S; ++x) {
