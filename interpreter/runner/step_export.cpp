@@ -484,6 +484,11 @@ ExportResult exportSteps(session::Session& session, const ir::RunPlan& run, cons
   } else {
     data["features"] = m.features();
     data["classes"] = m.classes();
+    if (m.family() == emu::Family::Image) {
+      data["channels"] = m.imageChannels();
+      data["image_size"] = m.imageSize();
+      data["label_smoothing"] = ph.labelSmoothing;
+    }
   }
   manifest["data"] = std::move(data);
   Json params = Json::array();
