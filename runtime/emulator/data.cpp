@@ -204,6 +204,11 @@ SampleSource::SampleSource(std::shared_ptr<const Model> model, std::shared_ptr<c
 int SampleSource::majorityLabel() const {
   if (model_->family() != Family::Mlp && model_->family() != Family::Image) return corpus_->majorityToken;
   std::vector<int> counts(static_cast<std::size_t>(model_->classes()), 0);
+  if (model_->family() == Family::Image) {
+    // Labels only: 4096 images would be large.
+    for (long long i = 0; i < 4096; ++i) ++counts[static_cast<std::size_t>(imageLabel(subKey(s_.key, static_cast<std::uint64_t>(i)), false))];
+    return static_cast<int>(std::max_element(counts.begin(), counts.end()) - counts.begin());
+  }
   MicroBatch mb = make(0, 4096);
   for (int c : mb.classLabel) ++counts[static_cast<std::size_t>(c)];
   return static_cast<int>(std::max_element(counts.begin(), counts.end()) - counts.begin());
@@ -391,7 +396,15 @@ void SampleSource::mlpSample(std::uint64_t key, MicroBatch& mb, int b) const {
   mb.classLabel.push_back(static_cast<int>(label));
 }
 
+int SampleSource::imageLabel(std::uint64_t key, bool heldOut) const {
+  Stream rng(key);
+  if (images_ == nullptr) return static_cast<int>(rng.below(static_cast<std::uint64_t>(model_->classes())));
+  const auto& records = heldOut ? heldOutRecords_ : trainRecords_;
+  return images_->labels[records[static_cast<std::size_t>(rng.below(records.size()))]];
+}
+
 void SampleSource::imageSample(std::uint64_t key, bool heldOut, MicroBatch& mb, int b) const {
+  // The first draw of the sample's stream chooses its class or record (imageLabel replays it).
   Stream rng(key);
   const auto row = static_cast<Eigen::Index>(b);
   int label = 0;

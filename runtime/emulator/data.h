@@ -85,6 +85,7 @@ class SampleSource {
   void gptSample(std::uint64_t key, bool heldOut, MicroBatch& mb, int b) const;
   void mlpSample(std::uint64_t key, MicroBatch& mb, int b) const;
   void imageSample(std::uint64_t key, bool heldOut, MicroBatch& mb, int b) const;
+  int imageLabel(std::uint64_t key, bool heldOut) const;
 
   std::shared_ptr<const Model> model_;
   std::shared_ptr<const TextCorpus> corpus_;

@@ -2,7 +2,8 @@
 // plans a tiny ResNet from the standard library's resnet() through the front
 // end, then writes, in the emulator's tensor file format (docs/emulator.md,
 // "Files"), the initial weights and, for each of three optimizer steps, the
-// step's data, loss, reduced gradients and the weights after it.
+// step's data (two micro batches of eight 64x64 images), loss, reduced
+// gradients and the weights after it.
 // Usage: ipu_resnet_crosscheck OUT_DIR momentum|lars batch|group bottleneck|basic
 #include <cstdio>
 #include <sstream>
@@ -46,7 +47,7 @@ int main(int argc, char** argv) {
       "model tiny = resnet(blocks: [1, 1, 1, 1], width: 4, classes: 5, block: \"" + block + "\", norm: \"" + norm + "\", norm_groups: 2)\n"
       "mapping one_ipu for tiny on POD4 { }\n"
       "training t {\n mapping: one_ipu\n optimizer: " + optimizer + "\n seed: 5\n"
-      " phase one { image_size: 64, micro_batch: 4, gradient_accumulation: 2, label_smoothing: 0.1, steps: 10, lr: 0.05 }\n}\n";
+      " phase one { image_size: 64, micro_batch: 8, gradient_accumulation: 2, label_smoothing: 0.1, steps: 10, lr: 0.05 }\n}\n";
   ipu::session::Session s;
   auto f = s.addSource("resnet_crosscheck.ipu", script);
   const ipu::ir::ExecutionPlan* plan = s.plan(f);
