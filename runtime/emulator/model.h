@@ -2,7 +2,7 @@
 // how data flows between them, and the canonical list of parameters (one per
 // distinct tensor, tied tensors once). The trunk is the chain of layers that
 // transform the activations; a head (mlm_head, pooled_classifier, lm_head,
-// softmax_loss) reads the trunk where it stands and adds a loss, so BERT's two
+// softmax_loss, pooled_fc) reads the trunk where it stands and adds a loss, so BERT's two
 // heads both read the last encoder's output and the loss is their sum.
 #pragma once
 
