@@ -91,6 +91,7 @@ struct PhaseSpec {
   ir::Dataset dataset;
   ir::Batch batch;
   long long seqLen = 0, maskedTokens = 0, imageSize = 0, steps = 0;
+  double labelSmoothing = 0;
   double epochs = 0;
   std::string software;            // the framework and SDK it runs on ("" when unstated)
   // The model's layers costed for this phase (shared: variants with the same

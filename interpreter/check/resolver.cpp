@@ -726,6 +726,7 @@ bool Resolver::phase(const Record& tr, const PhaseEntry& entry, const std::vecto
   if (const Value* sw = phaseField(ph, tr, "software"); sw != nullptr && sw->kind == ValueKind::String) out.software = sw->text;
   out.maskedTokens = whole("masked_tokens");
   out.imageSize = whole("image_size");
+  if (const Value* ls = phaseField(ph, tr, "label_smoothing"); ls != nullptr && ls->isNumber()) out.labelSmoothing = ls->number;
   if (out.maskedTokens > 0 && out.seqLen > 0 && out.maskedTokens > out.seqLen) {
     ev_.error(code::kMaskedTokens, phaseFieldSpan(ph, tr, "masked_tokens", entry.nameSpan),
               "phase `" + entry.name + "` masks " + std::to_string(out.maskedTokens) + " tokens of a " +

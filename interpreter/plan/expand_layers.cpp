@@ -36,6 +36,7 @@ void expandLayers(PhaseContext& ctx) {
   p.software = ph.software;
   p.maskedTokens = ph.maskedTokens;
   p.imageSize = ph.imageSize;
+  p.labelSmoothing = ph.labelSmoothing;
   p.steps = ph.steps;
   p.epochs = ph.epochs;
   p.parameters = ph.model->parameters;

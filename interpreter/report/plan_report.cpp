@@ -161,6 +161,7 @@ void printPhase(std::ostream& os, const ir::PhasePlan& ph, const base::Painter& 
   data << commas(ph.steps) << " steps";
   if (ph.epochs > 0) data << " (" << check::formatNumber(ph.epochs) << " epochs of " << commas(static_cast<long long>(ph.dataset.samples)) << ")";
   data << "; dataset " << ph.dataset.name;
+  if (ph.labelSmoothing > 0) data << "; label smoothing " << check::formatNumber(ph.labelSmoothing);
   row("training", data.str());
   std::ostringstream prec;
   const ir::Precision& pr = ph.precision;

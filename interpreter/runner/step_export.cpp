@@ -103,7 +103,7 @@ GlobalBatch globalBatch(const std::vector<emu::MicroBatch>& mbs, emu::Family fam
   GlobalBatch out;
   long long samples = 0;
   for (const auto& mb : mbs) samples += mb.samples;
-  if (family == emu::Family::Mlp) {
+  if (family == emu::Family::Mlp || family == emu::Family::Image) {
     const long long features = mbs.empty() ? 0 : static_cast<long long>(mbs.front().features.cols());
     emu::Mat x(samples, features);
     std::vector<int> labels;
@@ -288,6 +288,7 @@ const char* familyName(emu::Family f) {
     case emu::Family::Bert: return "bert";
     case emu::Family::Gpt: return "gpt";
     case emu::Family::Mlp: return "mlp";
+    case emu::Family::Image: return "image";
   }
   return "?";
 }
@@ -359,7 +360,19 @@ ExportResult exportSteps(session::Session& session, const ir::RunPlan& run, cons
     return result;
   }
   std::shared_ptr<const emu::TextCorpus> corpus;
-  if ((*model)->family() != emu::Family::Mlp) {
+  std::shared_ptr<const emu::ImageSet> images;
+  if ((*model)->family() == emu::Family::Image && ph.dataset.kind == ir::DatasetKind::Files && !ph.dataset.path.empty()) {
+    fs::path p(ph.dataset.path);
+    if (p.is_relative() && !settings.scriptDirectory.empty()) p = fs::path(settings.scriptDirectory) / p;
+    auto loaded = emu::loadImageFile(p.string(), ph.dataset.path);
+    if (!loaded) {
+      emu::Error e = loaded.error();
+      e.where = ph.source;
+      report(session, e);
+      return result;
+    }
+    images = *loaded;
+  } else if ((*model)->family() != emu::Family::Mlp && (*model)->family() != emu::Family::Image) {
     auto path = corpusPath(ph, settings);
     if (!path) {
       report(session, path.error());
@@ -382,6 +395,7 @@ ExportResult exportSteps(session::Session& session, const ir::RunPlan& run, cons
   ts.cancel = settings.cancel;
   ts.policies = &policies;
   ts.runName = run.name;
+  ts.images = images;
   auto created = emu::PhaseTrainer::create(ph, ts, corpus);
   if (!created) {
     report(session, created.error());
@@ -470,6 +484,11 @@ ExportResult exportSteps(session::Session& session, const ir::RunPlan& run, cons
   } else {
     data["features"] = m.features();
     data["classes"] = m.classes();
+    if (m.family() == emu::Family::Image) {
+      data["channels"] = m.imageChannels();
+      data["image_size"] = m.imageSize();
+      data["label_smoothing"] = ph.labelSmoothing;
+    }
   }
   manifest["data"] = std::move(data);
   Json params = Json::array();

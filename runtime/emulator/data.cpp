@@ -18,6 +18,13 @@ namespace {
 constexpr int kSentencesPerDocument = 32;
 constexpr int kHeldOutEvery = 10;       // document i is held out when i % 10 == 9
 constexpr std::size_t kMaxSentence = 48;
+constexpr int kBlobsPerClass = 3;
+constexpr int kMaxShift = 3;             // synthetic images move by up to 3 pixels each way
+constexpr double kImageNoise = 1.0;      // standard deviation of the synthetic images' pixel noise
+// Image file pixels v in 0..255 enter as (v / 255 - 0.5) / 0.25: about zero
+// mean and unit spread for natural images.
+constexpr float kPixelScale = 1.0f / (255.0f * 0.25f);
+constexpr float kPixelShift = 0.5f / 0.25f;
 
 bool wordChar(unsigned char c) { return std::isalnum(c) != 0 || c >= 0x80; }
 
@@ -160,18 +167,48 @@ Expected<std::shared_ptr<const TextCorpus>> loadCorpus(const std::string& path, 
   return std::shared_ptr<const TextCorpus>(corpus);
 }
 
-SampleSource::SampleSource(std::shared_ptr<const Model> model, std::shared_ptr<const TextCorpus> corpus, SampleSettings settings)
-    : model_(std::move(model)), corpus_(std::move(corpus)), s_(settings) {
+SampleSource::SampleSource(std::shared_ptr<const Model> model, std::shared_ptr<const TextCorpus> corpus, SampleSettings settings,
+                           std::shared_ptr<const ImageSet> images)
+    : model_(std::move(model)), corpus_(std::move(corpus)), s_(settings), images_(std::move(images)) {
   if (model_->family() == Family::Mlp) {
     teacher_.resize(model_->features(), model_->classes());
     Stream st(subKey(s_.taskKey, 0x7EAC4E5ULL));
     for (Eigen::Index i = 0; i < teacher_.size(); ++i) teacher_.data()[i] = static_cast<float>(st.normal());
   }
+  if (model_->family() == Family::Image && images_ != nullptr) {
+    for (std::size_t r = 0; r < images_->count(); ++r)
+      (static_cast<int>(r % kHeldOutEvery) == kHeldOutEvery - 1 ? heldOutRecords_ : trainRecords_).push_back(r);
+  } else if (model_->family() == Family::Image) {
+    // Each class is a few coloured Gaussian blobs at fixed places: learnable
+    // by a small network, yet hidden under shifts, contrast and noise.
+    const int C = model_->imageChannels(), S = model_->imageSize();
+    prototypes_ = Mat::Zero(model_->classes(), model_->features());
+    Stream st(subKey(s_.taskKey, 0x1A6EULL));
+    for (int k = 0; k < model_->classes(); ++k)
+      for (int blob = 0; blob < kBlobsPerClass; ++blob) {
+        const double cy = S * (0.2 + 0.6 * st.uniform()), cx = S * (0.2 + 0.6 * st.uniform());
+        const double sigma = S * (0.08 + 0.12 * st.uniform());
+        std::vector<double> colour(static_cast<std::size_t>(C));
+        for (auto& c : colour) c = st.normal();
+        for (int c = 0; c < C; ++c)
+          for (int y = 0; y < S; ++y)
+            for (int x = 0; x < S; ++x) {
+              const double d2 = (y - cy) * (y - cy) + (x - cx) * (x - cx);
+              prototypes_(k, (static_cast<Eigen::Index>(c) * S + y) * S + x) +=
+                  static_cast<float>(colour[static_cast<std::size_t>(c)] * std::exp(-d2 / (2 * sigma * sigma)));
+            }
+      }
+  }
 }
 
 int SampleSource::majorityLabel() const {
-  if (model_->family() != Family::Mlp) return corpus_->majorityToken;
+  if (model_->family() != Family::Mlp && model_->family() != Family::Image) return corpus_->majorityToken;
   std::vector<int> counts(static_cast<std::size_t>(model_->classes()), 0);
+  if (model_->family() == Family::Image) {
+    // Labels only: 4096 images would be large.
+    for (long long i = 0; i < 4096; ++i) ++counts[static_cast<std::size_t>(imageLabel(subKey(s_.key, static_cast<std::uint64_t>(i)), false))];
+    return static_cast<int>(std::max_element(counts.begin(), counts.end()) - counts.begin());
+  }
   MicroBatch mb = make(0, 4096);
   for (int c : mb.classLabel) ++counts[static_cast<std::size_t>(c)];
   return static_cast<int>(std::max_element(counts.begin(), counts.end()) - counts.begin());
@@ -181,9 +218,14 @@ MicroBatch SampleSource::make(long long first, int count, bool heldOut) const {
   MicroBatch mb;
   mb.samples = count;
   const std::uint64_t stream = heldOut ? subKey(s_.key, 0xE7A1ULL) : s_.key;
-  if (model_->family() == Family::Mlp) {
+  mb.labelSmoothing = s_.labelSmoothing;
+  if (model_->family() == Family::Mlp || model_->family() == Family::Image) {
     mb.features.resize(count, model_->features());
-    for (int b = 0; b < count; ++b) mlpSample(subKey(stream, static_cast<std::uint64_t>(first + b)), mb, b);
+    for (int b = 0; b < count; ++b) {
+      const std::uint64_t key = subKey(stream, static_cast<std::uint64_t>(first + b));
+      if (model_->family() == Family::Mlp) mlpSample(key, mb, b);
+      else imageSample(key, heldOut, mb, b);
+    }
     mb.classCount = count;
     return mb;
   }
@@ -352,6 +394,47 @@ void SampleSource::mlpSample(std::uint64_t key, MicroBatch& mb, int b) const {
   (mb.features.row(b) * teacher_).maxCoeff(&label);
   mb.classifiedRow.push_back(b);
   mb.classLabel.push_back(static_cast<int>(label));
+}
+
+int SampleSource::imageLabel(std::uint64_t key, bool heldOut) const {
+  Stream rng(key);
+  if (images_ == nullptr) return static_cast<int>(rng.below(static_cast<std::uint64_t>(model_->classes())));
+  const auto& records = heldOut ? heldOutRecords_ : trainRecords_;
+  return images_->labels[records[static_cast<std::size_t>(rng.below(records.size()))]];
+}
+
+void SampleSource::imageSample(std::uint64_t key, bool heldOut, MicroBatch& mb, int b) const {
+  // The first draw of the sample's stream chooses its class or record (imageLabel replays it).
+  Stream rng(key);
+  const auto row = static_cast<Eigen::Index>(b);
+  int label = 0;
+  if (images_ != nullptr) {
+    // A record drawn from the file's training (or held-out) part.
+    const auto& records = heldOut ? heldOutRecords_ : trainRecords_;
+    const std::size_t r = records[static_cast<std::size_t>(rng.below(records.size()))];
+    const std::size_t n = images_->pixelsPerImage();
+    const std::uint8_t* px = images_->pixels.data() + r * n;
+    for (std::size_t j = 0; j < n; ++j) mb.features(row, static_cast<Eigen::Index>(j)) = static_cast<float>(px[j]) * kPixelScale - kPixelShift;
+    label = images_->labels[r];
+  } else {
+    // The class's prototype, shifted, scaled in contrast, plus noise.
+    const int C = model_->imageChannels(), S = model_->imageSize();
+    label = static_cast<int>(rng.below(static_cast<std::uint64_t>(model_->classes())));
+    const int dy = static_cast<int>(rng.below(2 * kMaxShift + 1)) - kMaxShift;
+    const int dx = static_cast<int>(rng.below(2 * kMaxShift + 1)) - kMaxShift;
+    const double contrast = 0.7 + 0.6 * rng.uniform();
+    for (int c = 0; c < C; ++c)
+      for (int y = 0; y < S; ++y)
+        for (int x = 0; x < S; ++x) {
+          const int sy = y - dy, sx = x - dx;
+          const double v = sy >= 0 && sy < S && sx >= 0 && sx < S
+                               ? prototypes_(label, (static_cast<Eigen::Index>(c) * S + sy) * S + sx)
+                               : 0.0f;
+          mb.features(row, (static_cast<Eigen::Index>(c) * S + y) * S + x) = static_cast<float>(contrast * v + kImageNoise * rng.normal());
+        }
+  }
+  mb.classifiedRow.push_back(b);
+  mb.classLabel.push_back(label);
 }
 
 }  // namespace ipu::emu

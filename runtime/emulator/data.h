@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "runtime/emulator/error.h"
+#include "runtime/emulator/image_file.h"
 #include "runtime/emulator/kernel.h"
 #include "runtime/emulator/model.h"
 
@@ -62,12 +63,15 @@ struct SampleSettings {
   double maskProbability = 0.15;
   bool packing = false;
   double sequencesPerPack = 1;
+  double labelSmoothing = 0;    // copied into every micro batch (classifier losses)
 };
 
 // Makes micro batches of samples for a model family.
 class SampleSource {
  public:
-  SampleSource(std::shared_ptr<const Model> model, std::shared_ptr<const TextCorpus> corpus, SampleSettings settings);
+  // `images`: the image file of an image model (null: synthetic images).
+  SampleSource(std::shared_ptr<const Model> model, std::shared_ptr<const TextCorpus> corpus, SampleSettings settings,
+               std::shared_ptr<const ImageSet> images = nullptr);
   // Samples [first, first + count) of the training stream (heldOut: of the held-out stream).
   MicroBatch make(long long first, int count, bool heldOut = false) const;
   // Set the global-batch counts on every micro batch of a step.
@@ -80,11 +84,16 @@ class SampleSource {
   void bertSample(std::uint64_t key, bool heldOut, MicroBatch& mb, int b) const;
   void gptSample(std::uint64_t key, bool heldOut, MicroBatch& mb, int b) const;
   void mlpSample(std::uint64_t key, MicroBatch& mb, int b) const;
+  void imageSample(std::uint64_t key, bool heldOut, MicroBatch& mb, int b) const;
+  int imageLabel(std::uint64_t key, bool heldOut) const;
 
   std::shared_ptr<const Model> model_;
   std::shared_ptr<const TextCorpus> corpus_;
   SampleSettings s_;
   Mat teacher_;  // the MLP task: label = argmax(features * teacher)
+  Mat prototypes_;  // synthetic images: one image per class (classes x C*H*W)
+  std::shared_ptr<const ImageSet> images_;
+  std::vector<std::size_t> trainRecords_, heldOutRecords_;  // of images_
 };
 
 }  // namespace ipu::emu

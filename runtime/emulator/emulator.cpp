@@ -36,6 +36,7 @@ const std::vector<CodeTitle>& emulatorCodes() {
       {code::kMissingPolicy, "a Lua policy the caller did not supply"},
       {code::kIo, "a file could not be written"},
       {code::kDiverged, "the training diverged: a step's loss is not a finite number"},
+      {code::kImageFile, "an image dataset file is damaged or does not fit the model"},
       {code::kInternal, "an internal error of the emulator"},
   };
   return codes;
@@ -73,6 +74,24 @@ int vocabOf(const ir::PhasePlan& ph) {
 }
 
 bool isMlp(const ir::PhasePlan& ph) { return !ph.layers.empty() && ph.layers.front().op == ir::LayerOp::Dense; }
+bool isImage(const ir::PhasePlan& ph) { return !ph.layers.empty() && ph.layers.front().op == ir::LayerOp::ConvStem; }
+
+// The image file of an image model's phase: null for synthetic images.
+Expected<std::shared_ptr<const ImageSet>> imagesFor(const ir::PhasePlan& ph, const Options& o) {
+  if (ph.dataset.kind == ir::DatasetKind::Synthetic || ph.dataset.path.empty()) return std::shared_ptr<const ImageSet>();
+  if (ph.dataset.kind != ir::DatasetKind::Files)
+    return Error{code::kDataset, "dataset `" + ph.dataset.name + "` is of kind `" + ir::nameOf(ph.dataset.kind) + "`",
+                 "an image model reads `kind: files` datasets (an image file, docs/emulator.md) or synthetic images", ph.source};
+  fs::path p(ph.dataset.path);
+  if (p.is_relative() && !o.datasetDirectory.empty()) p = fs::path(o.datasetDirectory) / p;
+  auto loaded = loadImageFile(p.string(), ph.dataset.path);
+  if (!loaded) {
+    Error e = loaded.error();
+    e.where = ph.source;
+    return e;
+  }
+  return loaded.value();
+}
 
 // The latest checkpoint of a run: (phase index, path, is final).
 struct ResumePoint {
@@ -185,7 +204,7 @@ std::vector<DeclarationProblem> checkDeclarations(const ir::RunPlan& plan) {
         out.push_back({withWhere(model.error(), ph.source), ph.source});
         continue;
       }
-      if ((*model)->family() != Family::Mlp && ph.seqLen < 8)
+      if ((*model)->family() != Family::Mlp && (*model)->family() != Family::Image && ph.seqLen < 8)
         out.push_back({Error{code::kUnsupportedModel, "phase `" + ph.name + "` has seq_len " + std::to_string(ph.seqLen),
                              "the emulator needs sequences of at least 8 tokens", ph.source},
                        ph.source});
@@ -242,7 +261,12 @@ Expected<RunOutcome> run(const ir::RunPlan& plan, const Options& options) {
         continue;
       }
       std::shared_ptr<const TextCorpus> corpus;
-      if (!isMlp(ph)) {
+      std::shared_ptr<const ImageSet> images;
+      if (isImage(ph)) {
+        auto loaded = imagesFor(ph, options);
+        if (!loaded) return loaded.error();
+        images = loaded.value();
+      } else if (!isMlp(ph)) {
         auto path = corpusPathFor(ph, options);
         if (!path) return path.error();
         const auto key = std::make_pair(*path, vocabOf(ph));
@@ -260,6 +284,7 @@ Expected<RunOutcome> run(const ir::RunPlan& plan, const Options& options) {
       ts.cancel = options.cancel;
       ts.policies = &options.policies;
       ts.runName = plan.name;
+      ts.images = images;
       auto created = PhaseTrainer::create(ph, ts, corpus);
       if (!created) return created.error();
       PhaseTrainer& trainer = **created;
@@ -488,7 +513,9 @@ HostMemory hostMemoryNeeded(const ir::RunPlan& plan, const Options& options) {
     }
     h.activations = replicas * act * 4;
     std::error_code ec;
-    const std::string corpus = isMlp(ph) ? "" : (ph.dataset.kind == ir::DatasetKind::Text && !ph.dataset.path.empty()
+    const bool imageFile = isImage(ph) && ph.dataset.kind == ir::DatasetKind::Files && !ph.dataset.path.empty();
+    const std::string corpus = imageFile ? (fs::path(options.datasetDirectory) / ph.dataset.path).string()
+                             : isMlp(ph) || isImage(ph) ? "" : (ph.dataset.kind == ir::DatasetKind::Text && !ph.dataset.path.empty()
                                                       ? (fs::path(options.datasetDirectory) / ph.dataset.path).string()
                                                       : options.builtinCorpus);
     double bytes = 0;
@@ -500,7 +527,7 @@ HostMemory hostMemoryNeeded(const ir::RunPlan& plan, const Options& options) {
         bytes = static_cast<double>(fs::file_size(corpus, ec));
       }
     }
-    h.data = bytes * 12;   // text, words and token ids while the vocabulary is built
+    h.data = bytes * (imageFile ? 2 : 12);   // images: the file and its parsed copy; text: words and token ids while the vocabulary is built
     // The previous phase's final weights stay in memory for `from`.
     h.total = h.parameters + h.optimizerState + h.activations + h.data + params * 4;
     if (h.total > best.total) best = h;

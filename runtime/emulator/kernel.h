@@ -48,7 +48,8 @@ struct MicroBatch {
   std::vector<int> maskedRow, maskedLabel;     // MLM predictions
   std::vector<int> classifiedRow, classLabel;  // NSP (row of each [CLS]) or classification (sample)
   std::vector<int> nextToken;        // causal LM label per row, -1 where none
-  Mat features;                      // inputs of an MLP (samples x inputs)
+  Mat features;                      // inputs of an MLP (samples x inputs), or images (samples x C*H*W, channel-major)
+  double labelSmoothing = 0;         // the phase's label_smoothing, for classifier losses that apply it
   // Losses are means over the whole global batch: each micro batch divides
   // by these global counts, so the gradients do not depend on the mapping.
   double mlmCount = 1, classCount = 1, lmCount = 1;

@@ -10,6 +10,7 @@
 #include <unsupported/Eigen/SpecialFunctions>
 
 #include "runtime/emulator/collectives.h"
+#include "runtime/emulator/conv_kernels.h"
 #include "runtime/emulator/fp16.h"
 #include "runtime/emulator/kernel.h"
 
@@ -768,10 +769,11 @@ bool hasKernel(ir::LayerOp op) {
     case ir::LayerOp::LmHead:
     case ir::LayerOp::PooledClassifier:
     case ir::LayerOp::Dense:
-    case ir::LayerOp::SoftmaxLoss: return true;
+    case ir::LayerOp::SoftmaxLoss:
     case ir::LayerOp::ConvStem:
     case ir::LayerOp::Bottleneck:
-    case ir::LayerOp::PooledFc:
+    case ir::LayerOp::BasicBlock:
+    case ir::LayerOp::PooledFc: return true;
     case ir::LayerOp::PatchEmbedding:
     case ir::LayerOp::TokenClassifier:
     case ir::LayerOp::ConvModule:
@@ -867,10 +869,11 @@ Expected<std::unique_ptr<Kernel>> makeKernel(const ir::Layer& l, int shards, lon
         return layerError(l, "attribute `" + bad + "` must be a positive whole number", "check the layer's arguments");
       return std::unique_ptr<Kernel>(new SoftmaxLossKernel(static_cast<int>(need("classes"))));
     }
-    // No kernel: the cost model prices these from their formulas only.
     case ir::LayerOp::ConvStem:
     case ir::LayerOp::Bottleneck:
-    case ir::LayerOp::PooledFc:
+    case ir::LayerOp::BasicBlock:
+    case ir::LayerOp::PooledFc: return makeConvKernel(l);
+    // No kernel: the cost model prices these from their formulas only.
     case ir::LayerOp::PatchEmbedding:
     case ir::LayerOp::TokenClassifier:
     case ir::LayerOp::ConvModule:
@@ -878,8 +881,8 @@ Expected<std::unique_ptr<Kernel>> makeKernel(const ir::Layer& l, int shards, lon
     case ir::LayerOp::Other: break;
   }
   return layerError(l, "the emulator has no kernel for op \"" + ir::opName(l) + "\"",
-                    "`ipu run` executes embedding, attention, ffn, mlm_head, pooled_classifier, lm_head, dense and "
-                    "softmax_loss layers; use `ipu estimate` for the others");
+                    "`ipu run` executes embedding, attention, ffn, mlm_head, pooled_classifier, lm_head, dense, "
+                    "softmax_loss, conv_stem, bottleneck, basic_block and pooled_fc layers; use `ipu estimate` for the others");
 }
 
 }  // namespace ipu::emu

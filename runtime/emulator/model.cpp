@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "runtime/emulator/conv_kernels.h"
 #include "runtime/emulator/counter_rng.h"
 
 namespace ipu::emu {
@@ -101,16 +102,29 @@ Expected<std::shared_ptr<const Model>> Model::build(const ir::PhasePlan& phase) 
                         "add an mlm_head or lm_head");
     m.family_ = hasLm ? Family::Gpt : Family::Bert;
     if (hasSoftmax) return modelError(first.source, "softmax_loss after an embedding has no data to classify", "");
+  } else if (first.op == ir::LayerOp::ConvStem) {
+    m.family_ = Family::Image;
+    m.imageChannels_ = static_cast<int>(attr(first, "channels"));
+    m.imageSize_ = static_cast<int>(attr(first, "size"));
+    m.features_ = m.imageChannels_ * m.imageSize_ * m.imageSize_;
+    if (phase.imageSize > 0 && static_cast<long long>(m.imageSize_) != phase.imageSize)
+      return modelError(first.source, "the stem `" + first.name + "` takes images of side " + std::to_string(m.imageSize_) +
+                                          " but the phase's image_size is " + std::to_string(phase.imageSize),
+                        "give the stem `size: image_size`");
+    bool hasPooledFc = false;
+    for (const auto& l : phase.layers) hasPooledFc |= l.op == ir::LayerOp::PooledFc;
+    if (!hasPooledFc) return modelError(first.source, "an image model needs a pooled_fc classifier", "end the model with pooled_fc(...)");
   } else if (first.op == ir::LayerOp::Dense) {
     m.family_ = Family::Mlp;
     m.features_ = static_cast<int>(attr(first, "inputs"));
     if (!hasSoftmax) return modelError(first.source, "an MLP needs a softmax_loss layer", "end the model with softmax_loss(classes: ...)");
   } else {
     return modelError(first.source, "the first layer `" + first.name + "` is a `" + ir::opName(first) + "`",
-                      "the emulator's first layer reads the data: an embedding (tokens) or a dense layer (features)");
+                      "the emulator's first layer reads the data: an embedding (tokens), a dense layer (features) or a "
+                      "conv_stem (images)");
   }
   // Widths along the trunk must match.
-  int width = m.family_ == Family::Mlp ? m.features_ : hidden;
+  int width = m.family_ == Family::Mlp || m.family_ == Family::Image ? m.features_ : hidden;
   for (std::size_t i = 0; i < phase.layers.size(); ++i) {
     const ir::Layer& l = phase.layers[i];
     int in = -1, out = -1;
@@ -129,10 +143,21 @@ Expected<std::shared_ptr<const Model>> Model::build(const ir::PhasePlan& phase) 
         m.classes_ = in;
         break;
       case ir::LayerOp::Embedding: continue;  // it sets the width
-      // Ops without a kernel never reach a model (hasKernel).
       case ir::LayerOp::ConvStem:
       case ir::LayerOp::Bottleneck:
-      case ir::LayerOp::PooledFc:
+      case ir::LayerOp::BasicBlock:
+      case ir::LayerOp::PooledFc: {
+        // Widths are C*H*W; makeKernel has checked the attributes.
+        ImageWidths w;
+        if (!imageWidths(l, w) || m.family_ != Family::Image)
+          return modelError(l.source, "layer `" + l.name + "` is a `" + ir::opName(l) + "` in a model that does not start with a conv_stem",
+                            "convolutional layers read images: start the model with conv_stem(...)");
+        in = static_cast<int>(w.in);
+        out = static_cast<int>(w.out);
+        if (l.op == ir::LayerOp::PooledFc) m.classes_ = w.classes;
+        break;
+      }
+      // Ops without a kernel never reach a model (hasKernel).
       case ir::LayerOp::PatchEmbedding:
       case ir::LayerOp::TokenClassifier:
       case ir::LayerOp::ConvModule:
@@ -141,7 +166,9 @@ Expected<std::shared_ptr<const Model>> Model::build(const ir::PhasePlan& phase) 
     }
     if (in != width)
       return modelError(l.source, "layer `" + l.name + "` expects width " + std::to_string(in) + " but receives " + std::to_string(width),
-                        "make consecutive layers' sizes agree");
+                        m.family_ == Family::Image ? "widths are channels x side x side: make each layer's inputs and size agree with the "
+                                                     "previous layer's output"
+                                                   : "make consecutive layers' sizes agree");
     if (!m.layers_[i].head) width = out;
     if ((l.op == ir::LayerOp::MlmHead || l.op == ir::LayerOp::LmHead) && static_cast<int>(attr(l, "vocab")) != m.vocab_)
       return modelError(l.source, "layer `" + l.name + "` has a vocab different from the embedding's", "");

@@ -941,7 +941,22 @@ Expected<std::unique_ptr<PhaseTrainer>> PhaseTrainer::createUnchecked(const ir::
   auto model = Model::build(impl->plan);
   if (!model) return model.error();
   impl->model = model.value();
-  if (impl->model->family() != Family::Mlp && corpus == nullptr)
+  const Family family = impl->model->family();
+  const bool textless = family == Family::Mlp || family == Family::Image;
+  if (family == Family::Image && settings.images != nullptr) {
+    const ImageSet& im = *settings.images;
+    const Model& md = *impl->model;
+    std::string wrong;
+    if (im.channels != md.imageChannels()) wrong = std::to_string(im.channels) + " channels, the model's stem takes " + std::to_string(md.imageChannels());
+    else if (im.height != md.imageSize() || im.width != md.imageSize())
+      wrong = std::to_string(im.height) + "x" + std::to_string(im.width) + " images, the phase's image_size is " + std::to_string(md.imageSize());
+    else if (im.classes != md.classes()) wrong = std::to_string(im.classes) + " classes, the model's classifier has " + std::to_string(md.classes());
+    else if (im.count() < 10) wrong = std::to_string(im.count()) + " records, fewer than the 10 needed to hold one out";
+    if (!wrong.empty())
+      return Error{code::kImageFile, "dataset `" + phase.dataset.name + "` holds " + wrong,
+                   "make the file's images and classes match the model, or the model match the file", phase.source};
+  }
+  if (!textless && corpus == nullptr)
     return Error{code::kDataset, "phase `" + phase.name + "` trains a language model but has no text", "", phase.source};
   SampleSettings ss;
   ss.key = subKey(subKey(static_cast<std::uint64_t>(settings.seed), hashName(settings.runName)), hashName("data:" + phase.name));
@@ -951,14 +966,15 @@ Expected<std::unique_ptr<PhaseTrainer>> PhaseTrainer::createUnchecked(const ir::
   ss.maskProbability = phase.dataset.maskProbability;
   ss.packing = phase.dataset.packing;
   ss.sequencesPerPack = phase.dataset.sequencesPerPack;
-  if (impl->model->family() != Family::Mlp && ss.seqLen < 8)
+  ss.labelSmoothing = phase.labelSmoothing;
+  if (!textless && ss.seqLen < 8)
     return Error{code::kUnsupportedModel, "phase `" + phase.name + "` has seq_len " + std::to_string(ss.seqLen), "the emulator needs sequences of at least 8 tokens", phase.source};
   if (impl->model->family() == Family::Gpt && corpus->trainStream.size() < static_cast<std::size_t>(ss.seqLen) * 4)
     return Error{code::kDataset, "the corpus is too short for sequences of " + std::to_string(ss.seqLen) + " tokens", "use more text or a shorter seq_len", phase.source};
   if (phase.precision.lossScale.kind == ir::LossScaleKind::Lua && (settings.policies == nullptr || !settings.policies->lossScale))
     return Error{code::kMissingPolicy, "phase `" + phase.name + "` takes its loss scale from the Lua function `" + phase.precision.lossScale.luaFunction + "`",
                  "the caller must supply Policies::lossScale (the CLI wires the script's hooks)", phase.source};
-  impl->data = std::make_unique<SampleSource>(impl->model, std::move(corpus), ss);
+  impl->data = std::make_unique<SampleSource>(impl->model, std::move(corpus), ss, family == Family::Image ? settings.images : nullptr);
   auto ok = impl->setup();
   if (!ok) return ok.error();
   return std::unique_ptr<PhaseTrainer>(new PhaseTrainer(std::move(impl)));

@@ -33,6 +33,7 @@ struct TrainerSettings {
   const std::atomic<bool>* cancel = nullptr;   // checked between pipeline cycles
   const train::Policies* policies = nullptr;
   std::string runName;                         // with the phase, names the data and rounding streams
+  std::shared_ptr<const ImageSet> images;      // an image model's file dataset (null: synthetic images)
 };
 
 struct StepResult {

@@ -150,6 +150,8 @@ Json toJson(const PhasePlan& ph) {
   j["seq_len"] = ph.seqLen ? Json(ph.seqLen) : Json();
   j["masked_tokens"] = ph.maskedTokens ? Json(ph.maskedTokens) : Json();
   j["image_size"] = ph.imageSize ? Json(ph.imageSize) : Json();
+  // Written only when set, so that plans without it keep their hashes.
+  if (ph.labelSmoothing > 0) j["label_smoothing"] = ph.labelSmoothing;
   j["steps"] = ph.steps;
   j["epochs"] = ph.epochs > 0 ? Json(ph.epochs) : Json();
   j["fits"] = ph.fits;

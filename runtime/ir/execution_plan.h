@@ -254,6 +254,7 @@ struct PhasePlan {
   Dataset dataset;
   Batch batch;
   long long seqLen = 0, maskedTokens = 0, imageSize = 0;
+  double labelSmoothing = 0;  // classifier losses' target smoothing (0: one-hot)
   std::string software;      // framework and SDK the script declares ("" when unstated)
   long long steps = 0;
   double epochs = 0;         // when given in epochs

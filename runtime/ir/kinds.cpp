@@ -47,6 +47,7 @@ const char* nameOf(LayerOp op) {
     case LayerOp::SoftmaxLoss: return "softmax_loss";
     case LayerOp::ConvStem: return "conv_stem";
     case LayerOp::Bottleneck: return "bottleneck";
+    case LayerOp::BasicBlock: return "basic_block";
     case LayerOp::PooledFc: return "pooled_fc";
     case LayerOp::PatchEmbedding: return "patch_embedding";
     case LayerOp::TokenClassifier: return "token_classifier";

@@ -52,7 +52,7 @@ ir::PhasePlan phaseOf(const std::string& script) {
 
 std::unique_ptr<emu::PhaseTrainer> trainerFor(const ir::PhasePlan& phase, int threads, long long seed) {
   std::shared_ptr<const emu::TextCorpus> corpus;
-  if (phase.layers.empty() || phase.layers.front().op != ir::LayerOp::Dense) {
+  if (phase.layers.empty() || (phase.layers.front().op != ir::LayerOp::Dense && phase.layers.front().op != ir::LayerOp::ConvStem)) {
     int vocab = 0;
     for (const auto& a : phase.layers.front().attributes)
       if (a.name == "vocab") vocab = static_cast<int>(a.number);

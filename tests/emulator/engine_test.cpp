@@ -262,10 +262,15 @@ TEST(Errors, AreValuesPointingIntoTheScript) {
     EXPECT_EQ(out.error().code, "IPU5004");
   }
   {
-    const std::string resnet = "import \"std/pods\"\nimport \"std/models/resnet\"\n"
-                               "mapping m for resnet50 on POD16 { replicas: 16 }\n"
-                               "training t { mapping: m\n optimizer: sgd()\n phase p { image_size: 32, micro_batch: 2, gradient_accumulation: 1, steps: 1, lr: 0.1 } }\n";
-    ir::ExecutionPlan rp = planOf(resnet);
+    // A user's op the emulator has no kernel for.
+    const std::string fft = "import \"std/pods\"\nimport \"std/layers\"\n"
+                            "layer spectral(width: int) { op: \"fft\"\n params: width\n flops: { elementwise: 10 * micro_batch * width }\n"
+                            " output: micro_batch * width }\n"
+                            "model mixer { layer inp = dense(inputs: 16, outputs: 16)\n layer mix = spectral(width: 16)\n"
+                            " layer out = dense(inputs: 16, outputs: 4)\n layer loss = softmax_loss(classes: 4) }\n"
+                            "mapping m for mixer on POD16 { replicas: 16 }\n"
+                            "training t { mapping: m\n optimizer: sgd()\n phase p { micro_batch: 2, gradient_accumulation: 1, steps: 1, lr: 0.1 } }\n";
+    ir::ExecutionPlan rp = planOf(fft);
     ASSERT_FALSE(rp.runs.empty());
     auto out = emu::run(rp.runs[0], {});
     ASSERT_FALSE(out.ok());

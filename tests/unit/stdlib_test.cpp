@@ -48,6 +48,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Published{"std/models/gpt", "gpt2_xl", 1542e6, "Radford et al. 2019, table 2"},
                       Published{"std/models/gpt", "gpt3_175b", 175e9, "Brown et al. 2020"},
                       Published{"std/models/resnet", "resnet50", 25.6e6, "He et al. 2016 / torchvision 25,557,032"},
+                      Published{"std/models/resnet", "resnet18", 11.69e6, "torchvision 11,689,512"},
+                      Published{"std/models/resnet", "resnet34", 21.80e6, "torchvision 21,797,672"},
                       Published{"std/models/vit", "vit_b16", 86e6, "Dosovitskiy et al. 2021"}),
     [](const ::testing::TestParamInfo<Published>& param) { return std::string(param.param.model); });
 
