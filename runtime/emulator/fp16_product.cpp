@@ -1,0 +1,280 @@
+#include "runtime/emulator/fp16_product.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+#include "runtime/emulator/counter_rng.h"
+#include "runtime/emulator/fp16.h"
+
+namespace ipu::emu::fp16 {
+
+namespace {
+
+using Index = std::ptrdiff_t;
+
+constexpr Index kDepth = 16;   // products an AMP unit sums before a partial is written
+constexpr int kPanel = 32;     // columns of a packed panel of op(B): two 16-lane vectors
+constexpr int kTileRows = 4;   // rows of op(A) per register tile (4 x 32 sums and accumulators: 16 registers)
+
+constexpr std::uint32_t kSign = 0x80000000u;
+constexpr std::uint32_t kSmallestNormal = 0x38800000u;   // 2^-14
+constexpr std::uint32_t kLargestHalf = 0x477FE000u;      // 65504
+constexpr std::uint32_t kBeyondHalf = 0x47800000u;       // 65536: the step above 65504
+constexpr std::uint32_t kInfinity = 0x7F800000u;
+constexpr std::uint32_t kKept = 0xFFFFE000u;             // a float's bits that binary16 keeps in its normal range
+constexpr float kOffset = 6.103515625e-05f;              // 2^-14
+
+std::uint32_t bitsOf(float x) {
+  std::uint32_t b;
+  std::memcpy(&b, &x, 4);
+  return b;
+}
+
+float floatOf(std::uint32_t b) {
+  float x;
+  std::memcpy(&x, &b, 4);
+  return x;
+}
+
+float roundNearestHalf(float x) { return toFloat(fromFloat(x)); }
+
+}  // namespace
+
+float roundPartialStochastic(float x, std::uint32_t u) {
+  const std::uint32_t b = bitsOf(x);
+  const std::uint32_t a = b & ~kSign;
+  if (a > kInfinity) return roundNearestHalf(x);   // NaN
+  const bool tiny = a < kSmallestNormal;
+  const float y = tiny ? floatOf(a) + kOffset : floatOf(a);
+  std::uint32_t t = (bitsOf(y) + u) & kKept;       // no carry into the sign: a <= infinity, u < 2^13
+  if (t >= kBeyondHalf) t = kInfinity;
+  const float z = tiny ? floatOf(t) - kOffset : floatOf(t);
+  return floatOf(bitsOf(z) | (b & kSign));
+}
+
+namespace {
+
+// The random bits of one element and block: the top 13 round the block's
+// sum, the low 13 the accumulator.
+constexpr int kSumShift = 19;
+constexpr std::uint32_t kAccMask = 0x1FFFu;
+
+#if defined(__AVX512F__)
+constexpr bool kHaveVector = true;
+
+// roundPartialStochastic on 16 lanes: the same operations, with the
+// subnormal-range lanes offset and restored by masked float additions (no
+// branch for them). Lanes above 65504 (overflow, infinity, NaN) are rare:
+// they are redone by the element function.
+inline __m512 roundStochastic16(__m512 x, __m512i u) {
+  const __m512i b = _mm512_castps_si512(x);
+  const __m512i a = _mm512_and_si512(b, _mm512_set1_epi32(static_cast<int>(~kSign)));
+  const __mmask16 tiny = _mm512_cmplt_epu32_mask(a, _mm512_set1_epi32(static_cast<int>(kSmallestNormal)));
+  const __m512 offset = _mm512_set1_ps(kOffset);
+  const __m512 y = _mm512_mask_add_ps(_mm512_castsi512_ps(a), tiny, _mm512_castsi512_ps(a), offset);
+  const __m512i t = _mm512_and_si512(_mm512_add_epi32(_mm512_castps_si512(y), u), _mm512_set1_epi32(static_cast<int>(kKept)));
+  const __m512 z = _mm512_mask_sub_ps(_mm512_castsi512_ps(t), tiny, _mm512_castsi512_ps(t), offset);
+  // z | (b & sign): ternary-logic table of A | (B & C) is 0xF8.
+  __m512 r = _mm512_castsi512_ps(
+      _mm512_ternarylogic_epi32(_mm512_castps_si512(z), b, _mm512_set1_epi32(static_cast<int>(kSign)), 0xF8));
+  const __mmask16 special = _mm512_cmpgt_epu32_mask(a, _mm512_set1_epi32(static_cast<int>(kLargestHalf)));
+  if (special != 0) [[unlikely]] {
+    alignas(64) float in[16], out[16];
+    alignas(64) std::uint32_t bits[16];
+    _mm512_store_ps(in, x);
+    _mm512_store_ps(out, r);
+    _mm512_store_si512(bits, u);
+    for (int l = 0; l < 16; ++l)
+      if ((special >> l) & 1u) out[l] = roundPartialStochastic(in[l], bits[l]);
+    r = _mm512_load_ps(out);
+  }
+  return r;
+}
+
+// Round to nearest-even by the hardware conversion (the same as fromFloat for
+// every value an addition or fused multiply-add produces: subnormals,
+// overflow to infinity, quiet NaN with its payload).
+inline __m512 roundNearest16(__m512 x) {
+  return _mm512_cvtph_ps(_mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+
+// lowbias32 on 16 lanes (counter_rng.h, hash32).
+inline __m512i hash16(__m512i x) {
+  x = _mm512_xor_si512(x, _mm512_srli_epi32(x, 16));
+  x = _mm512_mullo_epi32(x, _mm512_set1_epi32(0x7FEB352D));
+  x = _mm512_xor_si512(x, _mm512_srli_epi32(x, 15));
+  x = _mm512_mullo_epi32(x, _mm512_set1_epi32(static_cast<int>(0x846CA68BU)));
+  return _mm512_xor_si512(x, _mm512_srli_epi32(x, 16));
+}
+
+// One register tile: kTileRows rows of op(A) (packed: kTileRows values per
+// reduction index) times a panel (kPanel values per reduction index), the
+// whole reduction. `position` holds the low 32 bits of the row-major
+// position in C of each row's first column; `rows` and `width` the valid
+// part of the tile.
+template <bool kStochastic>
+void tile(const float* pa, const float* pb, Index depth, const std::uint32_t* mul, const std::uint32_t* add,
+          const std::uint32_t* lanes, const std::uint32_t* position, float* c, Index ldc, int rows, int width) {
+  __m512 acc[kTileRows][2];
+  for (auto& row : acc) row[0] = row[1] = _mm512_setzero_ps();
+  Index j = 0;
+  for (Index k0 = 0; k0 < depth; k0 += kDepth, ++j) {
+    const Index k1 = std::min(depth, k0 + kDepth);
+    __m512 part[kTileRows][2];
+    for (auto& row : part) row[0] = row[1] = _mm512_setzero_ps();
+    for (Index k = k0; k < k1; ++k) {
+      const __m512 b0 = _mm512_loadu_ps(pb + k * kPanel);
+      const __m512 b1 = _mm512_loadu_ps(pb + k * kPanel + 16);
+      for (int r = 0; r < kTileRows; ++r) {
+        const __m512 av = _mm512_set1_ps(pa[k * kTileRows + r]);
+        part[r][0] = _mm512_fmadd_ps(av, b0, part[r][0]);
+        part[r][1] = _mm512_fmadd_ps(av, b1, part[r][1]);
+      }
+    }
+    if constexpr (kStochastic) {
+      const __m512i lane0 = _mm512_loadu_si512(lanes + j * kPanel);
+      const __m512i lane1 = _mm512_loadu_si512(lanes + j * kPanel + 16);
+      const __m512i sumMask = _mm512_set1_epi32(static_cast<int>(kAccMask));
+      for (int r = 0; r < kTileRows; ++r) {
+        const __m512i base = _mm512_set1_epi32(static_cast<int>(position[r] * mul[j] + add[j]));
+        const __m512i w0 = hash16(_mm512_add_epi32(base, lane0));
+        const __m512i w1 = hash16(_mm512_add_epi32(base, lane1));
+        const __m512 s0 = roundStochastic16(part[r][0], _mm512_srli_epi32(w0, kSumShift));
+        const __m512 s1 = roundStochastic16(part[r][1], _mm512_srli_epi32(w1, kSumShift));
+        acc[r][0] = roundStochastic16(_mm512_add_ps(acc[r][0], s0), _mm512_and_si512(w0, sumMask));
+        acc[r][1] = roundStochastic16(_mm512_add_ps(acc[r][1], s1), _mm512_and_si512(w1, sumMask));
+      }
+    } else {
+      for (int r = 0; r < kTileRows; ++r)
+        for (int v = 0; v < 2; ++v) acc[r][v] = roundNearest16(_mm512_add_ps(acc[r][v], roundNearest16(part[r][v])));
+    }
+  }
+  const __mmask16 m0 = static_cast<__mmask16>(width >= 16 ? 0xFFFFu : (1u << width) - 1u);
+  const __mmask16 m1 = static_cast<__mmask16>(width >= 32 ? 0xFFFFu : width <= 16 ? 0u : (1u << (width - 16)) - 1u);
+  for (int r = 0; r < rows; ++r) {
+    _mm512_mask_storeu_ps(c + r * ldc, m0, acc[r][0]);
+    _mm512_mask_storeu_ps(c + r * ldc + 16, m1, acc[r][1]);
+  }
+}
+#else
+constexpr bool kHaveVector = false;
+#endif
+
+}  // namespace
+
+PartialsProduct::PartialsProduct(Operand b, Index depth, Index cols, bool stochastic, std::uint64_t key, Kernel kernel)
+    : b_(b), depth_(std::max<Index>(depth, 0)), cols_(std::max<Index>(cols, 0)), stochastic_(stochastic),
+      vector_(kHaveVector && kernel == Kernel::Best) {
+  const Index panels = (cols_ + kPanel - 1) / kPanel;
+  packed_.reset(new float[static_cast<std::size_t>(panels * depth_ * kPanel)]);   // every element written below
+  for (Index p = 0; p < panels; ++p) {
+    float* out = packed_.get() + p * depth_ * kPanel;
+    for (Index k = 0; k < depth_; ++k)
+      for (Index l = 0; l < kPanel; ++l) {
+        const Index col = p * kPanel + l;
+        out[k * kPanel + l] = col < cols_ ? b.data[k * b.rowStride + col * b.colStride] : 0.0f;
+      }
+  }
+  if (!stochastic_) return;
+  const Index blocks = (depth_ + kDepth - 1) / kDepth;
+  const auto nb = static_cast<std::size_t>(blocks);
+  keys_.resize(nb);
+  mul_.resize(nb);
+  add_.resize(nb);
+  lanes_.resize(nb * kPanel);
+  for (std::size_t j = 0; j < nb; ++j) {
+    keys_[j] = subKey(key, j);
+    const Stream32 s = stream32(keys_[j], 0);
+    mul_[j] = s.mul;
+    add_[j] = s.add;
+    for (int l = 0; l < kPanel; ++l) lanes_[j * kPanel + static_cast<std::size_t>(l)] = static_cast<std::uint32_t>(l) * s.mul;
+  }
+}
+
+void PartialsProduct::rows(Operand a, Index r0, Index nr, float* c) const {
+  if (nr <= 0 || cols_ <= 0) return;
+  if (depth_ == 0) {
+    std::fill(c + r0 * cols_, c + (r0 + nr) * cols_, 0.0f);
+    return;
+  }
+  // The vector kernel computes draw positions in 32 bits (every product
+  // below 2^32 elements, i.e. 16 GB).
+  const bool small = static_cast<std::uint64_t>(r0 + nr) * static_cast<std::uint64_t>(cols_) <= (std::uint64_t{1} << 32);
+  if (vector_ && small) vectorRows(a, r0, nr, c);
+  else portableRows(a, r0, nr, c);
+}
+
+// Element by element (in panels of op(B), so that the multiply-adds of a row
+// vectorise where the build has fused multiply-add instructions).
+void PartialsProduct::portableRows(Operand a, Index r0, Index nr, float* c) const {
+  const Index panels = (cols_ + kPanel - 1) / kPanel;
+  for (Index i = r0; i < r0 + nr; ++i)
+    for (Index p = 0; p < panels; ++p) {
+      const float* pb = packed_.get() + p * depth_ * kPanel;
+      const Index col0 = p * kPanel;
+      const int width = static_cast<int>(std::min<Index>(kPanel, cols_ - col0));
+      float acc[kPanel] = {};
+      Index j = 0;
+      for (Index k0 = 0; k0 < depth_; k0 += kDepth, ++j) {
+        float part[kPanel] = {};
+        for (Index k = k0; k < std::min(depth_, k0 + kDepth); ++k) {
+          const float aik = a.data[i * a.rowStride + k * a.colStride];
+          for (int l = 0; l < kPanel; ++l) part[l] = std::fma(aik, pb[k * kPanel + l], part[l]);
+        }
+        for (int l = 0; l < width; ++l) {
+          if (!stochastic_) {
+            acc[l] = roundNearestHalf(acc[l] + roundNearestHalf(part[l]));
+            continue;
+          }
+          const auto n = static_cast<std::uint64_t>(i * cols_ + col0 + l);
+          const std::uint32_t w = draw32(keys_[static_cast<std::size_t>(j)], n);
+          acc[l] = roundPartialStochastic(acc[l] + roundPartialStochastic(part[l], w >> kSumShift), w & kAccMask);
+        }
+      }
+      std::copy(acc, acc + width, c + i * cols_ + col0);
+    }
+}
+
+void PartialsProduct::vectorRows([[maybe_unused]] Operand a, [[maybe_unused]] Index r0, [[maybe_unused]] Index nr,
+                                 [[maybe_unused]] float* c) const {
+#if defined(__AVX512F__)
+  // op(A)'s rows packed by tiles of kTileRows (zero beyond the last row), each
+  // kTileRows values per reduction index.
+  const Index tiles = (nr + kTileRows - 1) / kTileRows;
+  std::vector<float> pa(static_cast<std::size_t>(tiles * depth_ * kTileRows));
+  for (Index t = 0; t < tiles; ++t) {
+    float* out = pa.data() + t * depth_ * kTileRows;
+    for (Index k = 0; k < depth_; ++k)
+      for (int r = 0; r < kTileRows; ++r) {
+        const Index i = r0 + t * kTileRows + r;
+        out[k * kTileRows + r] = i < r0 + nr ? a.data[i * a.rowStride + k * a.colStride] : 0.0f;
+      }
+  }
+  // Panels outermost: a panel of op(B) stays in cache while the row tiles pass over it.
+  const Index panels = (cols_ + kPanel - 1) / kPanel;
+  for (Index p = 0; p < panels; ++p) {
+    const float* pb = packed_.get() + p * depth_ * kPanel;
+    const Index col0 = p * kPanel;
+    const int width = static_cast<int>(std::min<Index>(kPanel, cols_ - col0));
+    for (Index t = 0; t < tiles; ++t) {
+      const Index i0 = r0 + t * kTileRows;
+      const int rows = static_cast<int>(std::min<Index>(kTileRows, r0 + nr - i0));
+      std::uint32_t position[kTileRows];
+      for (int r = 0; r < kTileRows; ++r) position[r] = static_cast<std::uint32_t>((i0 + r) * cols_ + col0);
+      float* ct = c + i0 * cols_ + col0;
+      const float* at = pa.data() + t * depth_ * kTileRows;
+      if (stochastic_)
+        tile<true>(at, pb, depth_, mul_.data(), add_.data(), lanes_.data(), position, ct, cols_, rows, width);
+      else
+        tile<false>(at, pb, depth_, nullptr, nullptr, nullptr, position, ct, cols_, rows, width);
+    }
+  }
+#endif
+}
+
+}  // namespace ipu::emu::fp16
