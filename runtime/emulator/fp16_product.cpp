@@ -19,7 +19,8 @@ using Index = std::ptrdiff_t;
 
 constexpr Index kDepth = 16;   // products an AMP unit sums before a partial is written
 constexpr int kPanel = 32;     // columns of a packed panel of op(B): two 16-lane vectors
-constexpr int kTileRows = 4;   // rows of op(A) per register tile (4 x 32 sums and accumulators: 16 registers)
+constexpr Index kChunkRows = 64;  // rows of op(A) packed at a time (a multiple of kTileRows)
+constexpr int kTileRows = 8;   // rows of op(A) per register tile (8 x 32 block sums: 16 registers)
 
 constexpr std::uint32_t kSign = 0x80000000u;
 constexpr std::uint32_t kSmallestNormal = 0x38800000u;   // 2^-14
@@ -67,33 +68,22 @@ constexpr std::uint32_t kAccMask = 0x1FFFu;
 #if defined(__AVX512F__)
 constexpr bool kHaveVector = true;
 
-// roundPartialStochastic on 16 lanes: the same operations, with the
+// roundPartialStochastic on 16 lanes, for lanes up to 65504 (the caller
+// checks the rest, which are rare): the same operations, with the
 // subnormal-range lanes offset and restored by masked float additions (no
-// branch for them). Lanes above 65504 (overflow, infinity, NaN) are rare:
-// they are redone by the element function.
-inline __m512 roundStochastic16(__m512 x, __m512i u) {
+// branch). `largest` collects the magnitudes' bits (unsigned maximum).
+inline __m512 roundStochastic16(__m512 x, __m512i u, __m512i& largest) {
   const __m512i b = _mm512_castps_si512(x);
   const __m512i a = _mm512_and_si512(b, _mm512_set1_epi32(static_cast<int>(~kSign)));
+  largest = _mm512_max_epu32(largest, a);
   const __mmask16 tiny = _mm512_cmplt_epu32_mask(a, _mm512_set1_epi32(static_cast<int>(kSmallestNormal)));
   const __m512 offset = _mm512_set1_ps(kOffset);
   const __m512 y = _mm512_mask_add_ps(_mm512_castsi512_ps(a), tiny, _mm512_castsi512_ps(a), offset);
   const __m512i t = _mm512_and_si512(_mm512_add_epi32(_mm512_castps_si512(y), u), _mm512_set1_epi32(static_cast<int>(kKept)));
   const __m512 z = _mm512_mask_sub_ps(_mm512_castsi512_ps(t), tiny, _mm512_castsi512_ps(t), offset);
   // z | (b & sign): ternary-logic table of A | (B & C) is 0xF8.
-  __m512 r = _mm512_castsi512_ps(
+  return _mm512_castsi512_ps(
       _mm512_ternarylogic_epi32(_mm512_castps_si512(z), b, _mm512_set1_epi32(static_cast<int>(kSign)), 0xF8));
-  const __mmask16 special = _mm512_cmpgt_epu32_mask(a, _mm512_set1_epi32(static_cast<int>(kLargestHalf)));
-  if (special != 0) [[unlikely]] {
-    alignas(64) float in[16], out[16];
-    alignas(64) std::uint32_t bits[16];
-    _mm512_store_ps(in, x);
-    _mm512_store_ps(out, r);
-    _mm512_store_si512(bits, u);
-    for (int l = 0; l < 16; ++l)
-      if ((special >> l) & 1u) out[l] = roundPartialStochastic(in[l], bits[l]);
-    r = _mm512_load_ps(out);
-  }
-  return r;
 }
 
 // Round to nearest-even by the hardware conversion (the same as fromFloat for
@@ -114,14 +104,17 @@ inline __m512i hash16(__m512i x) {
 
 // One register tile: kTileRows rows of op(A) (packed: kTileRows values per
 // reduction index) times a panel (kPanel values per reduction index), the
-// whole reduction. `position` holds the low 32 bits of the row-major
-// position in C of each row's first column; `rows` and `width` the valid
-// part of the tile.
+// whole reduction. The block sums stay in registers (16 of them); the
+// accumulators, touched once per block, in the first-level cache. `position`
+// holds the low 32 bits of the row-major position in C of each row's first
+// column. Returns false, having written nothing, when a stochastic rounding
+// met a value above 65504 (overflow, infinity, NaN): the caller computes that
+// tile element by element.
 template <bool kStochastic>
-void tile(const float* pa, const float* pb, Index depth, const std::uint32_t* mul, const std::uint32_t* add,
+bool tile(const float* pa, const float* pb, Index depth, const std::uint32_t* mul, const std::uint32_t* add,
           const std::uint32_t* lanes, const std::uint32_t* position, float* c, Index ldc, int rows, int width) {
-  __m512 acc[kTileRows][2];
-  for (auto& row : acc) row[0] = row[1] = _mm512_setzero_ps();
+  alignas(64) float acc[kTileRows][kPanel] = {};
+  __m512i largest = _mm512_setzero_si512();
   Index j = 0;
   for (Index k0 = 0; k0 < depth; k0 += kDepth, ++j) {
     const Index k1 = std::min(depth, k0 + kDepth);
@@ -139,27 +132,34 @@ void tile(const float* pa, const float* pb, Index depth, const std::uint32_t* mu
     if constexpr (kStochastic) {
       const __m512i lane0 = _mm512_loadu_si512(lanes + j * kPanel);
       const __m512i lane1 = _mm512_loadu_si512(lanes + j * kPanel + 16);
-      const __m512i sumMask = _mm512_set1_epi32(static_cast<int>(kAccMask));
+      const __m512i accMask = _mm512_set1_epi32(static_cast<int>(kAccMask));
       for (int r = 0; r < kTileRows; ++r) {
         const __m512i base = _mm512_set1_epi32(static_cast<int>(position[r] * mul[j] + add[j]));
         const __m512i w0 = hash16(_mm512_add_epi32(base, lane0));
         const __m512i w1 = hash16(_mm512_add_epi32(base, lane1));
-        const __m512 s0 = roundStochastic16(part[r][0], _mm512_srli_epi32(w0, kSumShift));
-        const __m512 s1 = roundStochastic16(part[r][1], _mm512_srli_epi32(w1, kSumShift));
-        acc[r][0] = roundStochastic16(_mm512_add_ps(acc[r][0], s0), _mm512_and_si512(w0, sumMask));
-        acc[r][1] = roundStochastic16(_mm512_add_ps(acc[r][1], s1), _mm512_and_si512(w1, sumMask));
+        const __m512 s0 = roundStochastic16(part[r][0], _mm512_srli_epi32(w0, kSumShift), largest);
+        const __m512 s1 = roundStochastic16(part[r][1], _mm512_srli_epi32(w1, kSumShift), largest);
+        const __m512 a0 = _mm512_add_ps(_mm512_load_ps(acc[r]), s0);
+        const __m512 a1 = _mm512_add_ps(_mm512_load_ps(acc[r] + 16), s1);
+        _mm512_store_ps(acc[r], roundStochastic16(a0, _mm512_and_si512(w0, accMask), largest));
+        _mm512_store_ps(acc[r] + 16, roundStochastic16(a1, _mm512_and_si512(w1, accMask), largest));
       }
     } else {
       for (int r = 0; r < kTileRows; ++r)
-        for (int v = 0; v < 2; ++v) acc[r][v] = roundNearest16(_mm512_add_ps(acc[r][v], roundNearest16(part[r][v])));
+        for (int v = 0; v < 2; ++v) {
+          const __m512 sum = _mm512_add_ps(_mm512_load_ps(acc[r] + 16 * v), roundNearest16(part[r][v]));
+          _mm512_store_ps(acc[r] + 16 * v, roundNearest16(sum));
+        }
     }
   }
+  if (kStochastic && _mm512_cmpgt_epu32_mask(largest, _mm512_set1_epi32(static_cast<int>(kLargestHalf))) != 0) return false;
   const __mmask16 m0 = static_cast<__mmask16>(width >= 16 ? 0xFFFFu : (1u << width) - 1u);
   const __mmask16 m1 = static_cast<__mmask16>(width >= 32 ? 0xFFFFu : width <= 16 ? 0u : (1u << (width - 16)) - 1u);
   for (int r = 0; r < rows; ++r) {
-    _mm512_mask_storeu_ps(c + r * ldc, m0, acc[r][0]);
-    _mm512_mask_storeu_ps(c + r * ldc + 16, m1, acc[r][1]);
+    _mm512_mask_storeu_ps(c + r * ldc, m0, _mm512_load_ps(acc[r]));
+    _mm512_mask_storeu_ps(c + r * ldc + 16, m1, _mm512_load_ps(acc[r] + 16));
   }
+  return true;
 }
 #else
 constexpr bool kHaveVector = false;
@@ -174,11 +174,19 @@ PartialsProduct::PartialsProduct(Operand b, Index depth, Index cols, bool stocha
   packed_.reset(new float[static_cast<std::size_t>(panels * depth_ * kPanel)]);   // every element written below
   for (Index p = 0; p < panels; ++p) {
     float* out = packed_.get() + p * depth_ * kPanel;
-    for (Index k = 0; k < depth_; ++k)
-      for (Index l = 0; l < kPanel; ++l) {
-        const Index col = p * kPanel + l;
-        out[k * kPanel + l] = col < cols_ ? b.data[k * b.rowStride + col * b.colStride] : 0.0f;
+    const Index col0 = p * kPanel;
+    const Index width = std::min<Index>(kPanel, cols_ - col0);
+    // Read op(B) along its contiguous dimension.
+    if (b.colStride == 1) {
+      for (Index k = 0; k < depth_; ++k) {
+        const float* in = b.data + k * b.rowStride + col0;
+        std::copy(in, in + width, out + k * kPanel);
+        std::fill(out + k * kPanel + width, out + (k + 1) * kPanel, 0.0f);
       }
+    } else {
+      for (Index l = 0; l < kPanel; ++l)
+        for (Index k = 0; k < depth_; ++k) out[k * kPanel + l] = l < width ? b.data[k * b.rowStride + (col0 + l) * b.colStride] : 0.0f;
+    }
   }
   if (!stochastic_) return;
   const Index blocks = (depth_ + kDepth - 1) / kDepth;
@@ -213,65 +221,78 @@ void PartialsProduct::rows(Operand a, Index r0, Index nr, float* c) const {
 // vectorise where the build has fused multiply-add instructions).
 void PartialsProduct::portableRows(Operand a, Index r0, Index nr, float* c) const {
   const Index panels = (cols_ + kPanel - 1) / kPanel;
-  for (Index i = r0; i < r0 + nr; ++i)
-    for (Index p = 0; p < panels; ++p) {
-      const float* pb = packed_.get() + p * depth_ * kPanel;
-      const Index col0 = p * kPanel;
-      const int width = static_cast<int>(std::min<Index>(kPanel, cols_ - col0));
-      float acc[kPanel] = {};
-      Index j = 0;
-      for (Index k0 = 0; k0 < depth_; k0 += kDepth, ++j) {
-        float part[kPanel] = {};
-        for (Index k = k0; k < std::min(depth_, k0 + kDepth); ++k) {
-          const float aik = a.data[i * a.rowStride + k * a.colStride];
-          for (int l = 0; l < kPanel; ++l) part[l] = std::fma(aik, pb[k * kPanel + l], part[l]);
-        }
-        for (int l = 0; l < width; ++l) {
-          if (!stochastic_) {
-            acc[l] = roundNearestHalf(acc[l] + roundNearestHalf(part[l]));
-            continue;
-          }
-          const auto n = static_cast<std::uint64_t>(i * cols_ + col0 + l);
-          const std::uint32_t w = draw32(keys_[static_cast<std::size_t>(j)], n);
-          acc[l] = roundPartialStochastic(acc[l] + roundPartialStochastic(part[l], w >> kSumShift), w & kAccMask);
-        }
+  for (Index p = 0; p < panels; ++p) portableTile(a, r0, nr, p, c);
+}
+
+// Rows [r0, r0 + nr) of C in panel p's columns.
+void PartialsProduct::portableTile(Operand a, Index r0, Index nr, Index p, float* c) const {
+  const float* pb = packed_.get() + p * depth_ * kPanel;
+  const Index col0 = p * kPanel;
+  const int width = static_cast<int>(std::min<Index>(kPanel, cols_ - col0));
+  for (Index i = r0; i < r0 + nr; ++i) {
+    float acc[kPanel] = {};
+    Index j = 0;
+    for (Index k0 = 0; k0 < depth_; k0 += kDepth, ++j) {
+      float part[kPanel] = {};
+      for (Index k = k0; k < std::min(depth_, k0 + kDepth); ++k) {
+        const float aik = a.data[i * a.rowStride + k * a.colStride];
+        for (int l = 0; l < kPanel; ++l) part[l] = std::fma(aik, pb[k * kPanel + l], part[l]);
       }
-      std::copy(acc, acc + width, c + i * cols_ + col0);
+      for (int l = 0; l < width; ++l) {
+        if (!stochastic_) {
+          acc[l] = roundNearestHalf(acc[l] + roundNearestHalf(part[l]));
+          continue;
+        }
+        const auto n = static_cast<std::uint64_t>(i * cols_ + col0 + l);
+        const std::uint32_t w = draw32(keys_[static_cast<std::size_t>(j)], n);
+        acc[l] = roundPartialStochastic(acc[l] + roundPartialStochastic(part[l], w >> kSumShift), w & kAccMask);
+      }
     }
+    std::copy(acc, acc + width, c + i * cols_ + col0);
+  }
 }
 
 void PartialsProduct::vectorRows([[maybe_unused]] Operand a, [[maybe_unused]] Index r0, [[maybe_unused]] Index nr,
                                  [[maybe_unused]] float* c) const {
 #if defined(__AVX512F__)
-  // op(A)'s rows packed by tiles of kTileRows (zero beyond the last row), each
-  // kTileRows values per reduction index.
-  const Index tiles = (nr + kTileRows - 1) / kTileRows;
-  std::vector<float> pa(static_cast<std::size_t>(tiles * depth_ * kTileRows));
-  for (Index t = 0; t < tiles; ++t) {
-    float* out = pa.data() + t * depth_ * kTileRows;
-    for (Index k = 0; k < depth_; ++k)
-      for (int r = 0; r < kTileRows; ++r) {
-        const Index i = r0 + t * kTileRows + r;
-        out[k * kTileRows + r] = i < r0 + nr ? a.data[i * a.rowStride + k * a.colStride] : 0.0f;
-      }
-  }
-  // Panels outermost: a panel of op(B) stays in cache while the row tiles pass over it.
   const Index panels = (cols_ + kPanel - 1) / kPanel;
-  for (Index p = 0; p < panels; ++p) {
-    const float* pb = packed_.get() + p * depth_ * kPanel;
-    const Index col0 = p * kPanel;
-    const int width = static_cast<int>(std::min<Index>(kPanel, cols_ - col0));
+  const std::unique_ptr<float[]> pa(new float[static_cast<std::size_t>(kChunkRows * depth_)]);   // written before it is read
+  for (Index q0 = r0; q0 < r0 + nr; q0 += kChunkRows) {
+    const Index qn = std::min(kChunkRows, r0 + nr - q0);
+    // The chunk's rows of op(A) packed by tiles of kTileRows (zero beyond the
+    // last row), kTileRows values per reduction index.
+    const Index tiles = (qn + kTileRows - 1) / kTileRows;
     for (Index t = 0; t < tiles; ++t) {
-      const Index i0 = r0 + t * kTileRows;
-      const int rows = static_cast<int>(std::min<Index>(kTileRows, r0 + nr - i0));
-      std::uint32_t position[kTileRows];
-      for (int r = 0; r < kTileRows; ++r) position[r] = static_cast<std::uint32_t>((i0 + r) * cols_ + col0);
-      float* ct = c + i0 * cols_ + col0;
-      const float* at = pa.data() + t * depth_ * kTileRows;
-      if (stochastic_)
-        tile<true>(at, pb, depth_, mul_.data(), add_.data(), lanes_.data(), position, ct, cols_, rows, width);
-      else
-        tile<false>(at, pb, depth_, nullptr, nullptr, nullptr, position, ct, cols_, rows, width);
+      float* out = pa.get() + t * depth_ * kTileRows;
+      const Index i0 = q0 + t * kTileRows;
+      const int rows = static_cast<int>(std::min<Index>(kTileRows, q0 + qn - i0));
+      // Read op(A) along its contiguous dimension.
+      if (a.colStride == 1) {
+        for (int r = 0; r < kTileRows; ++r)
+          for (Index k = 0; k < depth_; ++k) out[k * kTileRows + r] = r < rows ? a.data[(i0 + r) * a.rowStride + k] : 0.0f;
+      } else {
+        for (Index k = 0; k < depth_; ++k)
+          for (int r = 0; r < kTileRows; ++r) out[k * kTileRows + r] = r < rows ? a.data[(i0 + r) * a.rowStride + k * a.colStride] : 0.0f;
+      }
+    }
+    // Panels outside the row tiles: a panel of op(B) stays in cache while the
+    // chunk's row tiles pass over it.
+    for (Index p = 0; p < panels; ++p) {
+      const float* pb = packed_.get() + p * depth_ * kPanel;
+      const Index col0 = p * kPanel;
+      const int width = static_cast<int>(std::min<Index>(kPanel, cols_ - col0));
+      for (Index t = 0; t < tiles; ++t) {
+        const Index i0 = q0 + t * kTileRows;
+        const int rows = static_cast<int>(std::min<Index>(kTileRows, q0 + qn - i0));
+        std::uint32_t position[kTileRows];
+        for (int r = 0; r < kTileRows; ++r) position[r] = static_cast<std::uint32_t>((i0 + r) * cols_ + col0);
+        float* ct = c + i0 * cols_ + col0;
+        const float* at = pa.get() + t * depth_ * kTileRows;
+        const bool done = stochastic_
+                              ? tile<true>(at, pb, depth_, mul_.data(), add_.data(), lanes_.data(), position, ct, cols_, rows, width)
+                              : tile<false>(at, pb, depth_, nullptr, nullptr, nullptr, position, ct, cols_, rows, width);
+        if (!done) portableTile(a, i0, rows, p, c);
+      }
     }
   }
 #endif

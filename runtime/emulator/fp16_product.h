@@ -61,6 +61,7 @@ class PartialsProduct {
  private:
   void portableRows(Operand a, std::ptrdiff_t r0, std::ptrdiff_t nr, float* c) const;
   void vectorRows(Operand a, std::ptrdiff_t r0, std::ptrdiff_t nr, float* c) const;
+  void portableTile(Operand a, std::ptrdiff_t r0, std::ptrdiff_t nr, std::ptrdiff_t panel, float* c) const;
 
   Operand b_;
   std::ptrdiff_t depth_, cols_;
