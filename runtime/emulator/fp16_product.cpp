@@ -19,7 +19,7 @@ using Index = std::ptrdiff_t;
 
 constexpr Index kDepth = 16;   // products an AMP unit sums before a partial is written
 constexpr int kPanel = 32;     // columns of a packed panel of op(B): two 16-lane vectors
-constexpr Index kChunkRows = 64;  // rows of op(A) packed at a time (a multiple of kTileRows)
+constexpr Index kChunkRows = 64;  // rows of op(A) that pass over a panel of op(B) before the next panel (a multiple of kTileRows)
 constexpr int kTileRows = 8;   // rows of op(A) per register tile (8 x 32 block sums: 16 registers)
 
 constexpr std::uint32_t kSign = 0x80000000u;
@@ -102,19 +102,36 @@ inline __m512i hash16(__m512i x) {
   return _mm512_xor_si512(x, _mm512_srli_epi32(x, 16));
 }
 
-// One register tile: kTileRows rows of op(A) (packed: kTileRows values per
-// reduction index) times a panel (kPanel values per reduction index), the
-// whole reduction. The block sums stay in registers (16 of them); the
-// accumulators, touched once per block, in the first-level cache. `position`
-// holds the low 32 bits of the row-major position in C of each row's first
-// column. Returns false, having written nothing, when a stochastic rounding
-// met a value above 65504 (overflow, infinity, NaN): the caller computes that
-// tile element by element.
-template <bool kStochastic>
-bool tile(const float* pa, const float* pb, Index depth, const std::uint32_t* mul, const std::uint32_t* add,
-          const std::uint32_t* lanes, const std::uint32_t* position, float* c, Index ldc, int rows, int width) {
+// Where a tile reads its operands: kTileRows rows of op(A), element k of row
+// r at a[r * rowStride + k * step], and a packed panel of op(B), its kPanel
+// columns of reduction index k at panel + k * kPanel (`width` of them valid:
+// masks m0 and m1 select the valid lanes of its two vectors).
+struct TileOperands {
+  const float* a;
+  Index rowStride, step;
+  const float* panel;
+  int width;
+  __mmask16 m0, m1;
+};
+
+// One register tile, the whole reduction. The block sums stay in registers
+// (16 of them); the accumulators, touched once per block, in the first-level
+// cache. op(A) is read in place: kTransposed when its rows are its storage's
+// columns (step 1 along the rows, so a row index is an immediate offset),
+// else along the rows of its storage (step 1 along the reduction).
+// `position` holds the low 32 bits of the row-major position in C of each
+// row's first column. Returns false, having written nothing, when a
+// stochastic rounding met a value above 65504 (overflow, infinity, NaN): the
+// caller computes that tile element by element.
+template <bool kStochastic, bool kTransposed>
+bool tile(const TileOperands& o, Index depth, const std::uint32_t* mul, const std::uint32_t* add, const std::uint32_t* lanes,
+          const std::uint32_t* position, float* c, Index ldc, int rows) {
   alignas(64) float acc[kTileRows][kPanel] = {};
   __m512i largest = _mm512_setzero_si512();
+  const float* ar[kTileRows];
+  for (int r = 0; r < kTileRows; ++r) ar[r] = o.a + (kTransposed ? r : r * o.rowStride);
+  const Index step = kTransposed ? o.step : 1;
+  const float* pb = o.panel;
   Index j = 0;
   for (Index k0 = 0; k0 < depth; k0 += kDepth, ++j) {
     const Index k1 = std::min(depth, k0 + kDepth);
@@ -124,7 +141,7 @@ bool tile(const float* pa, const float* pb, Index depth, const std::uint32_t* mu
       const __m512 b0 = _mm512_loadu_ps(pb + k * kPanel);
       const __m512 b1 = _mm512_loadu_ps(pb + k * kPanel + 16);
       for (int r = 0; r < kTileRows; ++r) {
-        const __m512 av = _mm512_set1_ps(pa[k * kTileRows + r]);
+        const __m512 av = _mm512_set1_ps(ar[r][k * step]);
         part[r][0] = _mm512_fmadd_ps(av, b0, part[r][0]);
         part[r][1] = _mm512_fmadd_ps(av, b1, part[r][1]);
       }
@@ -153,11 +170,9 @@ bool tile(const float* pa, const float* pb, Index depth, const std::uint32_t* mu
     }
   }
   if (kStochastic && _mm512_cmpgt_epu32_mask(largest, _mm512_set1_epi32(static_cast<int>(kLargestHalf))) != 0) return false;
-  const __mmask16 m0 = static_cast<__mmask16>(width >= 16 ? 0xFFFFu : (1u << width) - 1u);
-  const __mmask16 m1 = static_cast<__mmask16>(width >= 32 ? 0xFFFFu : width <= 16 ? 0u : (1u << (width - 16)) - 1u);
   for (int r = 0; r < rows; ++r) {
-    _mm512_mask_storeu_ps(c + r * ldc, m0, _mm512_load_ps(acc[r]));
-    _mm512_mask_storeu_ps(c + r * ldc + 16, m1, _mm512_load_ps(acc[r] + 16));
+    _mm512_mask_storeu_ps(c + r * ldc, o.m0, _mm512_load_ps(acc[r]));
+    _mm512_mask_storeu_ps(c + r * ldc + 16, o.m1, _mm512_load_ps(acc[r] + 16));
   }
   return true;
 }
@@ -170,19 +185,22 @@ constexpr bool kHaveVector = false;
 PartialsProduct::PartialsProduct(Operand b, Index depth, Index cols, bool stochastic, std::uint64_t key, Kernel kernel)
     : b_(b), depth_(std::max<Index>(depth, 0)), cols_(std::max<Index>(cols, 0)), stochastic_(stochastic),
       vector_(kHaveVector && kernel == Kernel::Best) {
+  // op(B) packed as panels of kPanel columns, read along its contiguous
+  // dimension.
   const Index panels = (cols_ + kPanel - 1) / kPanel;
   packed_.reset(new float[static_cast<std::size_t>(panels * depth_ * kPanel)]);   // every element written below
   for (Index p = 0; p < panels; ++p) {
     float* out = packed_.get() + p * depth_ * kPanel;
     const Index col0 = p * kPanel;
     const Index width = std::min<Index>(kPanel, cols_ - col0);
-    // Read op(B) along its contiguous dimension.
-    if (b.colStride == 1) {
+    if (b.colStride == 1 && width == kPanel) {
       for (Index k = 0; k < depth_; ++k) {
         const float* in = b.data + k * b.rowStride + col0;
-        std::copy(in, in + width, out + k * kPanel);
-        std::fill(out + k * kPanel + width, out + (k + 1) * kPanel, 0.0f);
+        for (Index l = 0; l < kPanel; ++l) out[k * kPanel + l] = in[l];   // a fixed-length copy, vectorised
       }
+    } else if (b.colStride == 1) {
+      for (Index k = 0; k < depth_; ++k)
+        for (Index l = 0; l < kPanel; ++l) out[k * kPanel + l] = l < width ? b.data[k * b.rowStride + col0 + l] : 0.0f;
     } else {
       for (Index l = 0; l < kPanel; ++l)
         for (Index k = 0; k < depth_; ++k) out[k * kPanel + l] = l < width ? b.data[k * b.rowStride + (col0 + l) * b.colStride] : 0.0f;
@@ -226,9 +244,9 @@ void PartialsProduct::portableRows(Operand a, Index r0, Index nr, float* c) cons
 
 // Rows [r0, r0 + nr) of C in panel p's columns.
 void PartialsProduct::portableTile(Operand a, Index r0, Index nr, Index p, float* c) const {
-  const float* pb = packed_.get() + p * depth_ * kPanel;
   const Index col0 = p * kPanel;
   const int width = static_cast<int>(std::min<Index>(kPanel, cols_ - col0));
+  const float* pb = packed_.get() + p * depth_ * kPanel;
   for (Index i = r0; i < r0 + nr; ++i) {
     float acc[kPanel] = {};
     Index j = 0;
@@ -256,41 +274,45 @@ void PartialsProduct::vectorRows([[maybe_unused]] Operand a, [[maybe_unused]] In
                                  [[maybe_unused]] float* c) const {
 #if defined(__AVX512F__)
   const Index panels = (cols_ + kPanel - 1) / kPanel;
-  const std::unique_ptr<float[]> pa(new float[static_cast<std::size_t>(kChunkRows * depth_)]);   // written before it is read
+  const bool transposed = a.rowStride == 1;
+  // A last tile of fewer than kTileRows rows reads a copy of them, padded
+  // with zero rows, since reading the matrix in place would pass its end.
+  const Index full = nr / kTileRows * kTileRows;
+  std::unique_ptr<float[]> edge;
+  if (full < nr) {
+    edge.reset(new float[static_cast<std::size_t>(kTileRows * depth_)]);
+    for (int r = 0; r < kTileRows; ++r)
+      for (Index k = 0; k < depth_; ++k)
+        edge[static_cast<std::size_t>(r * depth_ + k)] = r0 + full + r < r0 + nr ? a.data[(r0 + full + r) * a.rowStride + k * a.colStride] : 0.0f;
+  }
   for (Index q0 = r0; q0 < r0 + nr; q0 += kChunkRows) {
     const Index qn = std::min(kChunkRows, r0 + nr - q0);
-    // The chunk's rows of op(A) packed by tiles of kTileRows (zero beyond the
-    // last row), kTileRows values per reduction index.
-    const Index tiles = (qn + kTileRows - 1) / kTileRows;
-    for (Index t = 0; t < tiles; ++t) {
-      float* out = pa.get() + t * depth_ * kTileRows;
-      const Index i0 = q0 + t * kTileRows;
-      const int rows = static_cast<int>(std::min<Index>(kTileRows, q0 + qn - i0));
-      // Read op(A) along its contiguous dimension.
-      if (a.colStride == 1) {
-        for (int r = 0; r < kTileRows; ++r)
-          for (Index k = 0; k < depth_; ++k) out[k * kTileRows + r] = r < rows ? a.data[(i0 + r) * a.rowStride + k] : 0.0f;
-      } else {
-        for (Index k = 0; k < depth_; ++k)
-          for (int r = 0; r < kTileRows; ++r) out[k * kTileRows + r] = r < rows ? a.data[(i0 + r) * a.rowStride + k * a.colStride] : 0.0f;
-      }
-    }
     // Panels outside the row tiles: a panel of op(B) stays in cache while the
     // chunk's row tiles pass over it.
     for (Index p = 0; p < panels; ++p) {
-      const float* pb = packed_.get() + p * depth_ * kPanel;
       const Index col0 = p * kPanel;
-      const int width = static_cast<int>(std::min<Index>(kPanel, cols_ - col0));
-      for (Index t = 0; t < tiles; ++t) {
-        const Index i0 = q0 + t * kTileRows;
+      TileOperands o{};
+      o.panel = packed_.get() + p * depth_ * kPanel;
+      o.width = static_cast<int>(std::min<Index>(kPanel, cols_ - col0));
+      o.m0 = static_cast<__mmask16>(o.width >= 16 ? 0xFFFFu : (1u << o.width) - 1u);
+      o.m1 = static_cast<__mmask16>(o.width >= 32 ? 0xFFFFu : o.width <= 16 ? 0u : (1u << (o.width - 16)) - 1u);
+      for (Index i0 = q0; i0 < q0 + qn; i0 += kTileRows) {
         const int rows = static_cast<int>(std::min<Index>(kTileRows, q0 + qn - i0));
+        const bool inPlace = rows == kTileRows;
+        o.a = inPlace ? a.data + i0 * a.rowStride : edge.get();
+        o.rowStride = inPlace ? a.rowStride : depth_;
+        o.step = inPlace ? a.colStride : 1;
         std::uint32_t position[kTileRows];
         for (int r = 0; r < kTileRows; ++r) position[r] = static_cast<std::uint32_t>((i0 + r) * cols_ + col0);
         float* ct = c + i0 * cols_ + col0;
-        const float* at = pa.get() + t * depth_ * kTileRows;
-        const bool done = stochastic_
-                              ? tile<true>(at, pb, depth_, mul_.data(), add_.data(), lanes_.data(), position, ct, cols_, rows, width)
-                              : tile<false>(at, pb, depth_, nullptr, nullptr, nullptr, position, ct, cols_, rows, width);
+        const bool t = inPlace && transposed;
+        bool done;
+        if (stochastic_)
+          done = t ? tile<true, true>(o, depth_, mul_.data(), add_.data(), lanes_.data(), position, ct, cols_, rows)
+                   : tile<true, false>(o, depth_, mul_.data(), add_.data(), lanes_.data(), position, ct, cols_, rows);
+        else
+          done = t ? tile<false, true>(o, depth_, nullptr, nullptr, nullptr, position, ct, cols_, rows)
+                   : tile<false, false>(o, depth_, nullptr, nullptr, nullptr, position, ct, cols_, rows);
         if (!done) portableTile(a, i0, rows, p, c);
       }
     }
