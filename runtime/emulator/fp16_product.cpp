@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
+#include <utility>
+#include <vector>
 
 #if defined(__AVX512F__)
 #include <immintrin.h>
@@ -182,15 +185,39 @@ constexpr bool kHaveVector = false;
 
 }  // namespace
 
+namespace {
+
+// Packed copies of op(B) reuse the buffers of earlier products (a training
+// step runs thousands of products; a fresh allocation of a large one would be
+// fresh pages every time). Each thread keeps a few that its products released.
+constexpr std::size_t kSpareBuffers = 4;
+thread_local std::vector<std::vector<float>> tSpare;
+
+std::vector<float> packedBuffer(std::size_t n) {
+  std::vector<float> v;
+  if (!tSpare.empty()) {
+    v = std::move(tSpare.back());
+    tSpare.pop_back();
+  }
+  v.resize(n);
+  return v;
+}
+
+}  // namespace
+
+PartialsProduct::~PartialsProduct() {
+  if (tSpare.size() < kSpareBuffers) tSpare.push_back(std::move(packed_));
+}
+
 PartialsProduct::PartialsProduct(Operand b, Index depth, Index cols, bool stochastic, std::uint64_t key, Kernel kernel)
     : b_(b), depth_(std::max<Index>(depth, 0)), cols_(std::max<Index>(cols, 0)), stochastic_(stochastic),
       vector_(kHaveVector && kernel == Kernel::Best) {
   // op(B) packed as panels of kPanel columns, read along its contiguous
   // dimension.
   const Index panels = (cols_ + kPanel - 1) / kPanel;
-  packed_.reset(new float[static_cast<std::size_t>(panels * depth_ * kPanel)]);   // every element written below
+  packed_ = packedBuffer(static_cast<std::size_t>(panels * depth_ * kPanel));   // every element written below
   for (Index p = 0; p < panels; ++p) {
-    float* out = packed_.get() + p * depth_ * kPanel;
+    float* out = packed_.data() + p * depth_ * kPanel;
     const Index col0 = p * kPanel;
     const Index width = std::min<Index>(kPanel, cols_ - col0);
     if (b.colStride == 1 && width == kPanel) {
@@ -246,7 +273,7 @@ void PartialsProduct::portableRows(Operand a, Index r0, Index nr, float* c) cons
 void PartialsProduct::portableTile(Operand a, Index r0, Index nr, Index p, float* c) const {
   const Index col0 = p * kPanel;
   const int width = static_cast<int>(std::min<Index>(kPanel, cols_ - col0));
-  const float* pb = packed_.get() + p * depth_ * kPanel;
+  const float* pb = packed_.data() + p * depth_ * kPanel;
   for (Index i = r0; i < r0 + nr; ++i) {
     float acc[kPanel] = {};
     Index j = 0;
@@ -292,7 +319,7 @@ void PartialsProduct::vectorRows([[maybe_unused]] Operand a, [[maybe_unused]] In
     for (Index p = 0; p < panels; ++p) {
       const Index col0 = p * kPanel;
       TileOperands o{};
-      o.panel = packed_.get() + p * depth_ * kPanel;
+      o.panel = packed_.data() + p * depth_ * kPanel;
       o.width = static_cast<int>(std::min<Index>(kPanel, cols_ - col0));
       o.m0 = static_cast<__mmask16>(o.width >= 16 ? 0xFFFFu : (1u << o.width) - 1u);
       o.m1 = static_cast<__mmask16>(o.width >= 32 ? 0xFFFFu : o.width <= 16 ? 0u : (1u << (o.width - 16)) - 1u);

@@ -19,7 +19,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <vector>
 
 namespace ipu::emu::fp16 {
@@ -53,6 +52,9 @@ class PartialsProduct {
  public:
   PartialsProduct(Operand b, std::ptrdiff_t depth, std::ptrdiff_t cols, bool stochastic, std::uint64_t key,
                   Kernel kernel = Kernel::Best);
+  ~PartialsProduct();
+  PartialsProduct(const PartialsProduct&) = delete;
+  PartialsProduct& operator=(const PartialsProduct&) = delete;
 
   // Rows [r0, r0 + nr) of C, row-major with `cols` columns (row r0 starts at
   // c + r0 * cols). Calls for disjoint rows may run at once.
@@ -68,7 +70,7 @@ class PartialsProduct {
   bool stochastic_;
   bool vector_;
   std::vector<std::uint64_t> keys_;       // block j's stream key
-  std::unique_ptr<float[]> packed_;       // op(B) as panels of kPanel columns, depth rows each (zero beyond the last column)
+  std::vector<float> packed_;             // op(B) as panels of kPanel columns, depth rows each (zero beyond the last column)
   std::vector<std::uint32_t> mul_, add_;  // block j's stream words for positions below 2^32 (stream32(keys_[j], 0))
   std::vector<std::uint32_t> lanes_;      // block j: l * mul_[j] for the lanes l of a panel
 };
