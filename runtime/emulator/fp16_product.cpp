@@ -107,13 +107,12 @@ inline __m512i hash16(__m512i x) {
 
 // Where a tile reads its operands: kTileRows rows of op(A), element k of row
 // r at a[r * rowStride + k * step], and a packed panel of op(B), its kPanel
-// columns of reduction index k at panel + k * kPanel (`width` of them valid:
-// masks m0 and m1 select the valid lanes of its two vectors).
+// columns of reduction index k at panel + k * kPanel (masks m0 and m1 select
+// the lanes of its two vectors that are columns of C).
 struct TileOperands {
   const float* a;
   Index rowStride, step;
   const float* panel;
-  int width;
   __mmask16 m0, m1;
 };
 
@@ -258,7 +257,9 @@ void PartialsProduct::rows(Operand a, Index r0, Index nr, float* c) const {
   // The vector kernel computes draw positions in 32 bits (every product
   // below 2^32 elements, i.e. 16 GB).
   const bool small = static_cast<std::uint64_t>(r0 + nr) * static_cast<std::uint64_t>(cols_) <= (std::uint64_t{1} << 32);
-  if (vector_ && small) vectorRows(a, r0, nr, c);
+  // It reads op(A) in place along one of its storage's dimensions.
+  const bool contiguous = a.rowStride == 1 || a.colStride == 1;
+  if (vector_ && small && contiguous) vectorRows(a, r0, nr, c);
   else portableRows(a, r0, nr, c);
 }
 
@@ -320,9 +321,9 @@ void PartialsProduct::vectorRows([[maybe_unused]] Operand a, [[maybe_unused]] In
       const Index col0 = p * kPanel;
       TileOperands o{};
       o.panel = packed_.data() + p * depth_ * kPanel;
-      o.width = static_cast<int>(std::min<Index>(kPanel, cols_ - col0));
-      o.m0 = static_cast<__mmask16>(o.width >= 16 ? 0xFFFFu : (1u << o.width) - 1u);
-      o.m1 = static_cast<__mmask16>(o.width >= 32 ? 0xFFFFu : o.width <= 16 ? 0u : (1u << (o.width - 16)) - 1u);
+      const int width = static_cast<int>(std::min<Index>(kPanel, cols_ - col0));
+      o.m0 = static_cast<__mmask16>(width >= 16 ? 0xFFFFu : (1u << width) - 1u);
+      o.m1 = static_cast<__mmask16>(width >= 32 ? 0xFFFFu : width <= 16 ? 0u : (1u << (width - 16)) - 1u);
       for (Index i0 = q0; i0 < q0 + qn; i0 += kTileRows) {
         const int rows = static_cast<int>(std::min<Index>(kTileRows, q0 + qn - i0));
         const bool inPlace = rows == kTileRows;
