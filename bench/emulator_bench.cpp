@@ -19,7 +19,8 @@
 //   1 IPU at the same global and micro batch);
 // - the cost of emulating fp16 (fp16 compute with fp32 partials and master
 //   weights; fp16 with stochastic rounding; all fp16 with fp16 partials and
-//   stochastic rounding) against fp32, at every hidden size;
+//   stochastic rounding) against fp32, at every hidden size, the four
+//   configurations measured in turns (a step of each per round);
 // - examples/tiny_bert.ipu end to end with its held-out MLM accuracy.
 //
 // Each figure is measured for at least kSeconds after warm-up steps; the
@@ -32,6 +33,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -142,6 +144,37 @@ double samplesPerSecond(const ipu::ir::PhasePlan& phase, int threads) {
     seconds = std::chrono::duration<double>(Clock::now() - start).count();
   }
   return static_cast<double>(phase.batch.globalBatch) * steps / seconds;
+}
+
+// Samples per second of several configurations measured in turns (one
+// step of each per round, after kWarmup steps each, until every one has run
+// for kSeconds): on a shared machine, a change of load then weighs on all of
+// them alike, so their ratios hold even when the absolute figures drift.
+std::vector<double> interleavedSamplesPerSecond(const std::vector<ipu::ir::PhasePlan>& phases, int threads) {
+  std::vector<std::unique_ptr<ipu::emu::PhaseTrainer>> trainers;
+  for (const auto& phase : phases) trainers.push_back(trainer(phase, threads));
+  auto step = [&](std::size_t i) {
+    auto r = trainers[i]->step();
+    if (!r) {
+      std::fprintf(stderr, "%s\n", r.error().message.c_str());
+      std::exit(1);
+    }
+  };
+  for (std::size_t i = 0; i < trainers.size(); ++i)
+    for (int s = 0; s < kWarmup; ++s) step(i);
+  std::vector<double> seconds(trainers.size(), 0.0);
+  std::vector<int> steps(trainers.size(), 0);
+  while (*std::min_element(seconds.begin(), seconds.end()) < kSeconds || *std::min_element(steps.begin(), steps.end()) < 3)
+    for (std::size_t i = 0; i < trainers.size(); ++i) {
+      const auto start = Clock::now();
+      step(i);
+      seconds[i] += std::chrono::duration<double>(Clock::now() - start).count();
+      ++steps[i];
+    }
+  std::vector<double> rates;
+  for (std::size_t i = 0; i < trainers.size(); ++i)
+    rates.push_back(static_cast<double>(phases[i].batch.globalBatch) * steps[i] / seconds[i]);
+  return rates;
 }
 
 ipu::emu::Mat row(const std::vector<int>& v) {
@@ -379,7 +412,8 @@ int main(int argc, char** argv) {
   }
 
   if (wanted("fp16")) {
-  std::printf("\ncost of emulating fp16 (1 IPU, 2 layers, micro batch 16, %d host threads): time per step / fp32's\n", cores);
+  std::printf("\ncost of emulating fp16 (1 IPU, 2 layers, micro batch 16, %d host threads): time per step / fp32's\n"
+              "(the four configurations of a size measured in turns, a step each)\n", cores);
   {
     const std::string mixed = "compute: fp16\n weights: fp16\n master_weights: fp32\n partials: fp32\n accumulators: fp32\n loss_scale: 1024";
     const std::string srOnly = "compute: fp16\n weights: fp16\n partials: fp32\n accumulators: fp16\n stochastic_rounding: on\n loss_scale: 256";
@@ -390,10 +424,10 @@ int main(int argc, char** argv) {
     std::printf("  hidden   fp32 samples/s      A samples/s (time)      B samples/s (time)      C samples/s (time)\n");
     for (int hidden : {64, 128, 256, 512}) {
       const Size z{hidden, 2};
-      const double f32 = samplesPerSecond(planOf(script(z, "", fp32, 16, 1)), cores);
-      const double a = samplesPerSecond(planOf(script(z, "", mixed, 16, 1)), cores);
-      const double b = samplesPerSecond(planOf(script(z, "", srOnly, 16, 1)), cores);
-      const double c = samplesPerSecond(planOf(script(z, "", sr, 16, 1)), cores);
+      const auto rates = interleavedSamplesPerSecond({planOf(script(z, "", fp32, 16, 1)), planOf(script(z, "", mixed, 16, 1)),
+                                                      planOf(script(z, "", srOnly, 16, 1)), planOf(script(z, "", sr, 16, 1))},
+                                                     cores);
+      const double f32 = rates[0], a = rates[1], b = rates[2], c = rates[3];
       std::printf("  %6d %16.1f %14.1f (%.2fx) %15.1f (%.2fx) %15.1f (%.2fx)\n", hidden, f32, a, f32 / a, b, f32 / b, c, f32 / c);
       std::fflush(stdout);
     }

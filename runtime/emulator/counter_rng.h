@@ -21,6 +21,41 @@ inline std::uint64_t draw64(std::uint64_t key, std::uint64_t n) {
   return mix64(key + (n + 1) * 0x9E3779B97F4A7C15ULL);
 }
 
+// A cheaper generator for the random bits of fp16 partials, which draw once
+// per element and 16-deep block of every matrix product (tens of millions of
+// draws per step): 32-bit lanes, so that loops over consecutive positions
+// vectorise. The stream's key and the high half of the position select two
+// 32-bit words through mix64 (once per stream, not per draw): an odd
+// multiplier and an offset. The low half of the position is mapped by
+// x -> x * mul + add (a permutation of the 32-bit values that differs from
+// key to key, so the streams of two keys are not shifted copies of one
+// sequence) and then through Wellons's "lowbias32" integer hash
+// (hash-prospector: two multiply-xorshift rounds). Statistics:
+// tests/emulator/fp16_test.cpp, Fp16.PartialsBitsAreUniformAndUnrelated.
+struct Stream32 {
+  std::uint32_t mul, add;
+};
+
+inline Stream32 stream32(std::uint64_t key, std::uint32_t high) {
+  const std::uint64_t m = mix64(key ^ (static_cast<std::uint64_t>(high) * 0xD1B54A32D192ED03ULL));
+  return {static_cast<std::uint32_t>(m) | 1u, static_cast<std::uint32_t>(m >> 32)};
+}
+
+inline std::uint32_t hash32(std::uint32_t x) {
+  x ^= x >> 16;
+  x *= 0x7FEB352DU;
+  x ^= x >> 15;
+  x *= 0x846CA68BU;
+  return x ^ (x >> 16);
+}
+
+// Draw `low` of a stream (positions high * 2^32 + low).
+inline std::uint32_t draw32(Stream32 s, std::uint32_t low) { return hash32(low * s.mul + s.add); }
+// The n-th 32-bit draw of stream `key`.
+inline std::uint32_t draw32(std::uint64_t key, std::uint64_t n) {
+  return draw32(stream32(key, static_cast<std::uint32_t>(n >> 32)), static_cast<std::uint32_t>(n));
+}
+
 // Derive a sub-stream key: streams for different purposes never share draws.
 inline std::uint64_t subKey(std::uint64_t key, std::uint64_t part) { return mix64(key ^ mix64(part + 0x632BE59BD9B4E019ULL)); }
 

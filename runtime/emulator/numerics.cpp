@@ -1,16 +1,16 @@
 #include "runtime/emulator/numerics.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "runtime/emulator/counter_rng.h"
 #include "runtime/emulator/fp16.h"
+#include "runtime/emulator/fp16_product.h"
 #include "runtime/emulator/thread_pool.h"
 
 namespace ipu::emu {
 
 namespace {
-
-constexpr int kAmpDepth = 16;  // products an AMP unit sums before a partial is written
 
 // How a product splits over the host threads: into at most kMaxBlocks row
 // blocks of at least kMinBlockRows rows (a multiple of 16) and about
@@ -21,20 +21,6 @@ constexpr Eigen::Index kMaxBlocks = 8;
 constexpr Eigen::Index kMinBlockRows = 64;
 // Element-wise work (roundings) splits into chunks of this many elements.
 constexpr std::size_t kRoundGrain = 1 << 15;
-
-// acc = round(acc + round(part)), element by element, in chunks that stay in
-// the first-level cache between the three steps; element i of the two
-// roundings draws position offset + i of streams keyPart and keyAcc.
-void addRounded(float* acc, float* part, std::size_t n, bool stochastic, std::uint64_t keyPart, std::uint64_t keyAcc,
-                std::size_t offset) {
-  constexpr std::size_t kChunk = 256;
-  for (std::size_t i0 = 0; i0 < n; i0 += kChunk) {
-    const std::size_t m = std::min(kChunk, n - i0);
-    roundToHalf(part + i0, m, stochastic, keyPart, offset + i0);
-    for (std::size_t i = i0; i < i0 + m; ++i) acc[i] += part[i];
-    roundToHalf(acc + i0, m, stochastic, keyAcc, offset + i0);
-  }
-}
 
 Eigen::Index rowsPerBlock(Eigen::Index rows, double flops) {
   const Eigen::Index blocks = std::min<Eigen::Index>(kMaxBlocks, static_cast<Eigen::Index>(flops / kTaskFlops));
@@ -101,35 +87,32 @@ Mat Numerics::product(const Mat& a, bool ta, const Mat& b, bool tb) {
   const bool partials = fp16Partials_;
   const std::uint64_t key = fp16_ ? nextKey() : 0;
   const bool sr = stochastic_;
-  // Rows [r0, r0 + nr) of op(A) op(B), restricted to reduction indices [k0, k0 + kb).
-  auto slice = [&](Eigen::Index r0, Eigen::Index nr, Eigen::Index k0, Eigen::Index kb, auto o) {
-    if (!ta && !tb) o.noalias() = a.block(r0, k0, nr, kb) * b.middleRows(k0, kb);
-    else if (ta && !tb) o.noalias() = a.block(k0, r0, kb, nr).transpose() * b.middleRows(k0, kb);
-    else if (!ta && tb) o.noalias() = a.block(r0, k0, nr, kb) * b.middleCols(k0, kb).transpose();
-    else o.noalias() = a.block(k0, r0, kb, nr).transpose() * b.middleCols(k0, kb).transpose();
+  // Rows [r0, r0 + nr) of op(A) op(B) in fp32.
+  auto full = [&](Eigen::Index r0, Eigen::Index nr, auto o) {
+    if (!ta && !tb) o.noalias() = a.middleRows(r0, nr) * b;
+    else if (ta && !tb) o.noalias() = a.middleCols(r0, nr).transpose() * b;
+    else if (!ta && tb) o.noalias() = a.middleRows(r0, nr) * b.transpose();
+    else o.noalias() = a.middleCols(r0, nr).transpose() * b.transpose();
   };
+  std::optional<fp16::PartialsProduct> partialsProduct;
+  if (partials) {
+    const fp16::Operand opB = tb ? fp16::Operand{b.data(), 1, b.cols()} : fp16::Operand{b.data(), b.cols(), 1};
+    partialsProduct.emplace(opB, k, cols, sr, key);
+  }
   auto block = [&](std::size_t bi) {
     const Eigen::Index r0 = static_cast<Eigen::Index>(bi) * per;
     const Eigen::Index nr = std::min(per, rows - r0);
     const std::size_t offset = static_cast<std::size_t>(r0 * cols);
     const std::size_t n = static_cast<std::size_t>(nr * cols);
     if (!partials) {
-      slice(r0, nr, 0, k, c.middleRows(r0, nr));
+      full(r0, nr, c.middleRows(r0, nr));
       if (fp16_) roundToHalf(c.data() + offset, n, sr, key, offset);
       return;
     }
-    // fp16 partials: an fp32 sum per block of kAmpDepth products, rounded,
-    // accumulated in fp16. Block j's two roundings draw from streams 2j and
-    // 2j + 1 of the tensor's key.
-    Mat part(nr, cols);
-    auto acc = c.middleRows(r0, nr);
-    acc.setZero();
-    std::uint64_t j = 0;
-    for (Eigen::Index k0 = 0; k0 < k; k0 += kAmpDepth, ++j) {
-      const Eigen::Index kb = std::min<Eigen::Index>(kAmpDepth, k - k0);
-      slice(r0, nr, k0, kb, part.middleRows(0, nr));
-      addRounded(c.data() + offset, part.data(), n, sr, subKey(key, 2 * j), subKey(key, 2 * j + 1), offset);
-    }
+    // fp16 partials: fp16_product.h (block j of the reduction draws from
+    // stream subKey(key, j)).
+    const fp16::Operand opA = ta ? fp16::Operand{a.data(), 1, a.cols()} : fp16::Operand{a.data(), a.cols(), 1};
+    partialsProduct->rows(opA, r0, nr, c.data());
   };
   if (blocks == 1) block(0);
   else parallelFor(static_cast<std::size_t>(blocks), block);

@@ -6,10 +6,14 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "runtime/emulator/counter_rng.h"
 #include "runtime/emulator/fp16.h"
+#include "runtime/emulator/fp16_product.h"
 #include "runtime/emulator/numerics.h"
+#include "runtime/emulator/thread_pool.h"
 
 namespace ipu::emu {
 namespace {
@@ -219,6 +223,244 @@ TEST(Fp16, PartialsTypeChangesMatmulRounding) {
   }
   EXPECT_GT((c16 - c32).cwiseAbs().maxCoeff(), 0.0f);
   EXPECT_LE((c32 - exact).cwiseAbs().maxCoeff(), (c16 - exact).cwiseAbs().maxCoeff());
+}
+
+// fp16 partials' stochastic rounding from its definition (docs/emulator.md,
+// "Precision"), in double arithmetic on values rather than on bits: |x| in
+// the subnormal range is offset by 2^-14 in fp32; the value v then lies
+// between adjacent fp16 values lo <= v < lo + ulp and rounds up when
+// 2^13 (v - lo) / ulp + u >= 2^13; the offset is removed, results above
+// 65504 are infinity and the sign is kept.
+float referencePartialRounding(float x, std::uint32_t u) {
+  if (std::isnan(x)) return x;
+  const double offset = std::ldexp(1.0, -14);
+  const float m = std::fabs(x);
+  const bool tiny = m < static_cast<float>(offset);
+  const double v = tiny ? static_cast<double>(m + static_cast<float>(offset)) : static_cast<double>(m);
+  double result = std::numeric_limits<double>::infinity();
+  if (std::isfinite(v)) {
+    int e = 0;
+    std::frexp(v, &e);                                // v = f 2^e, f in [0.5, 1): binade 2^(e-1), 10 fraction bits
+    const double ulp = std::ldexp(1.0, std::max(e - 1, -14) - 10);
+    const double lo = std::floor(v / ulp) * ulp;
+    const double steps = (v - lo) / ulp * 8192.0;     // exact: the dropped bits of a float
+    result = lo + (steps + u >= 8192.0 ? ulp : 0.0);
+    if (result > 65504.0) result = std::numeric_limits<double>::infinity();
+    if (tiny) result -= offset;
+  }
+  return std::copysign(static_cast<float>(result), x);
+}
+
+// The element function of fp16 partials' stochastic rounding against its
+// definition, for values over the whole range (normal, subnormal, below the
+// smallest subnormal, overflowing, zero, infinities) and every sign; and its
+// expectation over all 2^13 draws: exactly x where the result is a normal
+// fp16, within 2^-14 of an ulp (2^-38) in the subnormal range.
+TEST(Fp16, PartialsRoundingMatchesDefinitionAndIsUnbiased) {
+  Stream s(21);
+  std::vector<float> values = {0.0f, -0.0f, 65504.0f, 65504.5f, 65519.0f, 65535.9f, 65536.0f, 1e9f, -70000.0f,
+                               std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                               std::ldexp(1.0f, -14), std::nextafter(std::ldexp(1.0f, -14), 0.0f), std::ldexp(1.0f, -24),
+                               std::ldexp(1.0f, -25), 1e-30f, -1e-42f, std::ldexp(1.0f, -13) - std::ldexp(1.0f, -40)};
+  for (int i = 0; i < 4000; ++i) {
+    const float f = static_cast<float>(s.uniform() + 0.5) * std::ldexp(1.0f, static_cast<int>(s.below(52)) - 35);
+    values.push_back(s.below(2) != 0 ? -f : f);
+  }
+  for (float x : values) {
+    double sum = 0;
+    for (std::uint32_t u = 0; u < 8192; ++u) {
+      const float got = fp16::roundPartialStochastic(x, u);
+      const float want = referencePartialRounding(x, u);
+      ASSERT_EQ(bits(got), bits(want)) << x << " with u = " << u << ": " << got << ", the definition " << want;
+      ASSERT_EQ(fp16::roundNearest(got), got) << x;
+      sum += got;
+    }
+    if (std::fabs(x) > 65504.0f) continue;
+    const double mean = sum / 8192.0;
+    if (std::fabs(x) >= std::ldexp(1.0f, -14)) EXPECT_EQ(mean, static_cast<double>(x)) << x;
+    else EXPECT_LE(std::fabs(mean - x), std::ldexp(1.0, -38)) << x;
+  }
+  EXPECT_TRUE(std::isnan(fp16::roundPartialStochastic(std::numeric_limits<float>::quiet_NaN(), 5)));
+}
+
+// The semantics of fp16 partials, from their definition (docs/emulator.md,
+// "Precision"), one element at a time: each block of 16 products summed in
+// fp32 by fused multiply-adds in order of the reduction index from zero, the
+// sum rounded, added to the fp16 accumulator in fp32, the result rounded;
+// stochastically, element n (row-major) of block j draws w = draw32(subKey(key,
+// j), n), whose top 13 bits round the sum and low 13 bits the accumulator.
+Mat referencePartials(const Mat& a, const Mat& b, bool stochastic, std::uint64_t key) {
+  Mat c(a.rows(), b.cols());
+  for (Eigen::Index r = 0; r < a.rows(); ++r)
+    for (Eigen::Index col = 0; col < b.cols(); ++col) {
+      const auto position = static_cast<std::uint64_t>(r * b.cols() + col);
+      float acc = 0.0f;
+      for (Eigen::Index k0 = 0, j = 0; k0 < a.cols(); k0 += 16, ++j) {
+        float sum = 0.0f;
+        for (Eigen::Index k = k0; k < std::min<Eigen::Index>(k0 + 16, a.cols()); ++k) sum = std::fma(a(r, k), b(k, col), sum);
+        if (!stochastic) {
+          acc = fp16::roundNearest(acc + fp16::roundNearest(sum));
+          continue;
+        }
+        const std::uint32_t w = draw32(subKey(key, static_cast<std::uint64_t>(j)), position);
+        acc = referencePartialRounding(acc + referencePartialRounding(sum, w >> 19), w & 0x1FFFu);
+      }
+      c(r, col) = acc;
+    }
+  return c;
+}
+
+Mat randomHalves(Eigen::Index rows, Eigen::Index cols, Stream& s, double scale) {
+  Mat m(rows, cols);
+  for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = fp16::roundNearest(static_cast<float>(scale * s.normal()));
+  return m;
+}
+
+void expectSameBits(const Mat& got, const Mat& want, const std::string& what) {
+  ASSERT_EQ(got.rows(), want.rows()) << what;
+  ASSERT_EQ(got.cols(), want.cols()) << what;
+  int mismatches = 0;
+  for (Eigen::Index i = 0; i < got.size(); ++i) {
+    const bool same = bits(got.data()[i]) == bits(want.data()[i]) || (std::isnan(got.data()[i]) && std::isnan(want.data()[i]));
+    if (!same && ++mismatches <= 3)
+      ADD_FAILURE() << what << ": element " << i << " is " << got.data()[i] << ", the definition " << want.data()[i];
+  }
+  EXPECT_EQ(mismatches, 0) << what;
+}
+
+// The product kernel (fp16_product.h) against the element-by-element
+// definition, bit for bit, for every transposition, through Numerics on one
+// and on three host threads, and the portable kernel directly; shapes that
+// leave partial tiles and a partial last block, values whose block sums fall
+// in the subnormal range or below it, overflow, infinities and NaN.
+TEST(Fp16, PartialsProductMatchesDefinition) {
+  Stream s(11);
+  struct Shape {
+    Eigen::Index rows, depth, cols;
+    double scale;
+  };
+  const Shape shapes[] = {{1, 1, 1, 1.0},    {37, 70, 45, 1.0},  {130, 300, 70, 0.5}, {21, 16, 40, 300.0},
+                          {9, 40, 33, 2e-3}, {7, 20, 19, 1e-4}, {64, 33, 16, 40.0},  {200, 48, 96, 3e-3}};
+  ThreadPool pool(3);
+  for (const Shape& z : shapes)
+    for (bool stochastic : {false, true}) {
+      Mat a = randomHalves(z.rows, z.depth, s, z.scale), b = randomHalves(z.depth, z.cols, s, z.scale);
+      if (z.scale == 300.0) {  // overflowing block sums; specials, whose products reach infinity and NaN
+        a(0, 3) = std::numeric_limits<float>::infinity();
+        a(1, 0) = std::numeric_limits<float>::quiet_NaN();
+        a(12, 5) = std::numeric_limits<float>::infinity();   // a full tile, read in place
+        b(2, 4) = -std::numeric_limits<float>::infinity();
+      }
+      const std::uint64_t base = 1234;
+      const std::uint64_t key = subKey(base, 0);   // a fresh Numerics' first tensor
+      const Mat want = referencePartials(a, b, stochastic, key);
+      const Mat at = a.transpose(), bt = b.transpose();
+      const std::string shape = std::to_string(z.rows) + "x" + std::to_string(z.depth) + "x" + std::to_string(z.cols) +
+                                (stochastic ? " stochastic" : " nearest");
+      for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+        const std::string what = shape + (p ? ", 3 threads" : ", 1 thread");
+        Numerics n1(true, true, stochastic, base, p), n2(true, true, stochastic, base, p), n3(true, true, stochastic, base, p),
+            n4(true, true, stochastic, base, p);
+        expectSameBits(n1.mm(a, b), want, what + ", A B");
+        expectSameBits(n2.mmTN(at, b), want, what + ", A^T B");
+        expectSameBits(n3.mmNT(a, bt), want, what + ", A B^T");
+        expectSameBits(n4.mmNT(at.transpose(), bt), want, what + ", A B^T again");
+      }
+      // The portable kernel (builds without AVX-512), in two row ranges.
+      Mat portable(z.rows, z.cols);
+      fp16::PartialsProduct product(fp16::Operand{b.data(), b.cols(), 1}, z.depth, z.cols, stochastic, key,
+                                    fp16::Kernel::Portable);
+      const Eigen::Index half = z.rows / 2;
+      product.rows(fp16::Operand{a.data(), a.cols(), 1}, 0, half, portable.data());
+      product.rows(fp16::Operand{a.data(), a.cols(), 1}, half, z.rows - half, portable.data());
+      expectSameBits(portable, want, shape + ", portable kernel");
+    }
+}
+
+// Stochastic rounding in the product is unbiased: every element of this
+// product has the same exact value, 1 + 3 2^-13 + 5 2^-15 (block sums that
+// lie between fp16 values, then an accumulation that does too), so the mean
+// over 120,000 elements, each with its own draws, estimates it. Each of the
+// three roundings adds a variance of at most ulp^2 / 4 (ulp 2^-10 here), so
+// the standard error is below 2^-10 sqrt(3/4 / N); 5 of them bound the error
+// of a correct implementation but not of rounding to nearest, which is off by
+// 3 2^-13 + 5 2^-15 - 2^-10 (or of truncation, off by more). The same for
+// block sums in the subnormal range (7.45 and 2.3 steps of 2^-24).
+TEST(Fp16, PartialsProductStochasticRoundingIsUnbiased) {
+  const Eigen::Index rows = 300, cols = 400;
+  struct Case {
+    float first, third, fifth;
+    double ulp;
+  };
+  const float third = std::ldexp(1.0f, -13), fifth = std::ldexp(1.0f, -15);
+  for (const Case& t : {Case{1.0f, third, fifth, std::ldexp(1.0, -10)},
+                        Case{std::ldexp(7.0f, -24), std::ldexp(0.15f, -24), std::ldexp(0.46f, -24), std::ldexp(1.0, -24)}}) {
+    Mat a = Mat::Zero(rows, 32), b = Mat::Zero(32, cols);
+    for (Eigen::Index r = 0; r < rows; ++r) {
+      a(r, 0) = t.first;
+      for (int k = 1; k <= 3; ++k) a(r, k) = t.third;    // block 0: first + 3 third
+      for (int k = 16; k < 21; ++k) a(r, k) = t.fifth;   // block 1: 5 fifth
+    }
+    b.setOnes();
+    const double exact = static_cast<double>(t.first) + 3.0 * t.third + 5.0 * t.fifth;
+    Numerics n(true, true, true, 99);
+    const Mat c = n.mm(a, b);
+    double sum = 0;
+    for (Eigen::Index i = 0; i < c.size(); ++i) {
+      ASSERT_EQ(fp16::roundNearest(c.data()[i]), c.data()[i]);
+      sum += c.data()[i];
+    }
+    const double mean = sum / static_cast<double>(c.size());
+    const double se = t.ulp * std::sqrt(0.75 / static_cast<double>(c.size()));
+    EXPECT_LT(std::fabs(mean - exact), 5 * se) << "mean " << mean << " exact " << exact;
+    Numerics nearest(true, true, false, 99);
+    EXPECT_GT(std::fabs(nearest.mm(a, b)(0, 0) - exact), 50 * se);
+  }
+}
+
+// The generator of fp16 partials' bits (counter_rng.h, draw32): the 13-bit
+// fields that round a block's sum and its accumulator, over consecutive
+// positions, against each other, against the next position, the next block's
+// stream and a position 2^32 further, are uniform and unrelated. Chi-square
+// tests over 256 cells (255 degrees of freedom: mean 255, standard deviation
+// 22.6) with a bound 6 deviations above the mean; the streams are fixed, so the
+// test is deterministic (a counter without the hash fails every one of them).
+TEST(Fp16, PartialsBitsAreUniformAndUnrelated) {
+  const int n = 1 << 20;
+  const double bound = 255.0 + 6 * 22.6;
+  auto chiSquare = [&](const std::vector<double>& counts) {
+    const double expected = static_cast<double>(n) / static_cast<double>(counts.size());
+    double x = 0;
+    for (double c : counts) x += (c - expected) * (c - expected) / expected;
+    return x;
+  };
+  const std::uint64_t key = subKey(hashName("bits"), 6);
+  const std::uint64_t other = subKey(hashName("bits"), 7);
+  std::vector<double> sum(256), acc(256), both(256), pairs(256), streams(256), far(256);
+  std::vector<double> set(32);
+  for (int i = 0; i < n; ++i) {
+    const std::uint32_t x = draw32(key, static_cast<std::uint64_t>(i));
+    const std::uint32_t next = draw32(key, static_cast<std::uint64_t>(i) + 1);
+    const std::uint32_t y = draw32(other, static_cast<std::uint64_t>(i));
+    const std::uint32_t z = draw32(key, (std::uint64_t{1} << 32) + static_cast<std::uint64_t>(i));
+    const std::uint32_t top = x >> 19, low = x & 0x1FFFu;   // the two fields, 13 bits each
+    sum[top >> 5] += 1;
+    acc[low & 0xFF] += 1;
+    both[((top >> 9) << 4) | (low >> 9)] += 1;
+    pairs[((top >> 9) << 4) | (next >> 28)] += 1;
+    streams[((top >> 9) << 4) | (y >> 28)] += 1;
+    far[((top >> 9) << 4) | (z >> 28)] += 1;
+    for (int bit = 0; bit < 32; ++bit) set[static_cast<std::size_t>(bit)] += (x >> bit) & 1u;
+  }
+  EXPECT_LT(chiSquare(sum), bound) << "the block sum's bits";
+  EXPECT_LT(chiSquare(acc), bound) << "the accumulator's bits";
+  EXPECT_LT(chiSquare(both), bound) << "the two fields of one draw";
+  EXPECT_LT(chiSquare(pairs), bound) << "consecutive positions";
+  EXPECT_LT(chiSquare(streams), bound) << "two blocks' streams";
+  EXPECT_LT(chiSquare(far), bound) << "positions 2^32 apart";
+  // Each bit is set half of the time (5 standard errors of a fair coin).
+  for (int bit = 0; bit < 32; ++bit)
+    EXPECT_LT(std::fabs(set[static_cast<std::size_t>(bit)] / n - 0.5), 5 * 0.5 / std::sqrt(static_cast<double>(n))) << "bit " << bit;
 }
 
 }  // namespace

@@ -1,0 +1,78 @@
+// Matrix products with fp16 partials (docs/emulator.md, "Precision"), as the
+// emulator defines them:
+//
+// - the products of each block of 16 along the reduction (an AMP unit's
+//   depth) are summed in fp32 by fused multiply-adds in order of the
+//   reduction index, starting from zero;
+// - the block's sum is rounded to fp16, added to the running fp16
+//   accumulator in fp32, and the sum rounded to fp16 again;
+// - both roundings are to nearest-even (fp16::fromFloat), or stochastic
+//   (roundPartialStochastic below): element n (row-major position in the
+//   whole product) of block j draws one 32-bit value w = draw32(subKey(key,
+//   j), n) (counter_rng.h); its top 13 bits round the block's sum and its
+//   low 13 bits the accumulator.
+//
+// The kernel keeps a tile of block sums and accumulators in vector registers
+// across the whole reduction and rounds them there (AVX-512 builds); other
+// builds compute the same definition element by element, with the same bits.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace ipu::emu::fp16 {
+
+// Stochastic rounding of x to fp16 with 13 random bits u (u < 8192), as fp16
+// partials round. Where the result is a normal fp16 (|x| >= 2^-14) it adds u
+// to the 13 bits that binary16 drops and truncates: x rounds up with
+// probability (dropped bits) / 2^13, exactly unbiased. In the subnormal range
+// |x| is first offset by 2^-14 in fp32 arithmetic (round to nearest), which
+// places it in the binade whose fp16 spacing is the subnormal spacing 2^-24,
+// rounded there the same way, and the offset removed (exactly): the
+// probability is that of |x| rounded to a multiple of 2^-37, within 2^-14 of
+// an ulp. Results above 65504 are infinity; NaN as fromFloat; the sign is
+// kept (also on zero).
+float roundPartialStochastic(float x, std::uint32_t u);
+
+// A matrix operand: element (i, k) of op(X) is data[i * rowStride + k * colStride].
+struct Operand {
+  const float* data;
+  std::ptrdiff_t rowStride, colStride;
+};
+
+// How a product is computed: the vector kernel where the build has one
+// (AVX-512), or element by element; both give the same bits (tested).
+enum class Kernel { Best, Portable };
+
+// One product C = op(A) op(B), op(A) rows x depth and op(B) depth x cols:
+// op(B), packed for the kernel, and the rounding streams, prepared once and
+// shared by the row blocks that the host threads compute.
+class PartialsProduct {
+ public:
+  PartialsProduct(Operand b, std::ptrdiff_t depth, std::ptrdiff_t cols, bool stochastic, std::uint64_t key,
+                  Kernel kernel = Kernel::Best);
+  ~PartialsProduct();
+  PartialsProduct(const PartialsProduct&) = delete;
+  PartialsProduct& operator=(const PartialsProduct&) = delete;
+
+  // Rows [r0, r0 + nr) of C, row-major with `cols` columns (row r0 starts at
+  // c + r0 * cols). Calls for disjoint rows may run at once.
+  void rows(Operand a, std::ptrdiff_t r0, std::ptrdiff_t nr, float* c) const;
+
+ private:
+  void portableRows(Operand a, std::ptrdiff_t r0, std::ptrdiff_t nr, float* c) const;
+  void vectorRows(Operand a, std::ptrdiff_t r0, std::ptrdiff_t nr, float* c) const;
+  void portableTile(Operand a, std::ptrdiff_t r0, std::ptrdiff_t nr, std::ptrdiff_t panel, float* c) const;
+
+  Operand b_;
+  std::ptrdiff_t depth_, cols_;
+  bool stochastic_;
+  bool vector_;
+  std::vector<std::uint64_t> keys_;       // block j's stream key
+  std::vector<float> packed_;             // op(B) as panels of kPanel columns, depth rows each (zero beyond the last column)
+  std::vector<std::uint32_t> mul_, add_;  // block j's stream words for positions below 2^32 (stream32(keys_[j], 0))
+  std::vector<std::uint32_t> lanes_;      // block j: l * mul_[j] for the lanes l of a panel
+};
+
+}  // namespace ipu::emu::fp16
