@@ -119,7 +119,11 @@ Expected<std::shared_ptr<const Model>> Model::build(const ir::PhasePlan& phase) 
       case ir::LayerOp::Ffn:
       case ir::LayerOp::MlmHead:
       case ir::LayerOp::LmHead:
-      case ir::LayerOp::PooledClassifier: in = out = static_cast<int>(attr(l, "hidden")); break;
+      case ir::LayerOp::PooledClassifier:
+      case ir::LayerOp::ConvModule:
+      case ir::LayerOp::GroupedFfn:
+      case ir::LayerOp::LayerNorm:
+      case ir::LayerOp::TokenClassifier: in = out = static_cast<int>(attr(l, "hidden")); break;
       case ir::LayerOp::Dense:
         in = static_cast<int>(attr(l, "inputs"));
         out = static_cast<int>(attr(l, "outputs"));
@@ -134,9 +138,6 @@ Expected<std::shared_ptr<const Model>> Model::build(const ir::PhasePlan& phase) 
       case ir::LayerOp::Bottleneck:
       case ir::LayerOp::PooledFc:
       case ir::LayerOp::PatchEmbedding:
-      case ir::LayerOp::TokenClassifier:
-      case ir::LayerOp::ConvModule:
-      case ir::LayerOp::GroupedFfn:
       case ir::LayerOp::Other: continue;
     }
     if (in != width)

@@ -20,14 +20,14 @@ namespace ipu::ir {
 // computes it): that is LayerOp::Other, with the name kept in the layer.
 enum class LayerOp {
   Embedding, Attention, Ffn, MlmHead, PooledClassifier, LmHead, Dense, SoftmaxLoss,
-  ConvStem, Bottleneck, PooledFc, PatchEmbedding, TokenClassifier, ConvModule, GroupedFfn,
+  ConvStem, Bottleneck, PooledFc, PatchEmbedding, TokenClassifier, ConvModule, GroupedFfn, LayerNorm,
   Other,
 };
 inline constexpr LayerOp kLayerOps[] = {
     LayerOp::Embedding,  LayerOp::Attention,  LayerOp::Ffn,        LayerOp::MlmHead,
     LayerOp::PooledClassifier, LayerOp::LmHead, LayerOp::Dense,    LayerOp::SoftmaxLoss,
     LayerOp::ConvStem,   LayerOp::Bottleneck, LayerOp::PooledFc,   LayerOp::PatchEmbedding,
-    LayerOp::TokenClassifier, LayerOp::ConvModule, LayerOp::GroupedFfn, LayerOp::Other};
+    LayerOp::TokenClassifier, LayerOp::ConvModule, LayerOp::GroupedFfn, LayerOp::LayerNorm, LayerOp::Other};
 // "other" for Other, which has no name of its own: layerOpFromName never
 // returns Other, so a user's op spelled "other" stays a user's op.
 const char* nameOf(LayerOp op);
