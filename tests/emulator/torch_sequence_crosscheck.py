@@ -211,6 +211,11 @@ def main():
     else:
         adamw = torch.optim.AdamW(W.values(), lr=1.0, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01)
     worst_grad = worst_weight = moved = 0.0
+    if model == "groupbert":
+        # The batches must be packed, or the convolution's boundaries inside a sample go unchecked.
+        ids = steps[0][1]["mb0.sequence_ids"]
+        if ids.max().item() < 1:
+            failures.append("the GroupBERT batches are not packed")
     for k, (meta, tensors) in enumerate(steps):
         for w in W.values():
             w.grad = None
