@@ -7,6 +7,10 @@
 // trains like fp32.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
+
+#include "runtime/emulator/emulator.h"
 #include "tests/emulator/emulator_test_support.h"
 
 namespace ipu::emutest {
@@ -156,6 +160,27 @@ TEST(GroupBert, Fp16TracksFp32) {
   ASSERT_EQ(half.losses.size(), static_cast<std::size_t>(kSteps));
   for (int i = 0; i < kSteps; ++i) EXPECT_NEAR(half.losses[i], reference().losses[i], 0.02 * reference().losses[i]) << "step " << i;
   EXPECT_GT(maxRelativeDifference(half.weights, reference().weights), 0.0) << "fp16 rounds";
+}
+
+// examples/tiny_groupbert.ipu as shipped (1,000 steps, 2-stage pipeline with
+// the heads back on IPU 0, 2 replicas): held-out MLM accuracy well above the
+// majority baseline (measured 0.37 against 0.10) in about half a minute.
+TEST(GroupBert, TheExampleBeatsTheMajorityBaseline) {
+  std::ifstream in(sourceDir() + "/examples/tiny_groupbert.ipu");
+  ASSERT_TRUE(in);
+  std::stringstream text;
+  text << in.rdbuf();
+  const ir::ExecutionPlan plan = planOf(text.str());
+  ASSERT_EQ(plan.runs.size(), 1u);
+  emu::Options o;
+  o.hostThreads = 2;
+  auto out = emu::run(plan.runs[0], o);
+  ASSERT_TRUE(out.ok()) << out.error().message;
+  ASSERT_EQ(out->status, emu::Status::Completed);
+  const auto& eval = out->phases.at(0).evaluation;
+  std::printf("held-out MLM accuracy %.3f, majority baseline %.3f\n", eval.at("mlm_accuracy"), eval.at("mlm_baseline"));
+  EXPECT_GT(eval.at("mlm_accuracy"), 2.0 * eval.at("mlm_baseline"));
+  EXPECT_GT(eval.at("mlm_accuracy"), eval.at("mlm_baseline") + 0.1);
 }
 
 }  // namespace
