@@ -610,11 +610,14 @@ bool hasKernel(ir::LayerOp op) {
     case ir::LayerOp::PooledClassifier:
     case ir::LayerOp::Dense:
     case ir::LayerOp::SoftmaxLoss:
-    case ir::LayerOp::PatchEmbedding:
-    case ir::LayerOp::TokenClassifier:
     case ir::LayerOp::ConvModule:
     case ir::LayerOp::GroupedFfn:
     case ir::LayerOp::LayerNorm: return true;
+    // ViT's kernels exist (sequence_kernels.h, tested on their own), but a
+    // model reading images needs image data, which the emulator does not
+    // make yet: a ViT is outside what it runs.
+    case ir::LayerOp::PatchEmbedding:
+    case ir::LayerOp::TokenClassifier:
     case ir::LayerOp::ConvStem:
     case ir::LayerOp::Bottleneck:
     case ir::LayerOp::PooledFc:
@@ -723,8 +726,7 @@ Expected<std::unique_ptr<Kernel>> makeKernel(const ir::Layer& l, int shards, lon
   }
   return layerError(l, "the emulator has no kernel for op \"" + ir::opName(l) + "\"",
                     "`ipu run` executes embedding, attention, ffn, mlm_head, pooled_classifier, lm_head, dense, "
-                    "softmax_loss, conv_module, grouped_ffn, layer_norm, patch_embedding and token_classifier layers; "
-                    "use `ipu estimate` for the others");
+                    "softmax_loss, conv_module, grouped_ffn and layer_norm layers; use `ipu estimate` for the others");
 }
 
 }  // namespace ipu::emu

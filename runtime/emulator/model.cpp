@@ -37,6 +37,10 @@ Expected<std::shared_ptr<const Model>> Model::build(const ir::PhasePlan& phase) 
   Model& m = *model;
   m.shards_ = std::max(1, phase.mapping.shard);
   if (phase.layers.empty()) return modelError(phase.source, "phase `" + phase.name + "` has no layers", "");
+  if (const ir::Layer& in = phase.layers.front(); in.op == ir::LayerOp::PatchEmbedding)
+    return Error{code::kUnsupportedLayer,
+                 "layer `" + in.name + "`: a ViT reads images, and the emulator makes no image data yet",
+                 "its kernels exist (docs/emulator.md); use `ipu estimate` for ViT models", in.source};
   std::map<std::string, int> byName;
   for (std::size_t i = 0; i < phase.layers.size(); ++i) {
     const ir::Layer& l = phase.layers[i];

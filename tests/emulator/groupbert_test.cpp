@@ -183,5 +183,21 @@ TEST(GroupBert, TheExampleBeatsTheMajorityBaseline) {
   EXPECT_GT(eval.at("mlm_accuracy"), eval.at("mlm_baseline") + 0.1);
 }
 
+// A ViT plans, but `ipu run` refuses it for the reason it has: no image data
+// (its kernels are tested in kernel_gradient_test.cpp).
+TEST(Vit, IsRefusedForWantOfImageData) {
+  const ir::ExecutionPlan plan = planOf(
+      "import \"std/pods\"\nimport \"std/models/vit\"\n"
+      "model tiny = vit(layers: 2, hidden: 32, heads: 4, ffn: 64, patch: 4, image: 16, classes: 10)\n"
+      "mapping m for tiny on POD4 { }\n"
+      "training t { mapping: m\n optimizer: adamw()\n phase p { image_size: 16, micro_batch: 2, gradient_accumulation: 1, steps: 1, lr: 0.1 } }\n");
+  ASSERT_FALSE(plan.runs.empty());
+  auto out = emu::run(plan.runs[0], {});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.error().code, "IPU5002");
+  EXPECT_NE(out.error().message.find("no image data"), std::string::npos) << out.error().message;
+  EXPECT_GT(out.error().where.line, 0u);
+}
+
 }  // namespace
 }  // namespace ipu::emutest
