@@ -4,8 +4,8 @@
 // declares its parameters, and the executor hands it the buffers of the
 // virtual IPUs that hold them, so the same kernel runs on any mapping.
 //
-// Tensor sharding: attention and FFN split over the `t` IPUs of a shard group
-// (heads, intermediate units); the kernel computes each shard's part on that
+// Tensor sharding: attention, FFN and grouped FFN split over the `t` IPUs of a
+// shard group (heads, intermediate units, groups); the kernel computes each shard's part on that
 // shard's weights and sums the partial results with a ring all-reduce across
 // the shards' buffers, where Megatron-style sharding needs it. Other kernels
 // are replicated on the shard group.

@@ -38,6 +38,10 @@ Expected<std::shared_ptr<const Model>> Model::build(const ir::PhasePlan& phase) 
   Model& m = *model;
   m.shards_ = std::max(1, phase.mapping.shard);
   if (phase.layers.empty()) return modelError(phase.source, "phase `" + phase.name + "` has no layers", "");
+  if (const ir::Layer& in = phase.layers.front(); in.op == ir::LayerOp::PatchEmbedding)
+    return Error{code::kUnsupportedLayer,
+                 "layer `" + in.name + "`: a ViT reads images, and the emulator makes no image data yet",
+                 "its kernels exist (docs/emulator.md); use `ipu estimate` for ViT models", in.source};
   std::map<std::string, int> byName;
   for (std::size_t i = 0; i < phase.layers.size(); ++i) {
     const ir::Layer& l = phase.layers[i];
@@ -133,7 +137,11 @@ Expected<std::shared_ptr<const Model>> Model::build(const ir::PhasePlan& phase) 
       case ir::LayerOp::Ffn:
       case ir::LayerOp::MlmHead:
       case ir::LayerOp::LmHead:
-      case ir::LayerOp::PooledClassifier: in = out = static_cast<int>(attr(l, "hidden")); break;
+      case ir::LayerOp::PooledClassifier:
+      case ir::LayerOp::ConvModule:
+      case ir::LayerOp::GroupedFfn:
+      case ir::LayerOp::LayerNorm:
+      case ir::LayerOp::TokenClassifier: in = out = static_cast<int>(attr(l, "hidden")); break;
       case ir::LayerOp::Dense:
         in = static_cast<int>(attr(l, "inputs"));
         out = static_cast<int>(attr(l, "outputs"));
@@ -159,9 +167,6 @@ Expected<std::shared_ptr<const Model>> Model::build(const ir::PhasePlan& phase) 
       }
       // Ops without a kernel never reach a model (hasKernel).
       case ir::LayerOp::PatchEmbedding:
-      case ir::LayerOp::TokenClassifier:
-      case ir::LayerOp::ConvModule:
-      case ir::LayerOp::GroupedFfn:
       case ir::LayerOp::Other: continue;
     }
     if (in != width)

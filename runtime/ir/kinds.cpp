@@ -53,6 +53,7 @@ const char* nameOf(LayerOp op) {
     case LayerOp::TokenClassifier: return "token_classifier";
     case LayerOp::ConvModule: return "conv_module";
     case LayerOp::GroupedFfn: return "grouped_ffn";
+    case LayerOp::LayerNorm: return "layer_norm";
     case LayerOp::Other: return "other";
   }
   return "other";

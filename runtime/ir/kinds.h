@@ -20,7 +20,7 @@ namespace ipu::ir {
 // computes it): that is LayerOp::Other, with the name kept in the layer.
 enum class LayerOp {
   Embedding, Attention, Ffn, MlmHead, PooledClassifier, LmHead, Dense, SoftmaxLoss,
-  ConvStem, Bottleneck, PooledFc, PatchEmbedding, TokenClassifier, ConvModule, GroupedFfn,
+  ConvStem, Bottleneck, PooledFc, PatchEmbedding, TokenClassifier, ConvModule, GroupedFfn, LayerNorm,
   BasicBlock,
   Other,
 };
@@ -28,7 +28,7 @@ inline constexpr LayerOp kLayerOps[] = {
     LayerOp::Embedding,  LayerOp::Attention,  LayerOp::Ffn,        LayerOp::MlmHead,
     LayerOp::PooledClassifier, LayerOp::LmHead, LayerOp::Dense,    LayerOp::SoftmaxLoss,
     LayerOp::ConvStem,   LayerOp::Bottleneck, LayerOp::PooledFc,   LayerOp::PatchEmbedding,
-    LayerOp::TokenClassifier, LayerOp::ConvModule, LayerOp::GroupedFfn, LayerOp::BasicBlock,
+    LayerOp::TokenClassifier, LayerOp::ConvModule, LayerOp::GroupedFfn, LayerOp::LayerNorm, LayerOp::BasicBlock,
     LayerOp::Other};
 // "other" for Other, which has no name of its own: layerOpFromName never
 // returns Other, so a user's op spelled "other" stays a user's op.

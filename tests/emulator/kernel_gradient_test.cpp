@@ -273,6 +273,210 @@ TEST(KernelGradients, ShardedMatchesUnsharded) {
   }
 }
 
+// ------------------------------------------------ GroupBERT and ViT kernels
+
+// The convolution's taps (3 and 4: "same" padding, odd and even) reach across
+// the boundary between the packed sequences of sample 0 and into padding;
+// sequenceBatch's ids make those taps zero.
+TEST(KernelGradients, ConvModule) {
+  for (int taps : {3, 4}) {
+    auto h = make(layer("conv_module", {{"hidden", 8}, {"kernel", static_cast<double>(taps)}, {"groups", 2}, {"seq", 4}}), 1, 4,
+                  input(8, 8, "n"), 8);
+    h.mb = sequenceBatch(11);
+    checkGradients(h, "conv_module kernel " + std::to_string(taps));
+  }
+}
+
+TEST(KernelGradients, GroupedFfn) {
+  auto h = make(layer("grouped_ffn", {{"hidden", 8}, {"intermediate", 12}, {"groups", 4}, {"seq", 4}}), 1, 4, input(8, 8, "o"), 8);
+  h.mb = sequenceBatch(11);
+  checkGradients(h, "grouped_ffn");
+}
+
+TEST(KernelGradients, GroupedFfnShardedOverTwo) {
+  auto h = make(layer("grouped_ffn", {{"hidden", 8}, {"intermediate", 12}, {"groups", 4}, {"seq", 4}}), 2, 4, input(8, 8, "p"), 8);
+  h.mb = sequenceBatch(11);
+  checkGradients(h, "grouped_ffn t=2");
+}
+
+TEST(KernelGradients, LayerNorm) {
+  auto h = make(layer("layer_norm", {{"hidden", 6}, {"seq", 4}}), 1, 4, input(8, 6, "q"), 6);
+  h.mb = sequenceBatch(11);
+  checkGradients(h, "layer_norm");
+}
+
+// Two images of 3 channels, 4 x 4 pixels, patches of 2: 4 patches and a class
+// token per image.
+MicroBatch imageBatch() {
+  MicroBatch mb;
+  mb.samples = 2;
+  mb.seq = 5;
+  mb.sequenceIds.assign(10, 0);
+  mb.features = input(2, 48, "image");
+  mb.classLabel = {2, 0};
+  mb.classCount = 3;
+  return mb;
+}
+
+TEST(KernelGradients, PatchEmbedding) {
+  auto h = make(layer("patch_embedding", {{"patch", 2}, {"channels", 3}, {"hidden", 6}, {"image", 4}}), 1, 5, Mat(), 6);
+  h.mb = imageBatch();
+  h.r = input(10, 6, "patch projection");
+  checkGradients(h, "patch_embedding");
+}
+
+TEST(KernelGradients, TokenClassifier) {
+  auto h = make(layer("token_classifier", {{"hidden", 6}, {"classes", 3}, {"seq", 5}}), 1, 5, input(10, 6, "r"), 3);
+  h.mb = imageBatch();
+  checkGradients(h, "token_classifier");
+}
+
+// The patch embedding reads pixels where the documented layout puts them:
+// channel-major images, patches row-major, each patch's vector in (channel,
+// row, column) order; the class token is each image's first row.
+TEST(Kernels, PatchEmbeddingLayout) {
+  auto k = makeKernel(layer("patch_embedding", {{"patch", 2}, {"channels", 3}, {"hidden", 48}, {"image", 4}}), 1, 5);
+  ASSERT_TRUE(k.ok());
+  const auto specs = (*k)->params();
+  ASSERT_EQ(specs.size(), 4u);
+  std::vector<Mat> w;
+  for (const auto& s : specs) w.push_back(Mat::Zero(s.rows, s.cols));
+  w[0] = Mat::Identity(12, 48);   // projection: hidden unit j reads patch element j (j < 12)
+  w[3](0, 0) = 5;                 // the class token
+  MicroBatch mb = imageBatch();
+  for (Eigen::Index i = 0; i < 48; ++i) mb.features(1, i) = static_cast<float>(i);
+  std::vector<const Mat*> ptrs;
+  for (const auto& m : w) ptrs.push_back(&m);
+  Numerics nx;
+  Saved sv;
+  Mat y;
+  (*k)->forward(Mat(), mb, ShardParams{ptrs}, nx, sv, y, nullptr);
+  ASSERT_EQ(y.rows(), 10);
+  EXPECT_EQ(y(5, 0), 5.0f);   // image 1's class token
+  // Image 1, patch 3 (bottom right): channel c, row 2 + dy, column 2 + dx is pixel c * 16 + (2 + dy) * 4 + 2 + dx.
+  for (int c = 0; c < 3; ++c)
+    for (int dy = 0; dy < 2; ++dy)
+      for (int dx = 0; dx < 2; ++dx) EXPECT_EQ(y(5 + 4, (c * 2 + dy) * 2 + dx), static_cast<float>(c * 16 + (2 + dy) * 4 + 2 + dx));
+}
+
+// The convolution runs along each sequence only: changing one packed sequence
+// (or the padding) changes no output of another.
+TEST(Kernels, ConvModuleStaysInsideSequences) {
+  auto h = make(layer("conv_module", {{"hidden", 8}, {"kernel", 5}, {"groups", 2}, {"seq", 4}}), 1, 4, input(8, 8, "s"), 8);
+  h.mb = sequenceBatch(11);   // sample 0: ids 0 0 1 1; sample 1: 0 0 0 -1
+  Mat before, after;
+  h.objective(&before);
+  h.x.row(2).array() += 1.0f;   // sample 0, sequence 1
+  h.x.row(7).array() -= 1.0f;   // sample 1, padding
+  h.objective(&after);
+  for (int r : {0, 1, 4, 5, 6}) EXPECT_EQ((before.row(r) - after.row(r)).cwiseAbs().maxCoeff(), 0.0f) << "row " << r;
+  EXPECT_GT((before.row(3) - after.row(3)).cwiseAbs().maxCoeff(), 0.0f);   // row 2's own neighbour does change
+}
+
+// Splitting a grouped FFN's groups over shards assembles the same outputs
+// (each shard's are exact, the all-reduce adds zeros elsewhere) and gradients
+// to float rounding (the input gradient is a sum split over shards).
+TEST(KernelGradients, GroupedFfnShardedMatchesUnsharded) {
+  auto l = layer("grouped_ffn", {{"hidden", 8}, {"intermediate", 16}, {"groups", 4}, {"seq", 4}});
+  auto one = make(l, 1, 4, input(8, 8, "t"), 8);
+  auto four = make(l, 4, 4, input(8, 8, "t"), 8);
+  four.full = one.full;
+  four.r = one.r;
+  one.mb = four.mb = sequenceBatch(11);
+  Mat y1, y4;
+  one.objective(&y1);
+  four.objective(&y4);
+  EXPECT_EQ((y1 - y4).cwiseAbs().maxCoeff(), 0.0f);
+  std::vector<Mat> d1, d4;
+  Mat dx1, dx4;
+  one.analytic(d1, dx1);
+  four.analytic(d4, dx4);
+  EXPECT_LT((dx1 - dx4).cwiseAbs().maxCoeff(), 1e-5);
+  for (std::size_t k = 0; k < d1.size(); ++k) EXPECT_LT((d1[k] - d4[k]).cwiseAbs().maxCoeff(), 1e-5) << one.specs[k].name;
+  EXPECT_FALSE(makeKernel(l, 3, 4).ok()) << "4 groups do not split over 3 shards";
+}
+
+// In fp16 every tensor a kernel returns (output, input and weight gradients)
+// holds binary16 values only, and they follow the fp32 results to fp16's
+// precision (each within 3% of its tensor's largest element: a few roundings
+// of 2^-11 each, through LayerNorm and GELU).
+TEST(Kernels, SequenceKernelsInFp16) {
+  struct Case {
+    ir::Layer l;
+    int shards, seq;
+    Mat x;
+    Eigen::Index outCols;
+    bool image;
+  };
+  std::vector<Case> cases;
+  cases.push_back({layer("conv_module", {{"hidden", 32}, {"kernel", 3}, {"groups", 4}, {"seq", 4}}), 1, 4, input(8, 32, "u"), 32, false});
+  cases.push_back({layer("grouped_ffn", {{"hidden", 32}, {"intermediate", 64}, {"groups", 4}, {"seq", 4}}), 2, 4, input(8, 32, "v"), 32, false});
+  cases.push_back({layer("layer_norm", {{"hidden", 32}, {"seq", 4}}), 1, 4, input(8, 32, "w"), 32, false});
+  cases.push_back({layer("patch_embedding", {{"patch", 2}, {"channels", 3}, {"hidden", 32}, {"image", 4}}), 1, 5, Mat(), 32, true});
+  cases.push_back({layer("token_classifier", {{"hidden", 32}, {"classes", 3}, {"seq", 5}}), 1, 5, input(10, 32, "x"), 3, true});
+  for (auto& c : cases) {
+    auto h = make(c.l, c.shards, c.seq, c.x, c.outCols);
+    h.mb = c.image ? imageBatch() : sequenceBatch(11);
+    if (c.image && c.x.size() == 0) h.r = input(10, 32, "fp16 projection");
+    for (auto& m : h.full) roundToHalf(m.data(), static_cast<std::size_t>(m.size()), false, 0);
+    roundToHalf(h.x.data(), static_cast<std::size_t>(h.x.size()), false, 0);
+    roundToHalf(h.r.data(), static_cast<std::size_t>(h.r.size()), false, 0);
+    auto run = [&](bool fp16, Mat& y, Mat& dx, ShardGrads& g) {
+      auto copies = h.shardCopies();
+      Numerics nx(fp16, fp16, false, 99);
+      Saved sv;
+      HeadResult hr;
+      h.kernel->forward(h.x, h.mb, Harness::view(copies), nx, sv, y, h.kernel->isHead() ? &hr : nullptr);
+      g.assign(static_cast<std::size_t>(h.kernel->sharded() ? h.shards : 1), {});
+      h.kernel->backward(h.x, h.r, h.mb, Harness::view(copies), nx, sv, 1.0f, dx, g);
+    };
+    Mat y32, y16, dx32, dx16;
+    ShardGrads g32, g16;
+    run(false, y32, dx32, g32);
+    run(true, y16, dx16, g16);
+    const std::string what = ir::opName(c.l);
+    auto isHalf = [](const Mat& m) {
+      Mat r = m;
+      roundToHalf(r.data(), static_cast<std::size_t>(r.size()), false, 0);
+      return r == m;
+    };
+    auto close = [&](const Mat& a, const Mat& b, const std::string& name) {
+      ASSERT_EQ(a.rows(), b.rows()) << what << " " << name;
+      if (a.size() == 0) return;
+      EXPECT_TRUE(isHalf(b)) << what << " " << name << " is not binary16";
+      const float scale = std::max(a.cwiseAbs().maxCoeff(), 1e-3f);
+      EXPECT_LT((a - b).cwiseAbs().maxCoeff(), 0.03f * scale) << what << " " << name;
+    };
+    close(y32, y16, "output");
+    close(dx32, dx16, "input gradient");
+    for (std::size_t s = 0; s < g32.size(); ++s)
+      for (std::size_t k = 0; k < g32[s].size(); ++k) close(g32[s][k], g16[s][k], h.specs[k].name);
+  }
+}
+
+// A kernel's parameters are what its layer definition's `params` formula
+// counts (stdlib/layers.ipu), so the plan holds what the emulator holds.
+TEST(Kernels, SequenceKernelParameterCountsMatchTheFormulas) {
+  auto count = [](const ir::Layer& l, long long seqLen = 5) {
+    auto k = makeKernel(l, 1, seqLen);
+    EXPECT_TRUE(k.ok()) << ir::opName(l);
+    double n = 0;
+    if (k.ok())
+      for (const auto& s : (*k)->params()) n += static_cast<double>(s.rows * s.cols);
+    return n;
+  };
+  const double h = 48, kernel = 7, groups = 4, inter = 96, patch = 4, channels = 3, image = 16, classes = 10;
+  EXPECT_EQ(count(layer("conv_module", {{"hidden", h}, {"kernel", kernel}, {"groups", groups}, {"seq", 5}})),
+            2 * h + 2 * h * h + 2 * h + kernel * h + h + h * h / groups + h);
+  EXPECT_EQ(count(layer("grouped_ffn", {{"hidden", h}, {"intermediate", inter}, {"groups", groups}, {"seq", 5}})),
+            h * inter + inter + inter * h / groups + h + 2 * h);
+  EXPECT_EQ(count(layer("layer_norm", {{"hidden", h}, {"seq", 5}})), 2 * h);
+  const double patches = (image / patch) * (image / patch);
+  auto pe = layer("patch_embedding", {{"patch", patch}, {"channels", channels}, {"hidden", h}, {"image", image}});
+  EXPECT_EQ(count(pe, static_cast<long long>(patches) + 1), patch * patch * channels * h + h + (patches + 1) * h + h);
+  EXPECT_EQ(count(layer("token_classifier", {{"hidden", h}, {"classes", classes}, {"seq", 5}})), 2 * h + h * classes + classes);
+}
+
 TEST(Kernels, UnsupportedOpIsAnError) {
   auto k = makeKernel(layer("bottleneck", {{"inputs", 4}}), 1, 0);
   ASSERT_FALSE(k.ok());
