@@ -227,6 +227,11 @@ MicroBatch SampleSource::make(long long first, int count, bool heldOut) const {
       else imageSample(key, heldOut, mb, b);
     }
     mb.classCount = count;
+    if (const int tokens = model_->imageTokens(); tokens > 0) {
+      // A ViT's rows are each image's tokens; every token sees its whole image.
+      mb.seq = tokens;
+      mb.sequenceIds.assign(static_cast<std::size_t>(count) * static_cast<std::size_t>(tokens), 0);
+    }
     return mb;
   }
   const int S = s_.seqLen;

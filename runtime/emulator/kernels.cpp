@@ -617,11 +617,9 @@ bool hasKernel(ir::LayerOp op) {
     case ir::LayerOp::PooledFc:
     case ir::LayerOp::ConvModule:
     case ir::LayerOp::GroupedFfn:
-    case ir::LayerOp::LayerNorm: return true;
-    // ViT's kernels exist (sequence_kernels.h, tested on their own), but the
-    // model does not feed them images yet: a ViT is outside what it runs.
+    case ir::LayerOp::LayerNorm:
     case ir::LayerOp::PatchEmbedding:
-    case ir::LayerOp::TokenClassifier:
+    case ir::LayerOp::TokenClassifier: return true;
     case ir::LayerOp::Other: return false;
   }
   return false;
@@ -728,8 +726,8 @@ Expected<std::unique_ptr<Kernel>> makeKernel(const ir::Layer& l, int shards, lon
   }
   return layerError(l, "the emulator has no kernel for op \"" + ir::opName(l) + "\"",
                     "`ipu run` executes embedding, attention, ffn, mlm_head, pooled_classifier, lm_head, dense, "
-                    "softmax_loss, conv_module, grouped_ffn, layer_norm, conv_stem, bottleneck, basic_block and pooled_fc "
-                    "layers; use `ipu estimate` for the others");
+                    "softmax_loss, conv_module, grouped_ffn, layer_norm, conv_stem, bottleneck, basic_block, pooled_fc, "
+                    "patch_embedding and token_classifier layers; use `ipu estimate` for the others");
 }
 
 }  // namespace ipu::emu

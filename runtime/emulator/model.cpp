@@ -38,14 +38,18 @@ Expected<std::shared_ptr<const Model>> Model::build(const ir::PhasePlan& phase) 
   Model& m = *model;
   m.shards_ = std::max(1, phase.mapping.shard);
   if (phase.layers.empty()) return modelError(phase.source, "phase `" + phase.name + "` has no layers", "");
-  if (const ir::Layer& in = phase.layers.front(); in.op == ir::LayerOp::PatchEmbedding)
-    return Error{code::kUnsupportedLayer,
-                 "layer `" + in.name + "`: a ViT reads images, and the emulator makes no image data yet",
-                 "its kernels exist (docs/emulator.md); use `ipu estimate` for ViT models", in.source};
+  // A ViT's sequences are its images' patches and the class token.
+  long long seqLen = phase.seqLen;
+  if (const ir::Layer& in = phase.layers.front(); in.op == ir::LayerOp::PatchEmbedding) {
+    const long long patch = static_cast<long long>(attr(in, "patch"));
+    const long long side = phase.imageSize > 0 ? phase.imageSize : static_cast<long long>(attr(in, "image"));
+    if (patch > 0 && side % patch == 0) seqLen = (side / patch) * (side / patch) + 1;
+    m.imageTokens_ = static_cast<int>(seqLen);
+  }
   std::map<std::string, int> byName;
   for (std::size_t i = 0; i < phase.layers.size(); ++i) {
     const ir::Layer& l = phase.layers[i];
-    auto kernel = makeKernel(l, m.shards_, phase.seqLen);
+    auto kernel = makeKernel(l, m.shards_, seqLen);
     if (!kernel) return kernel.error();
     ModelLayer ml;
     ml.plan = &l;
@@ -118,14 +122,26 @@ Expected<std::shared_ptr<const Model>> Model::build(const ir::PhasePlan& phase) 
     bool hasPooledFc = false;
     for (const auto& l : phase.layers) hasPooledFc |= l.op == ir::LayerOp::PooledFc;
     if (!hasPooledFc) return modelError(first.source, "an image model needs a pooled_fc classifier", "end the model with pooled_fc(...)");
+  } else if (first.op == ir::LayerOp::PatchEmbedding) {
+    // A ViT: the same images as a ResNet, cut into patches (makeKernel has
+    // checked that `image` is the phase's image_size and the patch tiles it).
+    m.family_ = Family::Image;
+    m.imageChannels_ = static_cast<int>(attr(first, "channels"));
+    m.imageSize_ = static_cast<int>(attr(first, "image"));
+    m.features_ = m.imageChannels_ * m.imageSize_ * m.imageSize_;
+    hidden = static_cast<int>(attr(first, "hidden"));
+    bool hasTokenClassifier = false;
+    for (const auto& l : phase.layers) hasTokenClassifier |= l.op == ir::LayerOp::TokenClassifier;
+    if (!hasTokenClassifier)
+      return modelError(first.source, "a ViT needs a token_classifier head", "end the model with token_classifier(...)");
   } else if (first.op == ir::LayerOp::Dense) {
     m.family_ = Family::Mlp;
     m.features_ = static_cast<int>(attr(first, "inputs"));
     if (!hasSoftmax) return modelError(first.source, "an MLP needs a softmax_loss layer", "end the model with softmax_loss(classes: ...)");
   } else {
     return modelError(first.source, "the first layer `" + first.name + "` is a `" + ir::opName(first) + "`",
-                      "the emulator's first layer reads the data: an embedding (tokens), a dense layer (features) or a "
-                      "conv_stem (images)");
+                      "the emulator's first layer reads the data: an embedding (tokens), a dense layer (features), a "
+                      "conv_stem or a patch_embedding (images)");
   }
   // Widths along the trunk must match.
   int width = m.family_ == Family::Mlp || m.family_ == Family::Image ? m.features_ : hidden;
@@ -141,7 +157,17 @@ Expected<std::shared_ptr<const Model>> Model::build(const ir::PhasePlan& phase) 
       case ir::LayerOp::ConvModule:
       case ir::LayerOp::GroupedFfn:
       case ir::LayerOp::LayerNorm:
-      case ir::LayerOp::TokenClassifier: in = out = static_cast<int>(attr(l, "hidden")); break;
+      case ir::LayerOp::TokenClassifier:
+        in = out = static_cast<int>(attr(l, "hidden"));
+        if (l.op == ir::LayerOp::TokenClassifier) m.classes_ = static_cast<int>(attr(l, "classes"));
+        break;
+      case ir::LayerOp::PatchEmbedding:
+        if (&l != &first)
+          return modelError(l.source, "layer `" + l.name + "` is a patch_embedding after the first layer",
+                            "the emulator feeds images to the first layer only");
+        in = m.features_;
+        out = static_cast<int>(attr(l, "hidden"));
+        break;
       case ir::LayerOp::Dense:
         in = static_cast<int>(attr(l, "inputs"));
         out = static_cast<int>(attr(l, "outputs"));
@@ -166,7 +192,6 @@ Expected<std::shared_ptr<const Model>> Model::build(const ir::PhasePlan& phase) 
         break;
       }
       // Ops without a kernel never reach a model (hasKernel).
-      case ir::LayerOp::PatchEmbedding:
       case ir::LayerOp::Other: continue;
     }
     if (in != width)

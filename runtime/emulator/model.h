@@ -2,7 +2,7 @@
 // how data flows between them, and the canonical list of parameters (one per
 // distinct tensor, tied tensors once). The trunk is the chain of layers that
 // transform the activations; a head (mlm_head, pooled_classifier, lm_head,
-// softmax_loss, pooled_fc) reads the trunk where it stands and adds a loss, so BERT's two
+// softmax_loss, pooled_fc, token_classifier) reads the trunk where it stands and adds a loss, so BERT's two
 // heads both read the last encoder's output and the loss is their sum.
 #pragma once
 
@@ -16,7 +16,8 @@
 
 namespace ipu::emu {
 
-// Image: a convolutional classifier (conv_stem first, pooled_fc last) on images.
+// Image: a classifier of images, convolutional (conv_stem first, pooled_fc
+// last) or a ViT (patch_embedding first, token_classifier last).
 enum class Family { Bert, Gpt, Mlp, Image };
 
 struct ModelParam {
@@ -51,6 +52,7 @@ class Model {
   int classes() const { return classes_; }     // MLP or image classes
   int imageChannels() const { return imageChannels_; }
   int imageSize() const { return imageSize_; }  // side of the square images
+  int imageTokens() const { return imageTokens_; }  // a ViT's tokens per image (patches and class token), else 0
   bool hasNsp() const { return hasNsp_; }
   double parameterCount() const;
 
@@ -63,7 +65,7 @@ class Model {
   std::vector<ModelLayer> layers_;
   std::vector<ModelParam> params_;
   int shards_ = 1;
-  int vocab_ = 0, features_ = 0, classes_ = 0, imageChannels_ = 0, imageSize_ = 0;
+  int vocab_ = 0, features_ = 0, classes_ = 0, imageChannels_ = 0, imageSize_ = 0, imageTokens_ = 0;
   bool hasNsp_ = false;
 };
 

@@ -1,4 +1,4 @@
-// GroupBERT on the emulator: the plan's parameter counts are what the kernels
+// GroupBERT and ViT on the emulator: the plan's parameter counts are what the kernels
 // hold, and mapping invariance as invariance_test.cpp proves it for BERT:
 // pipelines (with the heads back on IPU 0 and the tied word matrix on another
 // IPU), recomputation and Streaming Memory are bit-exact; replicas and tensor
@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "interpreter/session/session.h"
 #include "runtime/emulator/emulator.h"
 #include "tests/emulator/emulator_test_support.h"
 
@@ -183,20 +184,99 @@ TEST(GroupBert, TheExampleBeatsTheMajorityBaseline) {
   EXPECT_GT(eval.at("mlm_accuracy"), eval.at("mlm_baseline") + 0.1);
 }
 
-// A ViT plans, but `ipu run` refuses it for the reason it has: no image data
-// (its kernels are tested in kernel_gradient_test.cpp).
-TEST(Vit, IsRefusedForWantOfImageData) {
-  const ir::ExecutionPlan plan = planOf(
-      "import \"std/pods\"\nimport \"std/models/vit\"\n"
-      "model tiny = vit(layers: 2, hidden: 32, heads: 4, ffn: 64, patch: 4, image: 16, classes: 10)\n"
-      "mapping m for tiny on POD4 { }\n"
-      "training t { mapping: m\n optimizer: adamw()\n phase p { image_size: 16, micro_batch: 2, gradient_accumulation: 1, steps: 1, lr: 0.1 } }\n");
-  ASSERT_FALSE(plan.runs.empty());
-  auto out = emu::run(plan.runs[0], {});
-  ASSERT_FALSE(out.ok());
-  EXPECT_EQ(out.error().code, "IPU5002");
-  EXPECT_NE(out.error().message.find("no image data"), std::string::npos) << out.error().message;
-  EXPECT_GT(out.error().where.line, 0u);
+// ViT on the synthetic images (docs/emulator.md, "Image data"): patch
+// embedding, pre-norm encoder, class-token head. Its kernels' gradients are
+// in kernel_gradient_test.cpp, the PyTorch check in torch_sequence_crosscheck.py.
+std::string vitScript(const std::string& mapping, const std::string& batch) {
+  return "import \"std/pods\"\nimport \"std/models/vit\"\n"
+         "model tiny = vit(layers: 2, hidden: 32, heads: 4, ffn: 64, patch: 4, image: 16, classes: 10)\n"
+         "mapping m for tiny on POD16 {\n" +
+         mapping +
+         "\n}\n"
+         "training t { mapping: m\n optimizer: adamw(weight_decay: 0.01, exclude: [bias, norm])\n seed: 5\n"
+         " phase p { image_size: 16, " +
+         batch + ", steps: 10, lr: 0.002 } }\n";
+}
+
+Result trainVit(const std::string& mapping, const std::string& batch) {
+  Result r;
+  const ir::PhasePlan phase = phaseOf(vitScript(mapping, batch));
+  auto t = trainerFor(phase, 2);
+  EXPECT_TRUE(t);
+  if (!t) return r;
+  for (int i = 0; i < kSteps; ++i) {
+    auto s = t->step();
+    EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error().message);
+    if (!s.ok()) return r;
+    r.losses.push_back(s->loss);
+  }
+  r.weights = t->weights();
+  return r;
+}
+
+// Every parameter the plan counts is one the kernels hold, layer by layer.
+TEST(Vit, PlanParametersAreTheKernels) {
+  const ir::PhasePlan phase = phaseOf(vitScript("", "micro_batch: 4, gradient_accumulation: 4"));
+  auto t = trainerFor(phase);
+  ASSERT_TRUE(t);
+  const auto& model = t->model();
+  ASSERT_EQ(model.layers().size(), phase.layers.size());
+  for (std::size_t i = 0; i < phase.layers.size(); ++i) {
+    double held = 0;
+    for (const auto& spec : model.layers()[i].specs) held += static_cast<double>(spec.rows * spec.cols);
+    EXPECT_EQ(held, phase.layers[i].params) << phase.layers[i].name;
+  }
+  EXPECT_EQ(model.imageTokens(), 17);  // (16 / 4)^2 patches and the class token
+}
+
+// Pipelines and recomputation are bit-exact; replicas reorder the gradient
+// sums (within 2e-5, as for BERT).
+TEST(Vit, MappingsAgree) {
+  const std::string batch = "micro_batch: 4, gradient_accumulation: 4";
+  const Result one = trainVit("", batch);
+  ASSERT_EQ(one.losses.size(), static_cast<std::size_t>(kSteps));
+  expectIdentical(trainVit("pipeline {\n ipu 0: patches, encoder[0]\n ipu 1: encoder[1], head\n }", batch), one,
+                  "2-stage pipeline");
+  expectIdentical(trainVit("recompute: every_layer", batch), one, "recompute every layer");
+  expectClose(trainVit("replicas: 4", "micro_batch: 4, gradient_accumulation: 1"), one, "4 replicas");
+}
+
+// The example learns far above chance (10 classes) in seconds.
+TEST(Vit, ExampleLearnsFarAboveChance) {
+  std::ifstream in(sourceDir() + "/examples/tiny_vit.ipu");
+  ASSERT_TRUE(in);
+  std::stringstream text;
+  text << in.rdbuf();
+  const ir::ExecutionPlan plan = planOf(text.str());
+  ASSERT_EQ(plan.runs.size(), 1u);
+  emu::Options o;
+  o.hostThreads = 2;
+  auto out = emu::run(plan.runs[0], o);
+  ASSERT_TRUE(out.ok()) << out.error().code << " " << out.error().message;
+  const auto& eval = out->phases.at(0).evaluation;
+  ASSERT_TRUE(eval.count("accuracy"));
+  std::printf("tiny_vit: held-out accuracy %.3f (baseline %.3f)\n", eval.at("accuracy"), eval.at("baseline"));
+  EXPECT_GT(eval.at("accuracy"), 0.6);
+  EXPECT_LT(eval.at("baseline"), 0.2);
+}
+
+// A ViT whose position table is for other images than the phase's is refused
+// when it is planned, at the phase (IPU5002), not run on the wrong number of
+// tokens.
+TEST(Vit, ImagesOfAnotherSizeAreRefused) {
+  std::string script = vitScript("", "micro_batch: 2, gradient_accumulation: 1");
+  script.replace(script.find("image_size: 16"), 14, "image_size: 32");
+  session::Session s;
+  auto f = s.addSource(sourceDir() + "/tests/emulator/vit.ipu", script);
+  s.plan(f);
+  bool refused = false;
+  for (const auto& d : s.diagnostics().all())
+    if (d.code == "IPU5002") {
+      refused = true;
+      EXPECT_NE(d.message.find("17 tokens"), std::string::npos) << d.message;
+      EXPECT_TRUE(d.span.valid());
+    }
+  EXPECT_TRUE(refused);
 }
 
 }  // namespace

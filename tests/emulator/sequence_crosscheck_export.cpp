@@ -4,8 +4,6 @@
 // (docs/emulator.md, "Files"), the initial weights, then for every step its
 // micro batches, loss, learning rate, reduced gradients and the weights after
 // the optimizer step. Usage: ipu_emulator_sequence_crosscheck OUT_DIR groupbert|vit STEPS
-// (`vit` needs image data, which the emulator does not make yet: the trainer
-// refuses the model, IPU5002, and ctest registers only `groupbert`).
 #include <cstdio>
 #include <sstream>
 #include <string>
