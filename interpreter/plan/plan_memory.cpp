@@ -1,5 +1,7 @@
 #include "interpreter/plan/plan_memory.h"
 
+#include "runtime/ir/phased.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -40,6 +42,33 @@ double maxPhaseWeights(const std::vector<double>& weights, int k) {
     else lo = mid;
   }
   return hi;
+}
+
+// The phase of each layer when `weights` (per layer, in order) are split into
+// `k` phases: the contiguous split whose largest phase is smallest (the
+// capacity maxPhaseWeights bisects for, filled greedily); one layer per phase
+// when k reaches the number of layers.
+std::vector<int> balancedPhases(const std::vector<double>& weights, int k) {
+  const int n = static_cast<int>(weights.size());
+  std::vector<int> phase(weights.size(), 0);
+  if (k >= n) {
+    for (int i = 0; i < n; ++i) phase[static_cast<std::size_t>(i)] = i;
+    return phase;
+  }
+  const double capacity = maxPhaseWeights(weights, k);
+  int part = 0;
+  double run = 0;
+  for (int i = 0; i < n; ++i) {
+    const double w = weights[static_cast<std::size_t>(i)];
+    // The remaining layers must leave one phase each for those after them.
+    if (i > 0 && (run + w > capacity || n - i <= k - 1 - part) && part < k - 1) {
+      ++part;
+      run = 0;
+    }
+    run += w;
+    phase[static_cast<std::size_t>(i)] = part;
+  }
+  return phase;
 }
 
 }  // namespace
@@ -132,9 +161,17 @@ ir::MemoryBreakdown IpuMemory::breakdown(double* streamingOut, double* parameter
       for (std::size_t k = 0; k < layers_.size(); ++k)
         if (layers_[k] == li) weights[k] += copy;
     int k = m.phases > 1 ? m.phases : static_cast<int>(weights.size());
-    resident = maxPhaseWeights(weights, k);
-    mem.weights = 2 * resident * bw;  // the running sub-graph, and the next one prefetched
-    mem.gradientAccumulators = resident * ba;
+    if (residency_ && k <= static_cast<int>(weights.size())) {
+      resident = residency_->largestSegment;
+      mem.weights = residency_->weights * bw;
+      mem.gradientAccumulators = residency_->accumulators * ba;
+    } else {
+      // More phases than layers: layers are sliced, and the running sub-graph
+      // and the prefetched one are at most the largest slice each.
+      resident = maxPhaseWeights(weights, k);
+      mem.weights = 2 * resident * bw;
+      mem.gradientAccumulators = resident * ba;
+    }
     streaming += W * bw / rtsW + W * ba / rtsO;
   } else {
     mem.weights = W * bw;
@@ -195,33 +232,64 @@ void planMemory(PhaseContext& ctx) {
   const double capacity = p.pod.machine.chip.memoryBytes;
   const double streamingCapacity = p.pod.streamingBytesPerIpu();
   const int S = static_cast<int>(p.stages.size());
+  const bool phased = ir::isPhased(ctx.settings);
+  const double t = std::max(1, ctx.settings.shard);
+  // Phased execution: the phase of each layer on its pipeline IPU, balanced by
+  // the weights it puts there (its copy of tied weights included); with
+  // `weights: streaming` alone, one layer per phase.
+  if (phased)
+    for (auto& ipu : p.ipus) {
+      if (ipu.shard != 0) continue;
+      std::vector<double> w;
+      for (int li : ipu.layers) {
+        const ir::Layer& l = p.layers[static_cast<std::size_t>(li)];
+        double own = l.shardable ? l.params / t : l.params;
+        bool partnerHere = false;
+        for (int o : ctx.tiedPartners[static_cast<std::size_t>(li)])
+          partnerHere |= std::find(ipu.layers.begin(), ipu.layers.end(), o) != ipu.layers.end();
+        if (!l.tiedTo.empty() && !partnerHere) own += l.shardable ? l.tiedParams / t : l.tiedParams;
+        w.push_back(own);
+      }
+      const int k = ctx.settings.phases > 1 ? ctx.settings.phases : static_cast<int>(w.size());
+      const std::vector<int> phase = balancedPhases(w, k);
+      for (std::size_t i = 0; i < ipu.layers.size(); ++i) p.layers[static_cast<std::size_t>(ipu.layers[i])].phase = phase[i];
+    }
+  const std::vector<ir::PhaseSegment> segments = phased ? ir::phaseSegments(p) : std::vector<ir::PhaseSegment>{};
+  const double bw = ir::bytesOf(p.precision.weights), ba = ir::bytesOf(p.precision.accumulators);
   int k = ctx.settings.phases > 1 ? ctx.settings.phases : 1;
   p.fits = true;
   for (auto& ipu : p.ipus) {
     IpuMemory acc(ctx, ipu.ipu, S);
     for (int li : ipu.layers) acc.add(li, p.layers[static_cast<std::size_t>(li)].stage);
+    ipu.phaseBytes.clear();
+    if (phased) {
+      // What each run of a segment holds (runtime/ir/phased.h): its weights,
+      // the next run's prefetched, and in the backward run its accumulators.
+      const std::vector<ir::SegmentRun> runs = ir::segmentRuns(segments, ipu.ipu);
+      IpuMemory::PhasedResidency res;
+      for (std::size_t i = 0; i < runs.size(); ++i) {
+        const ir::PhaseSegment& seg = segments[static_cast<std::size_t>(runs[i].segment)];
+        const double here = ir::segmentParameters(p, seg, ctx.settings.shard);
+        const double next = i + 1 < runs.size() ? ir::segmentParameters(p, segments[static_cast<std::size_t>(runs[i + 1].segment)], ctx.settings.shard) : 0;
+        const double accumulators = runs[i].backward ? here : 0;
+        res.weights = std::max(res.weights, here + next);
+        res.accumulators = std::max(res.accumulators, accumulators);
+        res.largestSegment = std::max(res.largestSegment, here);
+        if (ipu.phaseBytes.size() <= static_cast<std::size_t>(seg.phase)) ipu.phaseBytes.resize(static_cast<std::size_t>(seg.phase) + 1, 0.0);
+        double& b = ipu.phaseBytes[static_cast<std::size_t>(seg.phase)];
+        b = std::max(b, (here + next) * bw + accumulators * ba);
+      }
+      acc.setPhasedResidency(res);
+    }
     double streaming = 0;
     ipu.memory = acc.breakdown(&streaming, &ipu.parameters);
     ipu.capacityBytes = capacity;
     ipu.streamingBytes = streaming;
     ipu.streamingCapacityBytes = streamingCapacity;
     ipu.fits = ipu.memory.total() <= capacity && streaming <= streamingCapacity;
-    ipu.phases = k;
+    ipu.phases = phased ? std::max(k, static_cast<int>(ipu.phaseBytes.size())) : k;
     p.fits = p.fits && ipu.fits;
   }
-  // Phase index of each layer on its IPU (contiguous split by weights).
-  if (k > 1)
-    for (auto& ipu : p.ipus) {
-      if (ipu.shard != 0) continue;
-      double total = 0;
-      for (int li : ipu.layers) total += p.layers[static_cast<std::size_t>(li)].params;
-      double run = 0;
-      for (int li : ipu.layers) {
-        auto& l = p.layers[static_cast<std::size_t>(li)];
-        l.phase = total > 0 ? std::min(k - 1, static_cast<int>(run / total * k)) : 0;
-        run += l.params;
-      }
-    }
 }
 
 }  // namespace ipu::plan

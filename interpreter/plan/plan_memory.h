@@ -7,6 +7,7 @@
 // pipeline stage layer by layer and stop when it no longer fits.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "interpreter/plan/context.h"
@@ -23,6 +24,16 @@ class IpuMemory {
   // `parameters`: the parameters the IPU holds, its copies of tied weights included.
   ir::MemoryBreakdown breakdown(double* streamingBytes = nullptr, double* parameters = nullptr) const;
   double total() const { return breakdown().total(); }
+
+  // Phased execution, once the planner has split the IPU's layers into
+  // segments (runtime/ir/phased.h): the parameters (elements) on chip at most
+  // as weights (running and prefetched segments) and as accumulators, and the
+  // largest segment's. Without it, the breakdown bounds them from the weights
+  // alone, as the balancer needs before phases exist.
+  struct PhasedResidency {
+    double weights = 0, accumulators = 0, largestSegment = 0;
+  };
+  void setPhasedResidency(const PhasedResidency& r) { residency_ = r; }
 
  private:
   struct StageSpan {
@@ -41,6 +52,7 @@ class IpuMemory {
   double stash_ = 0, working_ = 0, maxAct_ = 0, code_ = 0, workspace_ = 0, largestOut_ = 0, largestIn_ = 0;
   std::vector<std::pair<int, double>> stageWork_;  // recompute: stage -> activations of its layers
   std::vector<int> distinct_;          // phased: code classes already counted
+  std::optional<PhasedResidency> residency_;
 };
 
 }  // namespace ipu::plan

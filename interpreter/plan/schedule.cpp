@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "runtime/ir/phased.h"
+
 namespace ipu::plan {
 
 void planSchedule(PhaseContext& ctx) {
@@ -32,28 +34,53 @@ void planTraffic(PhaseContext& ctx) {
     tr.boundaries.push_back({static_cast<int>(s), bytes, bytes});
   }
 
+  const std::vector<ir::PhaseSegment> segments = phased ? ir::phaseSegments(p) : std::vector<ir::PhaseSegment>{};
   for (const auto& ipu : p.ipus) {
     const double w = ipu.parameters;
+    // Phased: what the segment runs of this IPU load (runtime/ir/phased.h).
+    double loaded = 0, accumulated = 0;
+    if (phased)
+      for (const auto& run : ir::segmentRuns(segments, ipu.ipu)) {
+        const double n = ir::segmentParameters(p, segments[static_cast<std::size_t>(run.segment)], m.shard);
+        loaded += n;
+        if (run.backward) accumulated += n;
+      }
     if (m.replicas > 1) {
       // RTS of the optimizer state: each replica updates its share, so the
-      // gradients are reduce-scattered and the updated weights all-gathered.
+      // gradients are reduce-scattered and the updated weights all-gathered
+      // (unless the weights live sharded in Streaming Memory, where each
+      // replica writes back its own share and gathers them as they load).
       tr.collectives.push_back({m.rtsOptimizerState ? ir::CollectiveKind::ReduceScatter : ir::CollectiveKind::AllReduce,
                                 ir::CollectiveTensors::Gradients, ipu.index, w * ba});
-      if (m.rtsOptimizerState)
+      if (m.rtsOptimizerState && !(phased && m.rtsWeights))
         tr.collectives.push_back({ir::CollectiveKind::AllGather, ir::CollectiveTensors::UpdatedWeights, ipu.index, w * bw});
       if (phased && m.rtsWeights)
-        tr.collectives.push_back({ir::CollectiveKind::AllGather, ir::CollectiveTensors::StreamedWeights, ipu.index, w * bw});
+        tr.collectives.push_back({ir::CollectiveKind::AllGather, ir::CollectiveTensors::StreamedWeights, ipu.index, loaded * bw});
     }
     if (!m.optimizerStateStreaming && !phased) continue;
     ir::StreamingTraffic st;
     st.ipu = ipu.index;
     st.optimizerState = 2 * (w / rtsO) * stateBytes;
     if (phased) {
-      double stash = 0;
-      for (int li : ipu.layers) stash += p.layers[static_cast<std::size_t>(li)].inputElements;
-      st.weights = 2 * w * bw / rtsW;
-      st.gradients = w * ba / rtsO;
-      st.activations = 2 * ga * stash * bc;
+      // Every layer's input goes out and comes back for its backward pass
+      // (the first layer's input is the micro batch, from the host); between
+      // two segments of a stage the activation also comes back for the
+      // forward run, and its gradient goes out and back.
+      double once = 0, between = 0;
+      for (const auto& seg : segments) {
+        if (seg.ipu != ipu.ipu) continue;
+        for (int li : seg.layers)
+          if (!ir::readsHostInput(p, li)) once += p.layers[static_cast<std::size_t>(li)].inputElements;
+        const bool stageFirst = &seg == &segments.front() || (&seg - 1)->stage != seg.stage;
+        if (!stageFirst) between += p.layers[static_cast<std::size_t>(seg.layers.front())].inputElements;
+      }
+      st.weights = loaded * bw / rtsW;
+      st.gradients = accumulated * ba;
+      st.activations = ga * (2 * once + 3 * between) * bc;
+      // The update streams each parameter's weights and reduced gradient
+      // through the chip (its share with RTS of the optimizer state) and
+      // writes the weights back (its share with RTS of the weights).
+      st.update = (w / rtsO) * (bw + ba) + w * bw / rtsW;
     }
     tr.streaming.push_back(st);
   }

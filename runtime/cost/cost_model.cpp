@@ -337,10 +337,11 @@ class Model {
       worstStateStream = std::max(worstStateStream, st.optimizerState);
       worstStream = std::max(worstStream, st.phased());
     }
-    // Streamed weights sharded across replicas are gathered as they load.
+    // Streamed weights sharded across replicas are gathered as they load
+    // (the entry sums the step's gathers, one per segment run).
     for (const auto& c : p_.traffic.collectives)
       if (c.tensors == ir::CollectiveTensors::StreamedWeights && p_.ipus[static_cast<std::size_t>(c.ipu)].shard == 0)
-        b.rtsCollectives += 2 * (r_ - 1.0) / r_ * c.bytes / links_.collective;
+        b.rtsCollectives += (r_ - 1.0) / r_ * c.bytes / links_.collective;
     // The rest of the weight update is a fixed cost of the step that grows
     // with the model, not with the micro batches: per parameter of the replica
     // (calibrated), the gradient collectives' set-up, LAMB/LARS norm

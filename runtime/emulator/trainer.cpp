@@ -5,12 +5,14 @@
 #include <cmath>
 #include <new>
 #include <sstream>
+#include <tuple>
 
 #include "runtime/emulator/collectives.h"
 #include "runtime/emulator/counter_rng.h"
 #include "runtime/emulator/fp16.h"
 #include "runtime/emulator/optimizer.h"
 #include "runtime/emulator/thread_pool.h"
+#include "runtime/ir/phased.h"
 #include "runtime/train/lr_schedule.h"
 
 namespace ipu::emu {
@@ -31,7 +33,9 @@ struct Slot {
   int param = 0;
   int shard = -1;               // -1: the whole tensor (unsharded, or replicated on the group)
   Eigen::Index row0 = 0, col0 = 0, rows = 0, cols = 0;   // its block of the canonical tensor
-  Mat value;                    // the stored weights
+  Mat value;                    // the weights on chip (phased: only while a segment using them runs)
+  Mat home;                     // phased: the weights in Streaming Memory (with RTS of the weights, only
+                                // this replica's share, `owned`, is kept current)
   Mat grad;                     // the step's summed gradient: the all-reduce buffer
   std::vector<Use> uses;
   Chunk owned;                  // the elements this replica updates (all, or its RTS chunk)
@@ -73,7 +77,9 @@ struct Group {
   std::map<Key2, StashEntry> stash;
   std::vector<Message> outbox;
   double dynamicPeak = 0;                  // elements in stash and exchange buffers, this step
-  double streamedBytes = 0;
+  // Phased execution: Streaming Memory's activations, the input of (layer,
+  // micro batch), and the gradients between two segments, by (segment, micro batch).
+  std::map<Key2, Mat> streamedInputs, streamedGradients;
 
   double dynamicElements() const {
     double n = 0;
@@ -104,6 +110,10 @@ struct PhaseTrainer::Impl {
   int R = 1, P = 1, T = 1, S = 1, GA = 1, MB = 1;
   bool fp16Compute = false, fp16Partials = false, fp16Weights = false, fp16Acc = false, fp16State = false;
   bool stochastic = false, master = false, streamingState = false, rts = false;
+  bool phased = false;         // runs phase by phase (runtime/ir/phased.h)
+  bool rtsStreamed = false;    // phased, with the weights sharded over the replicas in Streaming Memory
+  std::vector<ir::PhaseSegment> segments;
+  std::vector<std::vector<double>> phaseParamPeak, phasePeak;   // [IPU][phase]
   ir::Recompute recompute = ir::Recompute::None;
   std::vector<int> stageIpu;
   std::vector<std::vector<int>> stageLayers;
@@ -134,12 +144,25 @@ struct PhaseTrainer::Impl {
   void buildSlots(Group& g);
   void computeStaticBytes();
   Numerics numerics(int replica, int micro, int layer, int pass) const;
-  ShardParams paramsFor(const Group& g, int layer) const;
+  // `weights`: per slot of the group, the weights to use instead of the slots' own.
+  ShardParams paramsFor(const Group& g, int layer, const std::vector<Mat>* weights = nullptr) const;
   void accumulate(Group& g, int layer, ShardGrads& grads, int gmb);
   void forwardStage(Group& g, int stage, int micro);
   void recomputeStage(Group& g, int stage, int micro);
   void backwardStage(Group& g, int stage, int micro);
   void runCycle(const std::vector<ir::Work>& work);
+  void deliver();
+  // Phased execution: one step's segment runs, and what they hold and move.
+  void runPhased();
+  void runSegment(Group& g, int segment, bool backward);
+  std::vector<std::size_t> slotsOf(const Group& g, const ir::PhaseSegment& seg) const;
+  void loadWeights(Group& g, const std::vector<std::size_t>& slots);
+  Mat storedWeights(const Group& g, std::size_t slot) const;
+  template <class F>
+  void forIpusOf(const Group& g, const Slot& s, F f) const {
+    for (int t = 0; t < T; ++t)
+      if (s.shard < 0 || s.shard == t) f(static_cast<std::size_t>(g.ipu * T + t));
+  }
   void reduceGradients();
   // Adds, for every replica and each of its IPUs, the bytes of the slots it
   // enters into a collective across replicas: a slot split over the shard
@@ -202,8 +225,11 @@ Expected<bool> PhaseTrainer::Impl::setup() {
   fp16State = pr.optimizerState == ir::DType::FP16;
   stochastic = pr.stochasticRounding;
   master = fp16Weights && pr.masterWeights;
-  streamingState = m.optimizerStateStreaming || m.phases > 1;
+  streamingState = m.optimizerStateStreaming || ir::isPhased(m);
   rts = R > 1 && (m.rtsOptimizerState || m.rtsWeights);
+  phased = ir::isPhased(m);
+  rtsStreamed = phased && R > 1 && m.rtsWeights;
+  if (phased) segments = ir::phaseSegments(plan);
   recompute = m.recompute;
   // A Lua policy sets the scale before the first step.
   lossScale = pr.lossScale.kind == ir::LossScaleKind::Static || pr.lossScale.kind == ir::LossScaleKind::Dynamic
@@ -227,6 +253,15 @@ Expected<bool> PhaseTrainer::Impl::setup() {
   for (std::size_t p = 0; p < values.size(); ++p) {
     scatterState(static_cast<int>(p), 0, values[p]);
     if (master) scatterState(static_cast<int>(p), 4, values[p]);
+  }
+  if (phased) {
+    // The weights live in Streaming Memory and come on chip segment by segment.
+    for (auto& gr : groups)
+      for (auto& s : gr.slots) s.value = Mat();
+    int phases = 0;
+    for (const auto& seg : segments) phases = std::max(phases, seg.phase + 1);
+    phaseParamPeak.assign(static_cast<std::size_t>(P * T), std::vector<double>(static_cast<std::size_t>(phases), 0.0));
+    phasePeak = phaseParamPeak;
   }
   computeStaticBytes();
   peakBytes = staticBytes;
@@ -303,7 +338,8 @@ void PhaseTrainer::Impl::computeStaticBytes() {
     double staging = 0;
     for (const auto& s : gr.slots) {
       const double n = static_cast<double>(s.rows * s.cols);
-      double bytes = n * wb + n * ab * static_cast<double>(s.uses.size());
+      // Phased, a segment's weights and accumulators are on chip only while it runs (runSegment counts them).
+      double bytes = phased ? 0.0 : n * wb + n * ab * static_cast<double>(s.uses.size());
       const OptimizerState& st = stateOf(gr, s);
       if (s.streamed < 0) bytes += st.bytes(sb);
       else staging = std::max(staging, st.bytes(sb));
@@ -325,7 +361,7 @@ Numerics PhaseTrainer::Impl::numerics(int replica, int micro, int layer, int pas
                   pool.get());
 }
 
-ShardParams PhaseTrainer::Impl::paramsFor(const Group& g, int layer) const {
+ShardParams PhaseTrainer::Impl::paramsFor(const Group& g, int layer, const std::vector<Mat>* weights) const {
   const ModelLayer& L = model->layers()[static_cast<std::size_t>(layer)];
   const bool sharded = L.kernel->sharded();
   const auto& specs = L.specs;
@@ -335,7 +371,7 @@ ShardParams PhaseTrainer::Impl::paramsFor(const Group& g, int layer) const {
     for (std::size_t k = 0; k < specs.size(); ++k) {
       const bool split = sharded && specs[k].axis != ShardAxis::None;
       const int slot = g.slotAt.at({L.params[k], split ? s : -1});
-      p[static_cast<std::size_t>(s)].push_back(&g.slots[static_cast<std::size_t>(slot)].value);
+      p[static_cast<std::size_t>(s)].push_back(weights != nullptr ? &(*weights)[static_cast<std::size_t>(slot)] : &g.slots[static_cast<std::size_t>(slot)].value);
     }
   return p;
 }
@@ -480,6 +516,10 @@ void PhaseTrainer::Impl::runCycle(const std::vector<ir::Work>& work) {
     }
     g.dynamicPeak = std::max(g.dynamicPeak, g.dynamicElements());
   });
+  deliver();
+}
+
+void PhaseTrainer::Impl::deliver() {
   // Exchange: deliver what each IPU sent to the IPU of the receiving stage.
   const double bc = ir::bytesOf(plan.precision.compute);
   for (auto& g : groups) {
@@ -492,6 +532,192 @@ void PhaseTrainer::Impl::runCycle(const std::vector<ir::Work>& work) {
       (m.gradient ? to.gradientsIn : to.activationsIn)[{m.stage, m.micro}] = std::move(m.tensor);
     }
     g.outbox.clear();
+  }
+}
+
+// -------------------------------------------------------- phased execution
+
+std::vector<std::size_t> PhaseTrainer::Impl::slotsOf(const Group& g, const ir::PhaseSegment& seg) const {
+  std::vector<std::size_t> out;
+  for (int li : seg.layers)
+    for (int pid : model->layers()[static_cast<std::size_t>(li)].params)
+      for (std::size_t j = 0; j < g.slots.size(); ++j)
+        if (g.slots[j].param == pid && std::find(out.begin(), out.end(), j) == out.end()) out.push_back(j);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Mat PhaseTrainer::Impl::storedWeights(const Group& g, std::size_t j) const {
+  if (!rtsStreamed) return g.slots[j].home;
+  // Each replica keeps its share current: assemble the tensor from all of them.
+  Mat w(g.slots[j].rows, g.slots[j].cols);
+  for (int r = 0; r < R; ++r) {
+    const Slot& src = group(r, g.ipu).slots[j];
+    std::copy(src.home.data() + src.owned.begin, src.home.data() + src.owned.end, w.data() + src.owned.begin);
+  }
+  return w;
+}
+
+void PhaseTrainer::Impl::loadWeights(Group& g, const std::vector<std::size_t>& slots) {
+  const double wb = fp16Weights ? 2 : 4;
+  auto& streamed = traffic.streamed[static_cast<std::size_t>(g.replica)];
+  for (std::size_t j : slots) {
+    Slot& s = g.slots[j];
+    s.value = storedWeights(g, j);
+    // This replica reads its share; with RTS the rest comes by an all-gather.
+    const double n = static_cast<double>(s.rows * s.cols);
+    const double read = rtsStreamed ? static_cast<double>(s.owned.end - s.owned.begin) : n;
+    forIpusOf(g, s, [&](std::size_t i) {
+      streamed[i].weights += read * wb;
+      if (rtsStreamed) traffic.gatheredStreamed[static_cast<std::size_t>(g.replica)][i] += n * wb;
+    });
+  }
+}
+
+void PhaseTrainer::Impl::runPhased() {
+  // Forward: stages in order, each stage's segments in order; backward in
+  // reverse. All replicas run a segment together; a stage's exchange is
+  // delivered once all of its segments ran.
+  const int n = static_cast<int>(segments.size());
+  auto pass = [&](bool backward) {
+    for (int i = 0; i < n; ++i) {
+      if (settings.cancel != nullptr && settings.cancel->load()) return;
+      const int k = backward ? n - 1 - i : i;
+      pool->run(static_cast<std::size_t>(R), [&](std::size_t r) { runSegment(group(static_cast<int>(r), segments[static_cast<std::size_t>(k)].ipu), k, backward); });
+      const int next = backward ? k - 1 : k + 1;
+      if (next < 0 || next >= n || segments[static_cast<std::size_t>(next)].stage != segments[static_cast<std::size_t>(k)].stage) deliver();
+    }
+  };
+  pass(false);
+  pass(true);
+}
+
+void PhaseTrainer::Impl::runSegment(Group& g, int k, bool backward) {
+  const ir::PhaseSegment& seg = segments[static_cast<std::size_t>(k)];
+  const int n = static_cast<int>(segments.size());
+  const bool stageFirst = k == 0 || segments[static_cast<std::size_t>(k - 1)].stage != seg.stage;
+  const bool stageLast = k == n - 1 || segments[static_cast<std::size_t>(k + 1)].stage != seg.stage;
+  const double cb = fp16Compute ? 2 : 4, wb = fp16Weights ? 2 : 4, ab = fp16Acc ? 2 : 4;
+  auto& streamed = traffic.streamed[static_cast<std::size_t>(g.replica)];
+  double actBytes = 0;   // activations and gradients through Streaming Memory, for every IPU of the group
+  auto out = [&](std::map<Key2, Mat>& where, Key2 key, const Mat& m) {
+    where[key] = m;
+    actBytes += static_cast<double>(m.size()) * cb;
+  };
+  auto back = [&](std::map<Key2, Mat>& where, Key2 key) {
+    auto it = where.find(key);
+    Mat m = std::move(it->second);
+    where.erase(it);
+    actBytes += static_cast<double>(m.size()) * cb;
+    return m;
+  };
+
+  // The segment's weights come on chip (and, in the backward run, its
+  // accumulators); the next run's weights are prefetched meanwhile.
+  const std::vector<std::size_t> slots = slotsOf(g, seg);
+  loadWeights(g, slots);
+  std::vector<double> onChip(static_cast<std::size_t>(T), 0.0);
+  for (std::size_t j : slots) {
+    const double e = static_cast<double>(g.slots[j].rows * g.slots[j].cols);
+    forIpusOf(g, g.slots[j], [&](std::size_t i) { onChip[i - static_cast<std::size_t>(g.ipu * T)] += e * (wb + (backward ? ab : 0.0)); });
+  }
+  const std::vector<ir::SegmentRun> runs = ir::segmentRuns(segments, g.ipu);
+  for (std::size_t i = 0; i + 1 < runs.size(); ++i)
+    if (runs[i].segment == k && runs[i].backward == backward)
+      for (std::size_t j : slotsOf(g, segments[static_cast<std::size_t>(runs[i + 1].segment)])) {
+        const double e = static_cast<double>(g.slots[j].rows * g.slots[j].cols);
+        forIpusOf(g, g.slots[j], [&](std::size_t ip) { onChip[ip - static_cast<std::size_t>(g.ipu * T)] += e * wb; });
+      }
+
+  double dynamic = g.dynamicElements();   // exchange buffers (the stash is in Streaming Memory)
+  for (int m = 0; m < GA; ++m) {
+    const int slot = g.replica * GA + m;
+    const MicroBatch& mb = batches[static_cast<std::size_t>(slot)];
+    if (!backward) {
+      // The trunk entering the segment: from the previous stage, or from the
+      // previous segment through Streaming Memory.
+      Mat x;
+      if (!stageFirst) {
+        x = g.streamedInputs.at({seg.layers.front(), m});
+        actBytes += static_cast<double>(x.size()) * cb;
+      } else if (seg.stage > 0) {
+        auto it = g.activationsIn.find({seg.stage, m});
+        x = std::move(it->second);
+        g.activationsIn.erase(it);
+      }
+      for (std::size_t q = 0; q < seg.layers.size(); ++q) {
+        const int li = seg.layers[q];
+        const ModelLayer& L = model->layers()[static_cast<std::size_t>(li)];
+        // Each layer's input waits in Streaming Memory for its backward pass
+        // (the previous segment already wrote the first one's).
+        if (q > 0 || stageFirst) out(g.streamedInputs, {li, m}, x);
+        Saved sv;
+        Mat y;
+        Numerics nx = numerics(g.replica, m, li, 0);
+        HeadResult* head = L.head ? &results[static_cast<std::size_t>(slot)][static_cast<std::size_t>(li)] : nullptr;
+        L.kernel->forward(x, mb, paramsFor(g, li), nx, sv, y, head);
+        if (L.head) hasResult[static_cast<std::size_t>(slot)][static_cast<std::size_t>(li)] = 1;
+        else x = std::move(y);
+      }
+      if (!stageLast) out(g.streamedInputs, {segments[static_cast<std::size_t>(k + 1)].layers.front(), m}, x);
+      else if (seg.stage < S - 1) g.outbox.push_back({g.replica, seg.stage + 1, m, false, std::move(x)});
+    } else {
+      Mat d;
+      if (!stageLast) d = back(g.streamedGradients, {k, m});
+      else if (seg.stage < S - 1) {
+        auto it = g.gradientsIn.find({seg.stage, m});
+        d = std::move(it->second);
+        g.gradientsIn.erase(it);
+      }
+      for (std::size_t q = seg.layers.size(); q-- > 0;) {
+        const int li = seg.layers[q];
+        const ModelLayer& L = model->layers()[static_cast<std::size_t>(li)];
+        // The layer's input comes back, and its forward pass is recomputed from it.
+        const Mat x = back(g.streamedInputs, {li, m});
+        Saved sv;
+        {
+          Numerics nx = numerics(g.replica, m, li, 0);
+          Mat y;
+          L.kernel->forward(x, mb, paramsFor(g, li), nx, sv, y, nullptr);
+        }
+        Numerics nb = numerics(g.replica, m, li, 1);
+        const int kt = L.kernel->sharded() ? T : 1;
+        ShardGrads grads(static_cast<std::size_t>(kt));
+        Mat dx;
+        L.kernel->backward(x, d, mb, paramsFor(g, li), nb, sv, static_cast<float>(lossScale), dx, grads);
+        if (L.head && d.size() != 0) {
+          d += dx;
+          nb.round(d);
+        } else {
+          d = std::move(dx);
+        }
+        accumulate(g, li, grads, slot);
+      }
+      if (!stageFirst) out(g.streamedGradients, {k - 1, m}, d);
+      else if (seg.stage > 0) g.outbox.push_back({g.replica, seg.stage - 1, m, true, std::move(d)});
+    }
+    dynamic = std::max(dynamic, g.dynamicElements());
+  }
+  g.dynamicPeak = std::max(g.dynamicPeak, dynamic);
+
+  // The weights leave; the backward run writes its accumulators out.
+  for (std::size_t j : slots) {
+    Slot& s = g.slots[j];
+    s.value = Mat();
+    if (backward) {
+      const double e = static_cast<double>(s.rows * s.cols);
+      forIpusOf(g, s, [&](std::size_t i) { streamed[i].gradients += e * ab; });
+    }
+  }
+  for (int t = 0; t < T; ++t) {
+    const std::size_t i = static_cast<std::size_t>(g.ipu * T + t);
+    streamed[i].activations += actBytes;
+    if (g.replica != 0) continue;
+    // Replica 0 measures what the replicas (identical) hold.
+    double& pp = phaseParamPeak[i][static_cast<std::size_t>(seg.phase)];
+    pp = std::max(pp, onChip[static_cast<std::size_t>(t)]);
+    double& peak = phasePeak[i][static_cast<std::size_t>(seg.phase)];
+    peak = std::max(peak, staticBytes[i] + onChip[static_cast<std::size_t>(t)] + dynamic * cb / T);
   }
 }
 
@@ -619,6 +845,18 @@ void PhaseTrainer::Impl::update(double lr, float gradScale) {
     std::size_t group, slot, begin, end;   // [begin, end) within the slot's owned range
     bool whole;                            // Streaming Memory: every chunk, in order, in one item
   };
+  // Phased: the weights come from Streaming Memory for the update and go
+  // back; each replica reads its share (with RTS) and writes back what it keeps.
+  const double wb = fp16Weights ? 2 : 4, ab = fp16Acc ? 2 : 4;
+  if (phased)
+    pool->run(groups.size(), [&](std::size_t i) {
+      Group& gr = groups[i];
+      for (auto& s : gr.slots) {
+        s.value = s.home;
+        const double share = static_cast<double>(s.owned.end - s.owned.begin);
+        forIpusOf(gr, s, [&](std::size_t ip) { traffic.streamed[static_cast<std::size_t>(gr.replica)][ip].update += share * (wb + ab); });
+      }
+    });
   std::vector<Item> items;
   for (std::size_t i = 0; i < groups.size(); ++i)
     for (std::size_t j = 0; j < groups[i].slots.size(); ++j) {
@@ -707,8 +945,14 @@ void PhaseTrainer::Impl::update(double lr, float gradScale) {
     }
     moved[w] += withState(gr, s, [&](OptimizerState& st) { chunks(it, [&](const Item& c) { apply(us, ratio, span(s, st, c)); }); });
   });
-  for (std::size_t w = 0; w < items.size(); ++w) groups[items[w].group].streamedBytes += moved[w];
-  if (rts) {
+  for (std::size_t w = 0; w < items.size(); ++w) {
+    const Group& gr = groups[items[w].group];
+    const Slot& s = gr.slots[items[w].slot];
+    forIpusOf(gr, s, [&](std::size_t ip) { traffic.streamed[static_cast<std::size_t>(gr.replica)][ip].optimizerState += moved[w]; });
+  }
+  // With the weights sharded in Streaming Memory, each replica writes back its
+  // share and the segments gather them as they load: no all-gather here.
+  if (rts && !rtsStreamed) {
     // Every replica updated its chunk; all-gather the new weights.
     countCollective(traffic.gathered, ir::bytesOf(plan.precision.weights));
     std::vector<Key2> work;
@@ -722,6 +966,16 @@ void PhaseTrainer::Impl::update(double lr, float gradScale) {
       ringAllGather(bufs, static_cast<std::size_t>(group(0, g).slots[j].value.size()));
     });
   }
+  if (phased)
+    pool->run(groups.size(), [&](std::size_t i) {
+      Group& gr = groups[i];
+      for (auto& s : gr.slots) {
+        const std::size_t b = rtsStreamed ? s.owned.begin : 0, e = rtsStreamed ? s.owned.end : static_cast<std::size_t>(s.value.size());
+        std::copy(s.value.data() + b, s.value.data() + e, s.home.data() + b);
+        s.value = Mat();
+        forIpusOf(gr, s, [&](std::size_t ip) { traffic.streamed[static_cast<std::size_t>(gr.replica)][ip].update += static_cast<double>(e - b) * wb; });
+      }
+    });
 }
 
 double PhaseTrainer::Impl::learningRate(Error* error) const {
@@ -776,8 +1030,29 @@ Expected<StepResult> PhaseTrainer::Impl::runStep() {
   traffic.gradients = traffic.activations;
   traffic.reduced.assign(static_cast<std::size_t>(R), std::vector<double>(static_cast<std::size_t>(P * T), 0.0));
   traffic.gathered = traffic.reduced;
+  traffic.gatheredStreamed = traffic.reduced;
+  traffic.streamed.assign(static_cast<std::size_t>(R), std::vector<ir::StreamingTraffic>(static_cast<std::size_t>(P * T)));
+  for (auto& row : traffic.streamed)
+    for (std::size_t i = 0; i < row.size(); ++i) row[i].ipu = static_cast<int>(i);
 
-  for (long long c = 0; c < plan.schedule.cycles(); ++c) {
+  if (phased) {
+    // Cancelling abandons the step between two segment runs at the latest.
+    runPhased();
+    if (settings.cancel != nullptr && settings.cancel->load()) {
+      for (auto& g : groups) {
+        g.streamedInputs.clear();
+        g.streamedGradients.clear();
+        g.activationsIn.clear();
+        g.gradientsIn.clear();
+        g.outbox.clear();
+        for (auto& s : g.slots)
+          for (auto& u : s.uses) u.written = false;
+      }
+      out.completed = false;
+      return out;
+    }
+  }
+  for (long long c = 0; !phased && c < plan.schedule.cycles(); ++c) {
     if (settings.cancel != nullptr && settings.cancel->load()) {
       // Abandon the step: nothing it did is kept.
       for (auto& g : groups) {
@@ -852,11 +1127,17 @@ Expected<StepResult> PhaseTrainer::Impl::runStep() {
     for (int t = 0; t < T; ++t) {
       const std::size_t i = static_cast<std::size_t>(g * T + t);
       out.ipuMemoryBytes[i] = staticBytes[i] + dyn * cb / T;
+      if (phased) out.ipuMemoryBytes[i] = *std::max_element(phasePeak[i].begin(), phasePeak[i].end());
       peakBytes[i] = std::max(peakBytes[i], out.ipuMemoryBytes[i]);
       const double cap = i < plan.ipus.size() ? plan.ipus[i].capacityBytes : 0;
+      std::string during;
+      if (phased) {
+        const auto worst = std::max_element(phasePeak[i].begin(), phasePeak[i].end());
+        during = " while its execution phase " + std::to_string(worst - phasePeak[i].begin()) + " ran";
+      }
       if (cap > 0 && out.ipuMemoryBytes[i] > cap)
         return Error{code::kIpuMemory,
-                     "virtual IPU " + std::to_string(i) + " needed " + fmtBytes(out.ipuMemoryBytes[i]) + " in step " + std::to_string(step + 1) +
+                     "virtual IPU " + std::to_string(i) + " needed " + fmtBytes(out.ipuMemoryBytes[i]) + during + " in step " + std::to_string(step + 1) +
                          " of phase `" + plan.name + "`, more than the chip's " + fmtBytes(cap),
                      "the activations in flight exceed what the plan assumed; try `recompute: every_layer` or a smaller micro batch",
                      plan.mapping.source};
@@ -874,14 +1155,14 @@ Mat PhaseTrainer::Impl::gather(int param, int what) const {
   Mat full = Mat::Zero(spec.rows, spec.cols);
   // Shards from the owner's group; chunks from every replica when sharded by RTS.
   const int ownerIpu = model->layers()[static_cast<std::size_t>(model->params()[static_cast<std::size_t>(param)].owner)].ipu;
-  const bool chunked = what >= 2 || (what == 1 && rts);
+  const bool chunked = what >= 2 || (what == 1 && rts) || (what == 0 && rtsStreamed);
   for (int r = 0; r < (chunked && rts ? R : 1); ++r) {
     const Group& gr = group(r, ownerIpu);
     for (const auto& s : gr.slots) {
       if (s.param != param) continue;
       Mat block(s.rows, s.cols);
       if (what == 0) {
-        block = s.value;
+        block = phased ? s.home : s.value;
       } else if (what == 1) {
         block = s.grad;
       } else {
@@ -890,7 +1171,7 @@ Mat PhaseTrainer::Impl::gather(int param, int what) const {
         const std::vector<float>& v = what == 2 ? st.m : what == 3 ? st.v : st.master;
         for (std::size_t i = 0; i < v.size(); ++i) block.data()[s.owned.begin + i] = v[i];
       }
-      if (what == 1 && rts) {
+      if ((what == 1 && rts) || (what == 0 && rtsStreamed)) {
         Mat cur = full.block(s.row0, s.col0, s.rows, s.cols);
         for (std::size_t i = s.owned.begin; i < s.owned.end; ++i) cur.data()[i] = block.data()[i];
         block = cur;
@@ -907,8 +1188,9 @@ void PhaseTrainer::Impl::scatterState(int param, int what, const Mat& canonical)
       if (s.param != param) continue;
       const Mat block = canonical.block(s.row0, s.col0, s.rows, s.cols);
       if (what == 0) {
-        s.value = block;
-        if (fp16Weights) fp16::roundNearest(s.value.data(), static_cast<std::size_t>(s.value.size()));
+        Mat& w = phased ? s.home : s.value;
+        w = block;
+        if (fp16Weights) fp16::roundNearest(w.data(), static_cast<std::size_t>(w.size()));
         continue;
       }
       OptimizerState& st = stateOf(gr, s);
@@ -997,11 +1279,14 @@ std::vector<MicroBatch> PhaseTrainer::batches(long long step) const { return imp
 bool PhaseTrainer::copiesAgree() const {
   // Every replica, and every IPU holding a copy of a tied tensor, must hold the same weights.
   const Impl& im = *impl_;
-  std::map<Key2, const Mat*> first;
+  // Phased, the weights are in Streaming Memory; with RTS of the weights each
+  // replica keeps only its share current, so copies agree within a replica.
+  std::map<std::tuple<int, int, int>, const Mat*> first;
   for (const auto& gr : im.groups)
     for (const auto& s : gr.slots) {
-      auto [it, fresh] = first.emplace(Key2{s.param, s.shard}, &s.value);
-      if (!fresh && !(*it->second == s.value)) return false;
+      const Mat& w = im.phased ? s.home : s.value;
+      auto [it, fresh] = first.emplace(std::make_tuple(s.param, s.shard, im.rtsStreamed ? gr.replica : 0), &w);
+      if (!fresh && !(*it->second == w)) return false;
     }
   return true;
 }
@@ -1012,10 +1297,17 @@ std::vector<double> PhaseTrainer::ipuParameters() const { return impl_->paramete
 double PhaseTrainer::streamingBytes() const {
   double b = 0;
   for (const auto& gr : impl_->groups)
-    if (gr.replica == 0)
+    if (gr.replica == 0) {
       for (const auto& st : gr.streaming) b += st.bytes(impl_->fp16State ? 2 : 4);
+      if (impl_->phased)
+        for (const auto& s : gr.slots)
+          b += static_cast<double>(impl_->rtsStreamed ? s.owned.end - s.owned.begin : static_cast<std::size_t>(s.home.size())) * (impl_->fp16Weights ? 2 : 4);
+    }
   return b;
 }
+
+std::vector<std::vector<double>> PhaseTrainer::phaseParameterBytes() const { return impl_->phaseParamPeak; }
+std::vector<std::vector<double>> PhaseTrainer::phaseMemoryBytes() const { return impl_->phasePeak; }
 
 std::map<std::string, double> PhaseTrainer::evaluate(int samples) const {
   const Impl& im = *impl_;
@@ -1024,6 +1316,13 @@ std::map<std::string, double> PhaseTrainer::evaluate(int samples) const {
   int batches = 0;
   const int majority = im.data->majorityLabel();
   const auto& layers = im.model->layers();
+  // Phased, the weights are in Streaming Memory: evaluate with a copy of them.
+  std::vector<std::vector<Mat>> stored;
+  if (im.phased)
+    for (int g = 0; g < im.P; ++g) {
+      stored.emplace_back();
+      for (std::size_t j = 0; j < im.group(0, g).slots.size(); ++j) stored.back().push_back(im.storedWeights(im.group(0, g), j));
+    }
   for (int first = 0; first < samples; first += im.MB) {
     const int n = std::min(im.MB, samples - first);
     MicroBatch mb = im.data->make(first, n, true);
@@ -1035,7 +1334,8 @@ std::map<std::string, double> PhaseTrainer::evaluate(int samples) const {
       Saved sv;
       Mat out;
       HeadResult hr;
-      L.kernel->forward(x, mb, im.paramsFor(g, static_cast<int>(li)), nx, sv, out, L.head ? &hr : nullptr);
+      L.kernel->forward(x, mb, im.paramsFor(g, static_cast<int>(li), im.phased ? &stored[static_cast<std::size_t>(L.ipu)] : nullptr), nx, sv, out,
+                        L.head ? &hr : nullptr);
       if (L.head) {
         loss += hr.loss;
         for (const auto& [k, v] : hr.sums) sums[k] += v;

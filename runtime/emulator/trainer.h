@@ -59,6 +59,12 @@ struct StepTraffic {
   std::vector<std::vector<double>> gradients;    // [replica][boundary]: backward, stage b + 1 to b
   std::vector<std::vector<double>> reduced;      // [replica][IPU]: gradients entered into the reduction across replicas
   std::vector<std::vector<double>> gathered;     // [replica][IPU]: updated weights all-gathered (RTS)
+  // Streaming Memory, [replica][IPU]: bytes read and written, by what (the
+  // fields of the plan's ir::StreamingTraffic; with RTS, this replica's share).
+  std::vector<std::vector<ir::StreamingTraffic>> streamed;
+  // [replica][IPU]: phased execution with RTS of the weights: the buffers of
+  // the all-gathers that assemble each segment's weights from the replicas' shares.
+  std::vector<std::vector<double>> gatheredStreamed;
 };
 
 class PhaseTrainer {
@@ -96,6 +102,12 @@ class PhaseTrainer {
   // Bytes on each virtual IPU of one replica (peak so far), and what lives in Streaming Memory.
   std::vector<double> ipuMemoryBytes() const;
   double streamingBytes() const;
+  // Phased execution (runtime/ir/phased.h), [IPU of a replica][phase], peaks
+  // so far: the bytes the phase's weights (running and prefetched) and
+  // gradient accumulators occupied, which the plan's ir::Ipu::phaseBytes
+  // predicts; and all the IPU held while the phase ran. Empty when not phased.
+  std::vector<std::vector<double>> phaseParameterBytes() const;
+  std::vector<std::vector<double>> phaseMemoryBytes() const;
   // The last step's traffic, and the parameters each IPU of a replica holds
   // (a tensor split over the shard group counts its shard, a whole one counts
   // on every IPU of the group).

@@ -291,6 +291,11 @@ Json toJson(const PhasePlan& ph) {
     ij["streaming_capacity_bytes"] = ipu.streamingCapacityBytes;
     ij["phases"] = ipu.phases;
     ij["parameters"] = ipu.parameters;
+    if (!ipu.phaseBytes.empty()) {
+      Json pb = Json::array();
+      for (double b : ipu.phaseBytes) pb.push(b);
+      ij["phase_bytes"] = std::move(pb);
+    }
     ipus.push(std::move(ij));
   }
   j["ipus"] = std::move(ipus);
@@ -326,6 +331,7 @@ Json toJson(const PhasePlan& ph) {
     sj["weights"] = st.weights;
     sj["gradients"] = st.gradients;
     sj["activations"] = st.activations;
+    sj["update"] = st.update;
     sj["total"] = st.optimizerState + st.phased();
     ss.push(std::move(sj));
   }

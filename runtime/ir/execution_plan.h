@@ -102,6 +102,11 @@ struct Ipu {
   // weights tied to a layer on another IPU. The update, the gradient
   // reduction and the streamed state are sized by it.
   double parameters = 0;
+  // Phased execution (runtime/ir/phased.h): per phase of this IPU, the bytes
+  // its weights and gradient accumulators occupy while it runs at most (the
+  // running segment's weights, the prefetched next one's, and its
+  // accumulators in the backward run). Empty when not phased.
+  std::vector<double> phaseBytes;
 };
 
 struct Stage {
@@ -204,7 +209,8 @@ const char* name(CollectiveKind k);
 enum class CollectiveTensors {
   Gradients,        // the step's accumulated gradients, before the update
   UpdatedWeights,   // RTS of the optimizer state: each replica updated its share
-  StreamedWeights,  // RTS of streamed weights: each replica keeps a share in Streaming Memory
+  StreamedWeights,  // RTS of streamed weights: each replica keeps a share in Streaming Memory;
+                    // `bytes` sums the gathers of a step (one per segment run)
 };
 const char* name(CollectiveTensors t);
 
@@ -224,13 +230,21 @@ struct Collective {
 // (PopART's batch serialisation), which is what makes it affordable; the
 // activations each layer keeps for its backward pass go out and back for
 // every micro batch.
+// The rule is runtime/ir/phased.h: each segment's weights come in for its
+// forward run and again for its backward run (divided by r with RTS of the
+// weights, whose other shares are all-gathered, CollectiveTensors::StreamedWeights);
+// its accumulators go out after its backward run; every layer's input goes out
+// and comes back for its backward pass, and between two segments of a stage
+// the activation also comes back for the forward run and its gradient goes
+// out and back.
 struct StreamingTraffic {
   int ipu = 0;                  // Ipu::index
   double optimizerState = 0;    // read and written once, during the update
   double weights = 0;           // phased: in for the forward and again for the backward
   double gradients = 0;         // phased: out once
   double activations = 0;       // phased: each layer's input, out and back per micro batch
-  double phased() const { return weights + gradients + activations; }
+  double update = 0;            // phased: the update's reads of weights and gradients, and its write of the weights
+  double phased() const { return weights + gradients + activations + update; }
 };
 
 struct Traffic {
