@@ -1139,7 +1139,8 @@ Expected<StepResult> PhaseTrainer::Impl::runStep() {
         return Error{code::kIpuMemory,
                      "virtual IPU " + std::to_string(i) + " needed " + fmtBytes(out.ipuMemoryBytes[i]) + during + " in step " + std::to_string(step + 1) +
                          " of phase `" + plan.name + "`, more than the chip's " + fmtBytes(cap),
-                     "the activations in flight exceed what the plan assumed; try `recompute: every_layer` or a smaller micro batch",
+                     phased ? "more phases (`phases: k`) put fewer weights on chip at a time; `ipu plan --json` gives each phase's bytes (`phase_bytes`)"
+                            : "the activations in flight exceed what the plan assumed; try `recompute: every_layer` or a smaller micro batch",
                      plan.mapping.source};
     }
   }
