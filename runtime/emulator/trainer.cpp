@@ -897,19 +897,45 @@ void PhaseTrainer::Impl::update(double lr, float gradScale) {
     return sp;
   };
   // Streaming Memory: state moves to a staging buffer for the update and
-  // back; returns the bytes moved.
-  auto withState = [&](Group& gr, Slot& s, const std::function<void(OptimizerState&)>& f) {
+  // back; returns the bytes moved. Each pass moves only what it uses: LAMB's
+  // first pass (the norms) updates the moments and reads the master weights,
+  // its second writes the weights; LARS's first pass only reads the weights,
+  // its second updates the momentum and the weights. The master weights come
+  // along whenever a pass reads the weights (they are the weights then).
+  enum Part : unsigned { kMoments = 1, kMaster = 2, kAll = 3 };
+  auto withState = [&](Group& gr, Slot& s, unsigned in, unsigned out, const std::function<void(OptimizerState&)>& f) {
     if (s.streamed < 0) {
       f(s.state);
       return 0.0;
     }
-    OptimizerState staging = gr.streaming[static_cast<std::size_t>(s.streamed)];
-    double moved = staging.bytes(fp16State ? 2 : 4);
+    const double mb = fp16State ? 2 : 4;
+    OptimizerState& stored = gr.streaming[static_cast<std::size_t>(s.streamed)];
+    OptimizerState staging;
+    double moved = 0;
+    if (in & kMoments) {
+      staging.m = stored.m;
+      staging.v = stored.v;
+      moved += static_cast<double>(stored.m.size() + stored.v.size()) * mb;
+    }
+    if (in & kMaster) {
+      staging.master = stored.master;
+      moved += static_cast<double>(stored.master.size()) * 4;
+    }
     f(staging);
-    gr.streaming[static_cast<std::size_t>(s.streamed)] = std::move(staging);
-    moved += gr.streaming[static_cast<std::size_t>(s.streamed)].bytes(fp16State ? 2 : 4);
+    if (out & kMoments) {
+      moved += static_cast<double>(staging.m.size() + staging.v.size()) * mb;
+      stored.m = std::move(staging.m);
+      stored.v = std::move(staging.v);
+    }
+    if (out & kMaster) {
+      moved += static_cast<double>(staging.master.size()) * 4;
+      stored.master = std::move(staging.master);
+    }
     return moved;
   };
+  const bool lamb = opt.kind == ir::OptimizerKind::Lamb;
+  const unsigned firstIn = lamb ? kAll : kMaster, firstOut = lamb ? kMoments : 0u;
+  const unsigned secondIn = needsTrustRatio(opt) ? (lamb ? kMaster : kAll) : kAll;
   std::vector<double> moved(items.size(), 0.0);
   const bool twoPass = needsTrustRatio(opt);
   if (twoPass) {
@@ -919,7 +945,7 @@ void PhaseTrainer::Impl::update(double lr, float gradScale) {
       Group& gr = groups[it.group];
       Slot& s = gr.slots[it.slot];
       const UpdateSettings us = settingsFor(s);
-      moved[w] += withState(gr, s, [&](OptimizerState& st) {
+      moved[w] += withState(gr, s, firstIn, firstOut, [&](OptimizerState& st) {
         chunks(it, [&](const Item& c) { partial[w] += prepare(us, span(s, st, c)); });
       });
     });
@@ -943,7 +969,7 @@ void PhaseTrainer::Impl::update(double lr, float gradScale) {
       }
       ratio = trustRatio(us, total);
     }
-    moved[w] += withState(gr, s, [&](OptimizerState& st) { chunks(it, [&](const Item& c) { apply(us, ratio, span(s, st, c)); }); });
+    moved[w] += withState(gr, s, secondIn, secondIn, [&](OptimizerState& st) { chunks(it, [&](const Item& c) { apply(us, ratio, span(s, st, c)); }); });
   });
   for (std::size_t w = 0; w < items.size(); ++w) {
     const Group& gr = groups[items[w].group];
