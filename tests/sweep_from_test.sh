@@ -192,6 +192,13 @@ sed -e "s/checkpoint(\"$BEST_RUN\")/checkpoint(\"tiny_trial-999\")/" -e 's/sweep
 expect 1 "ipu sweep FILE nowhere (from an unknown run)" -- "$IPU" sweep "$TMP/nowhere.ipu" nowhere --store "$STORE" --runs-dir "$TMP/runs"
 grep -q "no run \`tiny_trial-999\`" "$TMP/err" || { echo "FAIL: an unknown run is not named"; cat "$TMP/err"; fail=1; }
 grep -q '^trial ' "$TMP/err" && { echo "FAIL: a trial ran without a checkpoint to start from"; fail=1; }
+# ...and no sweep is recorded that could never run a trial (it would stay running, empty).
+expect 0 "sweep list after nowhere" -- "$IPU" sweep list --json --store "$STORE"
+python3 - "$TMP/out" <<'PY' || fail=1
+import json, sys
+names = [s["name"] for s in json.load(open(sys.argv[1]))]
+assert "nowhere" not in names and "wide" in names, names
+PY
 
 [ "$fail" -eq 0 ] && echo "sweep from tests: ok"
 exit "$fail"

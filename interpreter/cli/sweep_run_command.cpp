@@ -14,6 +14,7 @@
 #include "interpreter/cli/command.h"
 #include "interpreter/cli/runs_command.h"
 #include "interpreter/runner/sweep_agent.h"
+#include "interpreter/runner/sweep_start.h"
 #include "interpreter/session/session.h"
 #include "interpreter/store/sweep_store.h"
 
@@ -224,6 +225,16 @@ int sweepRunCommand(const std::vector<std::string>& args) {
   const std::string location = storeLocation(o.store, o.runsDir);
   try {
     auto st = store::openSweepStore(location, store::OpenMode::Create);
+    // A new sweep whose `from:` has nothing to start from could run no trial:
+    // say so without recording a sweep that would stay running, empty.
+    if (spec->from && !st->sweep(spec->name)) {
+      std::unique_ptr<store::RunStore> runs = store::openStore(location, store::OpenMode::Create);
+      const runner::TrialStart start = runner::resolveTrialStart(*spec->from, *st, *runs);
+      if (start.status == runner::TrialStart::Status::Unavailable) {
+        std::cerr << "ipu sweep: error: " << runner::unavailableStart(spec->name, *spec->from, start) << "\n";
+        return kUserError;
+      }
+    }
     store::CreatedSweep c = st->createOrResumeSweep(*spec, s.rootText(), store::nowSeconds());
     if (c.created)
       std::cerr << "sweep " << c.sweep.name << ": created in " << st->location() << "\n";

@@ -494,11 +494,7 @@ AgentResult runAgent(store::SweepStore& sweepStore, store::RunStore& runStore, l
         continue;
       }
       if (s.status == TrialStart::Status::Unavailable)
-        throw std::runtime_error("sweep `" + before->name + "` starts from " +
-                                 (before->spec.from->kind == sweep::StartFrom::Kind::SweepBest
-                                      ? "the best trial of sweep `" + before->spec.from->name + "`"
-                                      : "run `" + before->spec.from->name + "`") +
-                                 ", which has no checkpoint to start from: " + s.problem);
+        throw std::runtime_error(unavailableStart(before->name, *before->spec.from, s));
     }
     store::Claim claim = sweepStore.claimTrial(sweepId, options, proposeNext, store::nowSeconds());
     switch (claim.outcome) {

@@ -97,4 +97,10 @@ std::string describeStart(const sweep::StartFrom& from, const TrialStart& start)
   return "run " + start.runName;
 }
 
+std::string unavailableStart(const std::string& sweep, const sweep::StartFrom& from, const TrialStart& start) {
+  return "sweep `" + sweep + "` starts from " +
+         (from.kind == sweep::StartFrom::Kind::SweepBest ? "the best trial of sweep `" + from.name + "`" : "run `" + from.name + "`") +
+         ", which has no checkpoint to start from: " + start.problem;
+}
+
 }  // namespace ipu::runner

@@ -36,6 +36,11 @@ struct TrialStart {
 
 TrialStart resolveTrialStart(const sweep::StartFrom& from, store::SweepStore& sweeps, store::RunStore& runs);
 
+// Why sweep `sweep`, whose trials start `from`, cannot run any trial (the
+// start is Unavailable): the agent's error, and `ipu sweep`'s before it
+// creates such a sweep.
+std::string unavailableStart(const std::string& sweep, const sweep::StartFrom& from, const TrialStart& start);
+
 // How a start is described to people: "the best trial (3) of sweep `lr_grid`,
 // run tiny_trial-12" or "run tiny_trial-12".
 std::string describeStart(const sweep::StartFrom& from, const TrialStart& start);
