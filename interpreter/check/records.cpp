@@ -61,6 +61,11 @@ bool Evaluator::conforms(Value& v, const Type& type, const std::string& field, S
     case TypeKind::Any: return true;
     case TypeKind::Number:
     case TypeKind::Whole: {
+      if ((v.kind == ValueKind::Symbol || v.kind == ValueKind::String) &&
+          std::find(type.symbols.begin(), type.symbols.end(), v.text) != type.symbols.end()) {
+        v.kind = ValueKind::Symbol;
+        return true;
+      }
       if (!v.isNumber()) return mismatch();
       if (v.dim != type.dim) {
         if (countLike(type.dim) && v.dim.dimensionless()) v.dim = type.dim;
@@ -242,6 +247,7 @@ Value Evaluator::evalFieldValue(const Expr& e, const Type& type, const ScopePtr&
         }
       }
     }
+    if (t.kind == TypeKind::Whole && enumName(x, t)) return Value::symbol(x.as<NameExpr>().name, x.span);
     if (t.kind == TypeKind::LossScale)
       if (const auto* n = x.dyn<NameExpr>(); n != nullptr && (n->name == "none" || n->name == "dynamic"))
         return Value::symbol(n->name, x.span);

@@ -89,7 +89,12 @@ class PhaseTrainer {
   NamedTensors weights() const;
   NamedTensors gradients() const;      // the last step's reduced gradients, unscaled
   Expected<bool> setWeights(const NamedTensors& weights);   // all parameters, by name
-  TensorFile checkpoint() const;       // weights, optimizer state, loss scale, step
+  // Batch norm's running statistics (buffers, not parameters: no gradient,
+  // no optimizer): "running_mean/<layer>.<unit>" and "running_var/...", 1 x
+  // channels each, in layer order. Setting takes those it finds by name.
+  NamedTensors runningStatistics() const;
+  Expected<bool> setRunningStatistics(const NamedTensors& tensors);
+  TensorFile checkpoint() const;       // weights, running statistics, optimizer state, loss scale, step
   Expected<bool> restore(const TensorFile& file);
   // Whether every replica and every copy of a tied tensor holds the same weights.
   bool copiesAgree() const;

@@ -173,6 +173,9 @@ Json toJson(const PhasePlan& ph) {
   Json amp = Json::array();
   for (double a : ph.mapping.availableMemoryProportion) amp.push(a);
   m["available_memory_proportion"] = std::move(amp);
+  // Written only for distributed batch norm, so that plans without it keep their hashes.
+  if (ph.mapping.batchNormReplicas == Mapping::kAllReplicas) m["batch_norm_replicas"] = "all";
+  else if (ph.mapping.batchNormReplicas != 1) m["batch_norm_replicas"] = ph.mapping.batchNormReplicas;
   j["mapping"] = std::move(m);
 
   Json p = Json::object();

@@ -125,6 +125,13 @@ struct Mapping {
   bool rtsWeights = false;
   bool rtsOptimizerState = false;
   std::vector<double> availableMemoryProportion;  // per pipeline IPU
+  // Distributed batch norm: how many consecutive replicas share batch-norm
+  // statistics (micro batch m of replicas k*n .. k*n + n - 1);
+  // kAllReplicas: every replica. 1 is per-replica batch norm.
+  static constexpr int kAllReplicas = 0;
+  int batchNormReplicas = 1;
+  // The replicas of one batch-norm group, resolved (at least 1).
+  int batchNormGroup() const { return batchNormReplicas == kAllReplicas ? (replicas > 1 ? replicas : 1) : (batchNormReplicas > 1 ? batchNormReplicas : 1); }
 };
 
 struct LossScale {
