@@ -234,7 +234,8 @@ Value Evaluator::evalFieldValue(const Expr& e, const Type& type, const ScopePtr&
     return n != nullptr && std::find(t.symbols.begin(), t.symbols.end(), n->name) != t.symbols.end();
   };
   auto contextual = [&](const Expr& x, const Type& t) -> Value {
-    if (t.kind == TypeKind::Enum) {
+    // An enum, or a number that also takes symbols (`batch_norm_replicas: all`).
+    if (t.kind == TypeKind::Enum || (t.kind == TypeKind::Whole && !t.symbols.empty())) {
       if (enumName(x, t)) return Value::symbol(x.as<NameExpr>().name, x.span);
       if (const auto* n = x.dyn<NameExpr>()) {
         // Not a member: a let or declaration may still hold one; otherwise the
@@ -247,7 +248,6 @@ Value Evaluator::evalFieldValue(const Expr& e, const Type& type, const ScopePtr&
         }
       }
     }
-    if (t.kind == TypeKind::Whole && enumName(x, t)) return Value::symbol(x.as<NameExpr>().name, x.span);
     if (t.kind == TypeKind::LossScale)
       if (const auto* n = x.dyn<NameExpr>(); n != nullptr && (n->name == "none" || n->name == "dynamic"))
         return Value::symbol(n->name, x.span);

@@ -292,6 +292,11 @@ class StepBatchNorm final : public BatchNormContext {
   void allReduce(std::vector<double>& sums) override {
     const int call = calls_++;
     if (im_.bnSpan <= 1) return;
+    // What the plan counts (fp32 values), on every IPU of the shard group:
+    // the kernel is replicated there. Only this group's thread writes these.
+    const int ipu = im_.model->layers()[static_cast<std::size_t>(layer_)].ipu;
+    for (int t = 0; t < im_.T; ++t)
+      im_.traffic.batchNorm[static_cast<std::size_t>(replica_)][static_cast<std::size_t>(ipu * im_.T + t)] += 4.0 * static_cast<double>(sums.size());
     im_.bnExchange.allReduce({replica_ / im_.bnSpan, micro_, layer_, backward_ ? 1 : 0, call}, replica_ % im_.bnSpan, im_.bnSpan,
                              sums, *im_.bnTurns);
   }
@@ -1097,6 +1102,7 @@ Expected<StepResult> PhaseTrainer::Impl::runStep() {
   traffic.gradients = traffic.activations;
   traffic.reduced.assign(static_cast<std::size_t>(R), std::vector<double>(static_cast<std::size_t>(P * T), 0.0));
   traffic.gathered = traffic.reduced;
+  traffic.batchNorm = traffic.reduced;
 
   for (long long c = 0; c < plan.schedule.cycles(); ++c) {
     if (settings.cancel != nullptr && settings.cancel->load()) {

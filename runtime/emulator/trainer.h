@@ -59,6 +59,7 @@ struct StepTraffic {
   std::vector<std::vector<double>> gradients;    // [replica][boundary]: backward, stage b + 1 to b
   std::vector<std::vector<double>> reduced;      // [replica][IPU]: gradients entered into the reduction across replicas
   std::vector<std::vector<double>> gathered;     // [replica][IPU]: updated weights all-gathered (RTS)
+  std::vector<std::vector<double>> batchNorm;    // [replica][IPU]: batch norm's sums all-reduced across replicas (fp32)
 };
 
 class PhaseTrainer {
