@@ -228,7 +228,8 @@ struct PhaseTrainer::Impl {
   std::vector<std::vector<char>> hasResult;       // char, not bool: written from several threads
   std::uint64_t stepKey = 0;
 
-  // Batch norm (docs/emulator.md, "Batch norm"): replicas sharing statistics,
+  // Batch norm (docs/emulator.md, "Batch norm across replicas", "Running
+  // statistics"): replicas sharing statistics,
   // the exchange between them, the statistics each unit normalised with this
   // step, keyed (replica, micro batch, layer, unit), and the running statistics
   // [layer][unit].
@@ -300,7 +301,16 @@ class StepBatchNorm final : public BatchNormContext {
     im_.bnExchange.allReduce({replica_ / im_.bnSpan, micro_, layer_, backward_ ? 1 : 0, call}, replica_ % im_.bnSpan, im_.bnSpan,
                              sums, *im_.bnTurns);
   }
-  void record(BatchNormStatistics stats) override { im_.recordBatchNorm(replica_, micro_, layer_, units_++, std::move(stats)); }
+  void record(BatchNormStatistics stats) override {
+    const int unit = units_++;
+    // The running statistics read the first replica of each group (the
+    // others hold the same statistics); recomputation reads every replica's
+    // own. Keep no more than that: the host holds them for the whole step.
+    const bool first = replica_ % im_.bnSpan == 0;
+    if (!first && im_.recompute == ir::Recompute::None) return;
+    if (!first) stats.squares.clear();
+    im_.recordBatchNorm(replica_, micro_, layer_, unit, std::move(stats));
+  }
   const BatchNormStatistics& next() override { return im_.recordedBatchNorm(replica_, micro_, layer_, units_++); }
 
  private:
