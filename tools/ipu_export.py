@@ -16,6 +16,7 @@ into dictionaries of arrays, checking every file against the manifest
     s.gradients["embedding.word"]         # reduced, unscaled, before clipping
     s.weights["embedding.word"]           # after the optimizer step
     s.optimizer_state["m"]["embedding.word"]
+    s.running_statistics["running_mean/stem.conv.norm"]   # batch norm, after the step ({} without)
     ex.param_class("encoder[0].attention.bq")   # "bias" (for `exclude` lists)
     ex.vocabulary[4]                      # "[MASK]"
 
@@ -41,7 +42,7 @@ class ExportError(Exception):
 class Step:
     """One exported step: its manifest record and its tensors."""
 
-    def __init__(self, record, batch, gradients, weights, optimizer_state):
+    def __init__(self, record, batch, gradients, weights, optimizer_state, running_statistics):
         self.record = record
         self.step = record["step"]
         self.lr = record["lr"]
@@ -56,6 +57,7 @@ class Step:
         self.gradients = gradients
         self.weights = weights
         self.optimizer_state = optimizer_state
+        self.running_statistics = running_statistics
 
 
 class Export:
@@ -110,7 +112,8 @@ def load(directory, mmap_mode=None):
         state = {kind: _tensors(directory, entries, mmap_mode) for kind, entries in record["optimizer_state"].items()}
         steps.append(Step(record, _tensors(directory, record["batch"], mmap_mode),
                           _tensors(directory, record["gradients"], mmap_mode),
-                          _tensors(directory, record["weights"], mmap_mode), state))
+                          _tensors(directory, record["weights"], mmap_mode), state,
+                          _tensors(directory, record.get("running_statistics", {}), mmap_mode)))
     vocabulary = None
     if "vocabulary" in manifest["data"]:
         # One token a line. Tokens are bytes (a byte of a multi-byte character

@@ -61,6 +61,11 @@ bool Evaluator::conforms(Value& v, const Type& type, const std::string& field, S
     case TypeKind::Any: return true;
     case TypeKind::Number:
     case TypeKind::Whole: {
+      if ((v.kind == ValueKind::Symbol || v.kind == ValueKind::String) &&
+          std::find(type.symbols.begin(), type.symbols.end(), v.text) != type.symbols.end()) {
+        v.kind = ValueKind::Symbol;
+        return true;
+      }
       if (!v.isNumber()) return mismatch();
       if (v.dim != type.dim) {
         if (countLike(type.dim) && v.dim.dimensionless()) v.dim = type.dim;
@@ -229,7 +234,8 @@ Value Evaluator::evalFieldValue(const Expr& e, const Type& type, const ScopePtr&
     return n != nullptr && std::find(t.symbols.begin(), t.symbols.end(), n->name) != t.symbols.end();
   };
   auto contextual = [&](const Expr& x, const Type& t) -> Value {
-    if (t.kind == TypeKind::Enum) {
+    // An enum, or a number that also takes symbols (`batch_norm_replicas: all`).
+    if (t.kind == TypeKind::Enum || (t.kind == TypeKind::Whole && !t.symbols.empty())) {
       if (enumName(x, t)) return Value::symbol(x.as<NameExpr>().name, x.span);
       if (const auto* n = x.dyn<NameExpr>()) {
         // Not a member: a let or declaration may still hold one; otherwise the

@@ -431,7 +431,46 @@ std::shared_ptr<const MappingSpec> Resolver::mapping(const Value& v) {
     ev_.warning(code::kRtsOneReplica, spec->spanOf("replicated_tensor_sharding"),
                 "replicated tensor sharding has no effect with one replica",
                 "remove `replicated_tensor_sharding`, or use more `replicas`");
+  batchNormReplicas(rec, *spec);
   return spec;
+}
+
+// A conv layer of the standard library normalises with batch norm unless its
+// `norm` is "group" (stdlib/layers.ipu).
+static bool usesBatchNorm(const LayerFacts& l) {
+  if (l.op != "conv_stem" && l.op != "bottleneck" && l.op != "basic_block") return false;
+  for (const auto& a : l.attributes)
+    if (a.name == "norm") return a.text != "group";
+  return true;
+}
+
+void Resolver::batchNormReplicas(const Record& rec, MappingSpec& spec) {
+  const Value* bn = rec.get("batch_norm_replicas");
+  if (bn == nullptr || bn->isUnknown()) return;
+  ir::Mapping& mp = spec.mapping;
+  if (bn->kind == ValueKind::Symbol && bn->text == "all") mp.batchNormReplicas = ir::Mapping::kAllReplicas;
+  else if (bn->isNumber()) mp.batchNormReplicas = static_cast<int>(bn->number);
+  else return;
+  const Span at = spec.spanOf("batch_norm_replicas");
+  if (mp.batchNormReplicas > 1 && mp.replicas % mp.batchNormReplicas != 0) {
+    std::string divisors;
+    for (int d = 1; d <= mp.replicas; ++d)
+      if (mp.replicas % d == 0) divisors += (divisors.empty() ? "" : ", ") + std::to_string(d);
+    ev_.error(code::kBatchNormReplicas, at,
+              "`batch_norm_replicas: " + std::to_string(mp.batchNormReplicas) + "` does not divide the mapping's " +
+                  std::to_string(mp.replicas) + " replicas",
+              "batch norm's statistics span groups of consecutive replicas; use a divisor of " + std::to_string(mp.replicas) +
+                  " (" + divisors + ") or `all`");
+    return;
+  }
+  const bool spans = mp.batchNormReplicas == ir::Mapping::kAllReplicas || mp.batchNormReplicas > 1;
+  if (!spans || spec.model == nullptr) return;
+  bool any = false;
+  for (const auto& l : spec.model->layers) any = any || usesBatchNorm(l);
+  if (!any)
+    ev_.warning(code::kBatchNormUnused, at,
+                "`batch_norm_replicas` has no effect: model `" + spec.model->name + "` has no batch norm",
+                "remove it (it applies to conv layers with `norm: \"batch\"`)");
 }
 
 Span MappingSpec::spanOf(const std::string& field) const {

@@ -54,6 +54,8 @@ class Resolver {
   bool schedule(const Value& v, const PhaseSpec& ph, ir::LrSchedule& out);
   bool costLayers(PhaseSpec& phase, Span phaseSpan, LayerCostCache* cache);
   void placeExplicit(const PipelineValue& p, MappingSpec& spec);
+  // `batch_norm_replicas`: into the mapping, checked against the replicas and the model.
+  void batchNormReplicas(const Record& rec, MappingSpec& spec);
 
   Evaluator& ev_;
   std::map<const void*, std::shared_ptr<const ModelSpec>> models_;

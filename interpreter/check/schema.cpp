@@ -15,6 +15,7 @@ std::string Type::name() const {
     case TypeKind::Whole:
       base = dim.dimensionless() ? std::string(positive ? "a positive whole number" : "a whole number")
                                  : "a whole number of " + dim.describe();
+      for (const auto& s : symbols) base += " or `" + s + "`";
       break;
     case TypeKind::Fraction: base = "a fraction between 0 and 1 (e.g. `0.25` or `25%`)"; break;
     case TypeKind::Bool: base = "`on` or `off`"; break;
@@ -251,6 +252,8 @@ struct Schemas {
     Type amp;
     amp.kind = TypeKind::Fraction;
     amp.orList = true;
+    Type wholeOrAll = whole(true, Dim::none(), kMaxCount);
+    wholeOrAll.symbols = {"all"};
     search.kind = "search";
     search.fields = {
         opt("objective", enumOf({"throughput", "time_to_train", "throughput_per_ipu"}), Value::symbol("throughput"),
@@ -277,6 +280,9 @@ struct Schemas {
         opt("weights", enumOf({"on_chip", "streaming"}), Value::symbol("on_chip"), "where weights live between uses"),
         opt("replicated_tensor_sharding", enumOf({"none", "weights", "optimizer_state"}, true), Value::symbol("none"),
             "shard identical tensors across replicas (RTS)"),
+        opt("batch_norm_replicas", wholeOrAll, Value::integral(1),
+            "distributed batch norm: replicas whose micro batches share batch-norm statistics, a divisor of `replicas` "
+            "(consecutive replicas form a group), or `all`"),
         opt("available_memory_proportion", amp, Value::num(0.6),
             "share of tile memory matmuls and convolutions may use for temporaries, overall or per IPU"),
         opt("search", structOf(&search), Value(),

@@ -41,7 +41,7 @@ struct Type {
   bool positive = false;        // must be > 0
   bool mayBeNegative = false;   // a signed number (an error, a difference)
   double max = 0;               // an upper bound when > 0 (counts that size arrays or multiply)
-  std::vector<std::string> symbols;
+  std::vector<std::string> symbols;   // Enum: its members; Whole: symbols accepted besides a number (`all`)
   std::shared_ptr<Type> element;
   std::string recordKind;
   const Schema* schema = nullptr;

@@ -57,6 +57,22 @@ void planTraffic(PhaseContext& ctx) {
       if (phased && m.rtsWeights)
         tr.collectives.push_back({ir::CollectiveKind::AllGather, ir::CollectiveTensors::StreamedWeights, ipu.index, loaded * bw});
     }
+    // Distributed batch norm: per unit and micro batch, three all-reduces
+    // among the group's replicas inside the passes, in fp32: the forward
+    // pass's sums (and count), its squared deviations, and the backward
+    // pass's two sums (and count). Replicated on the shard group, like the
+    // kernels that compute them.
+    if (m.replicas > 1 && m.batchNormGroup() > 1) {
+      double values = 0, units = 0;
+      for (int li : ipu.layers)
+        for (int c : ir::batchNormChannels(p.layers[static_cast<std::size_t>(li)])) {
+          values += 4.0 * c + 2;
+          units += 1;
+        }
+      if (units > 0)
+        tr.collectives.push_back({ir::CollectiveKind::AllReduce, ir::CollectiveTensors::BatchNormStatistics, ipu.index, ga * values * 4,
+                                  ga * units * 3});
+    }
     if (!m.optimizerStateStreaming && !phased) continue;
     ir::StreamingTraffic st;
     st.ipu = ipu.index;

@@ -147,6 +147,9 @@ void printPhase(std::ostream& os, const ir::PhasePlan& ph, const base::Painter& 
   if (m.rtsWeights || m.rtsOptimizerState)
     map << "; replicated tensor sharding of "
         << (m.rtsWeights && m.rtsOptimizerState ? "weights and optimizer state" : m.rtsWeights ? "weights" : "optimizer state");
+  if (m.batchNormGroup() > 1)
+    map << "; batch norm over " << (m.batchNormReplicas == ir::Mapping::kAllReplicas ? "all " : "groups of ") << m.batchNormGroup()
+        << " replicas";
   row("mapping", map.str());
   std::ostringstream batch;
   batch << ph.batch.microBatch << " micro x " << commas(ph.batch.gradientAccumulation) << " accumulated x "

@@ -276,6 +276,7 @@ Json mappingJson(const ir::PhasePlan& ph) {
   j["optimizer_state_streaming"] = m.optimizerStateStreaming;
   j["rts_optimizer_state"] = m.rtsOptimizerState;
   j["rts_weights"] = m.rtsWeights;
+  j["batch_norm_replicas"] = m.batchNormGroup();   // resolved: `all` is the replica count
   return j;
 }
 
@@ -573,6 +574,14 @@ ExportResult exportSteps(session::Session& session, const ir::RunPlan& run, cons
       oj[kind] = std::move(kj);
     }
     sj["optimizer_state"] = std::move(oj);
+    // Batch norm's running statistics after the step (buffers: no gradient,
+    // no optimizer state); "running_mean/<layer>.<unit>" and "running_var/...".
+    const emu::NamedTensors running = trainer.runningStatistics();
+    if (!running.empty()) {
+      Json rj;
+      if (!writeAll(dir + "/running_statistics", running, rj)) return fail(error);
+      sj["running_statistics"] = std::move(rj);
+    }
     steps.push_back(std::move(sj));
     result.steps = k;
   }

@@ -442,6 +442,8 @@ class Searcher {
         for (int r = 1; t * p * r <= maxIpus_; ++r) {
           if (gb_ % r != 0 || (f.replicas && *f.replicas != r)) continue;
           if (declared_.pod.powerOfTwoReplicas && (r & (r - 1)) != 0) continue;  // the pod runs replicas in rings of 2^k
+          // Declared batch-norm groups must divide the replicas (IPU1112).
+          if (declared_.mapping.batchNormReplicas > 1 && r % declared_.mapping.batchNormReplicas != 0) continue;
           const long long perReplica = gb_ / r;
           for (long long b : divisors) {
             if (perReplica % b != 0 || (f.microBatch && *f.microBatch != b)) continue;
@@ -837,6 +839,8 @@ std::string mappingSource(const check::PhaseSpec& phase, const Candidate& c, con
   else if (c.rtsOptimizerState) line("replicated_tensor_sharding: optimizer_state");
   else if (c.rtsWeights) line("replicated_tensor_sharding: weights");
   check::MappingSpec spec = mappingOf(phase, c);
+  if (spec.mapping.batchNormReplicas == ir::Mapping::kAllReplicas) line("batch_norm_replicas: all");
+  else if (spec.mapping.batchNormReplicas > 1) line("batch_norm_replicas: " + std::to_string(spec.mapping.batchNormReplicas));
   const auto& amp = spec.mapping.availableMemoryProportion;
   if (!amp.empty()) {
     std::string list;

@@ -70,6 +70,14 @@ bool validate(const check::MappingSpec& spec, base::Diagnostics& diags) {
                 "use `replicas: " + std::to_string(lo) + "` or `replicas: " + std::to_string(lo * 2) + "`");
     ok = false;
   }
+  // A variant with other replicas keeps the base's batch-norm groups.
+  if (mp.batchNormReplicas > 1 && mp.replicas % mp.batchNormReplicas != 0) {
+    diags.error(check::code::kBatchNormReplicas, spec.spanOf("batch_norm_replicas"),
+                "`batch_norm_replicas: " + std::to_string(mp.batchNormReplicas) + "` does not divide the variant's " +
+                    std::to_string(mp.replicas) + " replicas",
+                "batch norm's statistics span groups of consecutive replicas; choose replicas it divides, or declare `all`");
+    ok = false;
+  }
   return ok;
 }
 

@@ -159,6 +159,19 @@ class Model {
       it.flopsPerStep += lt[i].flops * static_cast<double>(ga);
     }
     for (auto& it : ipus) it.exchange += boundaryTime_[it.ipu];
+    // Distributed batch norm (the plan's traffic): small all-reduces among
+    // the replicas of a batch-norm group inside the forward and backward
+    // passes, each paying the ring's latency; per micro batch on the IPU
+    // that computes the units. Zero without `batch_norm_replicas`.
+    if (const int group = map.batchNormGroup(); group > 1)
+      for (const auto& c : p_.traffic.collectives) {
+        if (c.tensors != ir::CollectiveTensors::BatchNormStatistics || c.ipu < 0 || c.ipu >= static_cast<int>(p_.ipus.size())) continue;
+        const ir::Ipu& holder = p_.ipus[static_cast<std::size_t>(c.ipu)];
+        if (holder.shard != 0) continue;
+        const double n = group;
+        ipus[static_cast<std::size_t>(std::clamp(holder.ipu, 0, P - 1))].exchange +=
+            (2 * (n - 1) / n * c.bytes / links_.collective + c.operations * 2 * (n - 1) * opLatency_) / static_cast<double>(ga);
+      }
     for (const auto& ipu : p_.ipus) {
       IpuTime& it = ipus[static_cast<std::size_t>(std::clamp(ipu.ipu, 0, P - 1))];
       it.memoryBytes = std::max(it.memoryBytes, ipu.memory.total());

@@ -16,7 +16,7 @@ int convOutSize(int size, int k, int stride, int pad) { return (size + 2 * pad -
 
 namespace {
 
-constexpr float kNormEpsilon = 1e-5f;   // PyTorch's batch_norm and group_norm default
+constexpr float kNormEpsilon = kBatchNormEpsilon;
 constexpr float kFcInitStd = 0.01f;
 
 // ------------------------------------------------------------ convolution
@@ -134,31 +134,59 @@ struct Norm {
   Eigen::Index setOf(Eigen::Index n, int c, int C) const { return kind == NormKind::Batch ? c : n * groups + c / (C / groups); }
 
   // Writes y, and keeps xhat (the normalised input) and rstd (1 x sets).
+  // Batch norm takes its statistics from nx.batchNorm() when there is one
+  // (kernel.h): over the replicas sharing them in training, as recorded when
+  // recomputing, the running statistics in evaluation.
   void forward(const Mat& x, int C, int P, const Mat& gamma, const Mat& beta, Numerics& nx, Mat& y, Mat& xhat, Mat& rstd) const {
     const Eigen::Index N = x.rows(), S = sets(N, C);
-    std::vector<double> sum(static_cast<std::size_t>(S), 0.0), sq(static_cast<std::size_t>(S), 0.0);
-    for (Eigen::Index n = 0; n < N; ++n)
-      for (int c = 0; c < C; ++c) {
-        const auto s = static_cast<std::size_t>(setOf(n, c, C));
-        for (int p = 0; p < P; ++p) {
-          const double v = x(n, static_cast<Eigen::Index>(c) * P + p);
-          sum[s] += v;
-        }
-      }
-    const double count = static_cast<double>(N) * P * C / static_cast<double>(S);
+    BatchNormContext* context = kind == NormKind::Batch ? nx.batchNorm() : nullptr;
     std::vector<float> mean(static_cast<std::size_t>(S));
-    for (std::size_t s = 0; s < mean.size(); ++s) mean[s] = static_cast<float>(sum[s] / count);
-    for (Eigen::Index n = 0; n < N; ++n)
-      for (int c = 0; c < C; ++c) {
-        const auto s = static_cast<std::size_t>(setOf(n, c, C));
-        for (int p = 0; p < P; ++p) {
-          const double d = x(n, static_cast<Eigen::Index>(c) * P + p) - mean[s];
-          sq[s] += d * d;
-        }
-      }
     rstd.resize(1, S);
-    for (Eigen::Index s = 0; s < S; ++s)
-      rstd(0, s) = static_cast<float>(1.0 / std::sqrt(sq[static_cast<std::size_t>(s)] / count + kNormEpsilon));
+    if (context != nullptr && context->mode() != BatchNormContext::Mode::Train) {
+      const BatchNormStatistics& given = context->next();
+      mean = given.mean;
+      for (Eigen::Index s = 0; s < S; ++s) rstd(0, s) = given.rstd[static_cast<std::size_t>(s)];
+    } else {
+      std::vector<double> sum(static_cast<std::size_t>(S), 0.0), sq(static_cast<std::size_t>(S), 0.0);
+      for (Eigen::Index n = 0; n < N; ++n)
+        for (int c = 0; c < C; ++c) {
+          const auto s = static_cast<std::size_t>(setOf(n, c, C));
+          for (int p = 0; p < P; ++p) {
+            const double v = x(n, static_cast<Eigen::Index>(c) * P + p);
+            sum[s] += v;
+          }
+        }
+      double count = static_cast<double>(N) * P * C / static_cast<double>(S);
+      if (context != nullptr) {
+        // Distributed batch norm: the sums and counts of every replica of the group.
+        sum.push_back(count);
+        context->allReduce(sum);
+        count = sum.back();
+        sum.pop_back();
+      }
+      for (std::size_t s = 0; s < mean.size(); ++s) mean[s] = static_cast<float>(sum[s] / count);
+      for (Eigen::Index n = 0; n < N; ++n)
+        for (int c = 0; c < C; ++c) {
+          const auto s = static_cast<std::size_t>(setOf(n, c, C));
+          for (int p = 0; p < P; ++p) {
+            const double d = x(n, static_cast<Eigen::Index>(c) * P + p) - mean[s];
+            sq[s] += d * d;
+          }
+        }
+      // The squared deviations from the group's mean: a second exchange, so
+      // that the variance is the two-pass one of a single replica.
+      if (context != nullptr) context->allReduce(sq);
+      for (Eigen::Index s = 0; s < S; ++s)
+        rstd(0, s) = static_cast<float>(1.0 / std::sqrt(sq[static_cast<std::size_t>(s)] / count + kNormEpsilon));
+      if (context != nullptr) {
+        BatchNormStatistics used;
+        used.count = count;
+        used.mean = mean;
+        used.rstd.assign(rstd.data(), rstd.data() + S);
+        used.squares = std::move(sq);
+        context->record(std::move(used));
+      }
+    }
     xhat.resize(N, x.cols());
     y.resize(N, x.cols());
     for (Eigen::Index n = 0; n < N; ++n)
@@ -204,7 +232,20 @@ struct Norm {
     }
     nx.round(dgamma);
     nx.round(dbeta);
-    const double count = static_cast<double>(N) * P * C / static_cast<double>(S);
+    double count = static_cast<double>(N) * P * C / static_cast<double>(S);
+    BatchNormContext* context = kind == NormKind::Batch ? nx.batchNorm() : nullptr;
+    if (context != nullptr && context->mode() == BatchNormContext::Mode::Train) {
+      // Distributed batch norm: both sums (and the count) over the group, in
+      // one exchange; dgamma and dbeta stay this replica's (they are
+      // parameter gradients, reduced with the others after the step).
+      std::vector<double> both = m1;
+      both.insert(both.end(), m2.begin(), m2.end());
+      both.push_back(count);
+      context->allReduce(both);
+      std::copy(both.begin(), both.begin() + S, m1.begin());
+      std::copy(both.begin() + S, both.begin() + 2 * S, m2.begin());
+      count = both.back();
+    }
     Mat dx(N, dy.cols());
     for (Eigen::Index n = 0; n < N; ++n)
       for (int c = 0; c < C; ++c) {
@@ -279,6 +320,10 @@ struct ConvNorm {
     out.push_back({name + ".norm.gamma", 1, geo.cout, ParamClass::Norm, ShardAxis::None, 0, 1, ""});
     out.push_back({name + ".norm.beta", 1, geo.cout, ParamClass::Norm, ShardAxis::None, 0, 0, ""});
   }
+  // Its batch-norm unit, named after its gamma and beta ("conv1.norm").
+  void batchNorms(std::vector<BatchNormUnit>& out) const {
+    if (norm.kind == NormKind::Batch) out.push_back({name + ".norm", geo.cout});
+  }
   int P() const { return geo.outSize() * geo.outSize(); }
   // y = norm(conv(x)); keeps xhat and rstd.
   Mat forward(const Mat& x, const std::vector<const Mat*>& w, std::size_t at, Numerics& nx, Mat& xhat, Mat& rstd) const {
@@ -309,6 +354,11 @@ class ConvStemKernel : public Kernel {
     std::vector<ParamSpec> ps;
     conv_.specs(ps);
     return ps;
+  }
+  std::vector<BatchNormUnit> batchNorms() const override {
+    std::vector<BatchNormUnit> units;
+    conv_.batchNorms(units);
+    return units;
   }
   // Saved: 0 xhat, 1 rstd, 2 ReLU output, 3 pool argmax.
   void forward(const Mat& x, const MicroBatch& mb, const ShardParams& p, Numerics& nx, Saved& saved, Mat& y,
@@ -355,6 +405,13 @@ class ResidualKernel : public Kernel {
     for (const auto& u : chain_) u.specs(ps);
     if (proj_) proj_->specs(ps);
     return ps;
+  }
+  // In forward order: the chain, then the projection.
+  std::vector<BatchNormUnit> batchNorms() const override {
+    std::vector<BatchNormUnit> units;
+    for (const auto& u : chain_) u.batchNorms(units);
+    if (proj_) proj_->batchNorms(units);
+    return units;
   }
   // Saved: per chain unit i: 3i xhat, 3i+1 rstd, 3i+2 its output (after ReLU,
   // except the last unit's, which is kept as nothing); then the projection's

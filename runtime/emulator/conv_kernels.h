@@ -5,9 +5,9 @@
 // images are square, of side `size`.
 //
 // Normalisation is chosen per layer by its `norm` attribute:
-// - "batch": batch norm in training mode, statistics per channel over the
-//   micro batch on one replica (there are no running averages: held-out
-//   evaluation normalises with the held-out micro batch's own statistics);
+// - "batch": batch norm, statistics per channel over the micro batch; the
+//   executor may make them span several replicas and supplies the running
+//   statistics evaluation normalises with (BatchNormContext, kernel.h);
 // - "group": group norm over `norm_groups` groups of channels per sample
 //   (Wu and He 2018), independent of the micro batch and of the mapping.
 #pragma once

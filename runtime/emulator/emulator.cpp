@@ -331,7 +331,9 @@ Expected<RunOutcome> run(const ir::RunPlan& plan, const Options& options) {
         NamedTensors w;
         for (const auto& t : file->tensors)
           if (t.first.find('/') == std::string::npos) w.push_back(t);
-        return trainer.setWeights(w);
+        auto ok = trainer.setWeights(w);
+        if (!ok) return ok;
+        return trainer.setRunningStatistics(file->tensors);   // batch norm's, when the file has them
       };
       if (!decision.startFrom.empty()) {
         auto ok = loadWeights(decision.startFrom);
@@ -349,6 +351,8 @@ Expected<RunOutcome> run(const ir::RunPlan& plan, const Options& options) {
         auto f = finals.find(ph.from);
         if (f != finals.end()) {
           auto ok = trainer.setWeights(f->second);
+          if (!ok) return ok.error();
+          ok = trainer.setRunningStatistics(f->second);
           if (!ok) return ok.error();
         } else {
           if (options.checkpointDirectory.empty())
@@ -460,6 +464,7 @@ Expected<RunOutcome> run(const ir::RunPlan& plan, const Options& options) {
       info.metrics = po.evaluation;
       info.stepsRun = po.steps;
       finals[ph.name] = trainer.weights();
+      for (auto& t : trainer.runningStatistics()) finals[ph.name].push_back(std::move(t));
       outcome.phases.push_back(po);
       if (options.observer != nullptr) {
         const train::StopRequest stop = options.observer->phaseEnd(train::Source::Emulator, info);

@@ -74,6 +74,53 @@ struct HeadResult {
 using ShardParams = std::vector<std::vector<const Mat*>>;
 using ShardGrads = std::vector<std::vector<Mat>>;  // gradients, same layout; filled by backward
 
+// Batch norm's statistics, per channel, as one batch-norm unit normalised
+// with them: `mean` and `rstd` (1 / sqrt(var + eps)) are what normalisation
+// used; `count` values per channel entered them (over every replica sharing
+// the statistics), and `squares` is the sum of their squared deviations from
+// `mean` (in double), from which running statistics take the variance.
+struct BatchNormStatistics {
+  double count = 0;
+  std::vector<float> mean, rstd;
+  std::vector<double> squares;
+};
+
+// PyTorch's BatchNorm2d epsilon (and group norm's).
+inline constexpr float kBatchNormEpsilon = 1e-5f;
+
+// Where a batch-norm unit gets its statistics from: the executor's side of
+// batch norm. A kernel without one (Numerics::batchNorm() null) normalises
+// over its own micro batch. The executor hands one per layer call; the units
+// of the call ask it in their forward order (a counter inside), which is the
+// order of Kernel::batchNorms().
+class BatchNormContext {
+ public:
+  enum class Mode {
+    Train,       // normalise over the batch; statistics span the replicas of the context's group
+    Recompute,   // a recomputed forward pass: the statistics the forward pass used, unchanged
+    Evaluate,    // held-out evaluation: the running statistics
+  };
+  virtual ~BatchNormContext() = default;
+  virtual Mode mode() const = 0;
+  // Train: replaces `sums` by their element-wise sum over the replicas that
+  // share statistics, added in replica order (identity with one). Every
+  // replica of the group calls it with the same length at the same point.
+  virtual void allReduce(std::vector<double>& sums) = 0;
+  // Train: what the next unit normalised with (kept for recomputation and
+  // for the running statistics).
+  virtual void record(BatchNormStatistics stats) = 0;
+  // Recompute: what the next unit recorded; Evaluate: its running
+  // statistics (count and squares left empty).
+  virtual const BatchNormStatistics& next() = 0;
+};
+
+// A batch-norm unit of a layer: its name within the layer ("conv1.norm") and
+// its channels.
+struct BatchNormUnit {
+  std::string name;
+  int channels = 0;
+};
+
 class Kernel {
  public:
   virtual ~Kernel() = default;
@@ -82,6 +129,8 @@ class Kernel {
   virtual bool isHead() const { return false; }
   // Whether it splits over shards (otherwise replicated on the group).
   virtual bool sharded() const { return false; }
+  // Its batch-norm units, in forward order (none for most kernels).
+  virtual std::vector<BatchNormUnit> batchNorms() const { return {}; }
   // `x` is the trunk tensor entering the layer (empty for the first layer).
   virtual void forward(const Mat& x, const MicroBatch& mb, const ShardParams& p, Numerics& nx, Saved& saved, Mat& y,
                        HeadResult* head) const = 0;

@@ -33,6 +33,7 @@
 namespace ipu::emu {
 
 class ThreadPool;
+class BatchNormContext;
 
 using Mat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
@@ -52,6 +53,11 @@ class Numerics {
   Mat mm(const Mat& a, const Mat& b);      // A B
   Mat mmTN(const Mat& a, const Mat& b);    // A^T B
   Mat mmNT(const Mat& a, const Mat& b);    // A B^T
+
+  // Where batch norm takes its statistics (kernel.h); null: from the micro
+  // batch alone. Forks share it.
+  void setBatchNorm(BatchNormContext* context) { batchNorm_ = context; }
+  BatchNormContext* batchNorm() const { return batchNorm_; }
 
   // A fresh key for a rounding that is not a tensor of this kernel (used by
   // callers that round on their own, e.g. the optimizer).
@@ -76,6 +82,7 @@ class Numerics {
   std::uint64_t key_ = 0;
   std::uint64_t counter_ = 0;
   ThreadPool* pool_ = nullptr;
+  BatchNormContext* batchNorm_ = nullptr;
 };
 
 // Round a buffer to fp16 (nearest-even, or stochastic with `key`; element i

@@ -3,8 +3,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
 #include <new>
 #include <sstream>
+#include <thread>
 #include <tuple>
 
 #include "runtime/emulator/collectives.h"
@@ -91,6 +95,102 @@ struct Group {
   }
 };
 
+// Turns to compute: at most `n` holders at once. Distributed batch norm runs
+// each virtual IPU group on a thread of its own (runGroups); the turns keep
+// the host's compute at about `hostThreads` threads, and a thread waiting for
+// the other replicas of its batch-norm group gives its turn up, so a wait
+// never holds a turn another thread needs to get there.
+class ComputeTurns {
+ public:
+  explicit ComputeTurns(int n) : free_(n) {}
+  void acquire() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return free_ > 0; });
+    --free_;
+  }
+  void release() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++free_;
+    }
+    cv_.notify_one();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int free_;
+};
+
+// Thrown into the threads waiting in a BatchNormExchange when another thread
+// of the cycle failed (it will never arrive): the failure itself is rethrown.
+struct ExchangeAborted {};
+
+// The all-reduces of distributed batch norm: the replicas of a batch-norm
+// group meet at the same point of the same layer (`Key`) with equally long
+// vectors; the last to arrive adds them in replica order, so the result is
+// the same whichever thread ran which replica, and in whatever order they came.
+class BatchNormExchange {
+ public:
+  // (batch-norm group, micro batch, layer, backward pass, exchange within the layer call)
+  using Key = std::tuple<int, int, int, int, int>;
+
+  void allReduce(const Key& key, int member, int members, std::vector<double>& values, ComputeTurns& turns) {
+    std::unique_lock<std::mutex> lock(mu_);
+    Meeting& m = meetings_[key];
+    if (m.parts.empty()) m.parts.resize(static_cast<std::size_t>(members));
+    m.parts[static_cast<std::size_t>(member)] = values;
+    if (++m.arrived == members) {
+      m.sum = m.parts[0];
+      for (std::size_t r = 1; r < m.parts.size(); ++r)
+        for (std::size_t i = 0; i < m.sum.size(); ++i) m.sum[i] += m.parts[r][i];
+      cv_.notify_all();
+    } else {
+      turns.release();
+      cv_.wait(lock, [&] { return m.arrived == members || aborted_; });
+      lock.unlock();
+      turns.acquire();
+      lock.lock();
+      if (aborted_) throw ExchangeAborted{};
+    }
+    values = m.sum;
+    if (++m.left == members) meetings_.erase(key);
+  }
+  // A thread of the cycle failed: wake everyone waiting.
+  void abort() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      aborted_ = true;
+    }
+    cv_.notify_all();
+  }
+  void reset() {
+    std::lock_guard<std::mutex> lock(mu_);
+    aborted_ = false;
+    meetings_.clear();
+  }
+
+ private:
+  struct Meeting {
+    std::vector<std::vector<double>> parts;   // per member of the group
+    std::vector<double> sum;
+    int arrived = 0, left = 0;
+  };
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<Key, Meeting> meetings_;
+  bool aborted_ = false;
+};
+
+// Per channel, the running statistics of one batch-norm unit that held-out
+// evaluation normalises with (PyTorch's running_mean and running_var).
+struct RunningStatistics {
+  std::vector<float> mean, var;
+};
+
+// PyTorch's BatchNorm2d default: running = (1 - momentum) running + momentum batch.
+constexpr double kRunningMomentum = 0.1;
+
 std::string fmtBytes(double b) {
   std::ostringstream s;
   s.precision(1);
@@ -137,6 +237,18 @@ struct PhaseTrainer::Impl {
   std::vector<std::vector<char>> hasResult;       // char, not bool: written from several threads
   std::uint64_t stepKey = 0;
 
+  // Batch norm (docs/emulator.md, "Batch norm across replicas", "Running
+  // statistics"): replicas sharing statistics,
+  // the exchange between them, the statistics each unit normalised with this
+  // step, keyed (replica, micro batch, layer, unit), and the running statistics
+  // [layer][unit].
+  int bnSpan = 1;
+  BatchNormExchange bnExchange;
+  std::unique_ptr<ComputeTurns> bnTurns;
+  std::mutex bnRecordedMutex;
+  std::map<std::tuple<int, int, int, int>, BatchNormStatistics> bnRecorded;
+  std::vector<std::vector<RunningStatistics>> running;
+
   Group& group(int r, int g) { return groups[static_cast<std::size_t>(r * P + g)]; }
   const Group& group(int r, int g) const { return groups[static_cast<std::size_t>(r * P + g)]; }
 
@@ -181,7 +293,79 @@ struct PhaseTrainer::Impl {
   void scatterState(int param, int what, const Mat& canonical);
   Expected<StepResult> runStep();
   std::vector<MicroBatch> batchesOf(long long n) const;
+  // Batch norm.
+  void runGroups(std::size_t count, const std::function<void(std::size_t)>& task);
+  void recordBatchNorm(int replica, int micro, int layer, int unit, BatchNormStatistics stats);
+  const BatchNormStatistics& recordedBatchNorm(int replica, int micro, int layer, int unit);
+  void updateRunningStatistics();
+  NamedTensors runningTensors() const;
+  Expected<bool> setRunningTensors(const NamedTensors& tensors);
 };
+
+namespace {
+
+// The batch-norm context of one layer call of the training step
+// (BatchNormContext, kernel.h): its replica meets the other replicas of its
+// batch-norm group in the exchange, and what it normalised with is kept.
+class StepBatchNorm final : public BatchNormContext {
+ public:
+  StepBatchNorm(PhaseTrainer::Impl& im, int replica, int micro, int layer, Mode mode, bool backward)
+      : im_(im), replica_(replica), micro_(micro), layer_(layer), mode_(mode), backward_(backward) {}
+  Mode mode() const override { return mode_; }
+  void allReduce(std::vector<double>& sums) override {
+    const int call = calls_++;
+    if (im_.bnSpan <= 1) return;
+    // What the plan counts (fp32 values), on every IPU of the shard group:
+    // the kernel is replicated there. Only this group's thread writes these.
+    const int ipu = im_.model->layers()[static_cast<std::size_t>(layer_)].ipu;
+    for (int t = 0; t < im_.T; ++t)
+      im_.traffic.batchNorm[static_cast<std::size_t>(replica_)][static_cast<std::size_t>(ipu * im_.T + t)] += 4.0 * static_cast<double>(sums.size());
+    im_.bnExchange.allReduce({replica_ / im_.bnSpan, micro_, layer_, backward_ ? 1 : 0, call}, replica_ % im_.bnSpan, im_.bnSpan,
+                             sums, *im_.bnTurns);
+  }
+  void record(BatchNormStatistics stats) override {
+    const int unit = units_++;
+    // The running statistics read the first replica of each group (the
+    // others hold the same statistics); recomputation reads every replica's
+    // own. Keep no more than that: the host holds them for the whole step.
+    const bool first = replica_ % im_.bnSpan == 0;
+    if (!first && im_.recompute == ir::Recompute::None && !im_.phased) return;   // phased execution recomputes every layer
+    if (!first) stats.squares.clear();
+    im_.recordBatchNorm(replica_, micro_, layer_, unit, std::move(stats));
+  }
+  const BatchNormStatistics& next() override { return im_.recordedBatchNorm(replica_, micro_, layer_, units_++); }
+
+ private:
+  PhaseTrainer::Impl& im_;
+  int replica_, micro_, layer_;
+  Mode mode_;
+  bool backward_;
+  int calls_ = 0, units_ = 0;
+};
+
+// Held-out evaluation: every unit normalises with its running statistics.
+class RunningBatchNorm final : public BatchNormContext {
+ public:
+  explicit RunningBatchNorm(const std::vector<RunningStatistics>& units) : units_(units) {}
+  Mode mode() const override { return Mode::Evaluate; }
+  void allReduce(std::vector<double>&) override {}
+  void record(BatchNormStatistics) override {}
+  const BatchNormStatistics& next() override {
+    const RunningStatistics& r = units_.at(next_++);
+    current_.mean = r.mean;
+    current_.rstd.resize(r.var.size());
+    for (std::size_t c = 0; c < r.var.size(); ++c)
+      current_.rstd[c] = static_cast<float>(1.0 / std::sqrt(static_cast<double>(r.var[c]) + kBatchNormEpsilon));
+    return current_;
+  }
+
+ private:
+  const std::vector<RunningStatistics>& units_;
+  std::size_t next_ = 0;
+  BatchNormStatistics current_;
+};
+
+}  // namespace
 
 std::vector<MicroBatch> PhaseTrainer::Impl::batchesOf(long long n) const {
   const long long global = static_cast<long long>(R) * GA * MB;
@@ -239,6 +423,16 @@ Expected<bool> PhaseTrainer::Impl::setup() {
   if (plan.schedule.stages != S || plan.schedule.microBatches != GA || plan.schedule.recompute != m.recompute)
     return Error{code::kInternal, "the plan's pipeline schedule does not match its stages and gradient accumulation", "", plan.source};
   pool = std::make_unique<ThreadPool>(std::max(1, settings.hostThreads));
+  bnSpan = m.batchNormGroup();
+  if (R % bnSpan != 0)
+    return Error{code::kInternal,
+                 "batch norm's statistics span " + std::to_string(bnSpan) + " replicas, which do not divide the " + std::to_string(R) + " replicas",
+                 "the checker refuses this mapping (IPU1112)", m.source};
+  bnTurns = std::make_unique<ComputeTurns>(std::max(1, settings.hostThreads));
+  running.resize(model->layers().size());
+  for (std::size_t li = 0; li < model->layers().size(); ++li)
+    for (const auto& u : model->layers()[li].kernel->batchNorms())
+      running[li].push_back({std::vector<float>(static_cast<std::size_t>(u.channels), 0.0f), std::vector<float>(static_cast<std::size_t>(u.channels), 1.0f)});
 
   // Buffers of every replica, initialised from the seed (the same on every mapping).
   groups.resize(static_cast<std::size_t>(R * P));
@@ -426,6 +620,8 @@ void PhaseTrainer::Impl::forwardStage(Group& g, int stage, int micro) {
     Saved sv;
     Mat out;
     Numerics nx = numerics(g.replica, micro, li, 0);
+    StepBatchNorm bn(*this, g.replica, micro, li, BatchNormContext::Mode::Train, false);
+    nx.setBatchNorm(&bn);
     HeadResult* head = L.head ? &results[static_cast<std::size_t>(slot)][static_cast<std::size_t>(li)] : nullptr;
     L.kernel->forward(e.trunk.back(), mb, paramsFor(g, li), nx, sv, out, head);
     if (L.head) {
@@ -455,6 +651,8 @@ void PhaseTrainer::Impl::recomputeStage(Group& g, int stage, int micro) {
     const int li = layers[k];
     const ModelLayer& L = model->layers()[static_cast<std::size_t>(li)];
     Numerics nx = numerics(g.replica, micro, li, 0);
+    StepBatchNorm bn(*this, g.replica, micro, li, BatchNormContext::Mode::Recompute, false);
+    nx.setBatchNorm(&bn);
     Mat out;
     L.kernel->forward(e.trunk[static_cast<std::size_t>(e.trunkOf[k])], mb, paramsFor(g, li), nx, e.saved[k], out, nullptr);
     if (!L.head && k + 1 < layers.size()) e.trunk.push_back(std::move(out));
@@ -481,12 +679,16 @@ void PhaseTrainer::Impl::backwardStage(Group& g, int stage, int micro) {
     Saved sv;
     if (recompute == ir::Recompute::EveryLayer) {
       Numerics nx = numerics(g.replica, micro, li, 0);
+      StepBatchNorm bn(*this, g.replica, micro, li, BatchNormContext::Mode::Recompute, false);
+      nx.setBatchNorm(&bn);
       Mat out;
       L.kernel->forward(x, mb, paramsFor(g, li), nx, sv, out, nullptr);
     } else {
       sv = std::move(e.saved[k]);
     }
     Numerics nb = numerics(g.replica, micro, li, 1);
+    StepBatchNorm bnBackward(*this, g.replica, micro, li, BatchNormContext::Mode::Train, true);
+    nb.setBatchNorm(&bnBackward);
     const int kt = L.kernel->sharded() ? T : 1;
     ShardGrads grads(static_cast<std::size_t>(kt));
     Mat dx;
@@ -503,7 +705,7 @@ void PhaseTrainer::Impl::backwardStage(Group& g, int stage, int micro) {
 }
 
 void PhaseTrainer::Impl::runCycle(const std::vector<ir::Work>& work) {
-  pool->run(groups.size(), [&](std::size_t i) {
+  runGroups(groups.size(), [&](std::size_t i) {
     Group& g = groups[i];
     for (const auto& w : work) {
       if (stageIpu[static_cast<std::size_t>(w.stage)] != g.ipu) continue;
@@ -583,7 +785,7 @@ void PhaseTrainer::Impl::runPhased() {
     for (int i = 0; i < n; ++i) {
       if (settings.cancel != nullptr && settings.cancel->load()) return;
       const int k = backward ? n - 1 - i : i;
-      pool->run(static_cast<std::size_t>(R), [&](std::size_t r) { runSegment(group(static_cast<int>(r), segments[static_cast<std::size_t>(k)].ipu), k, backward); });
+      runGroups(static_cast<std::size_t>(R), [&](std::size_t r) { runSegment(group(static_cast<int>(r), segments[static_cast<std::size_t>(k)].ipu), k, backward); });
       const int next = backward ? k - 1 : k + 1;
       if (next < 0 || next >= n || segments[static_cast<std::size_t>(next)].stage != segments[static_cast<std::size_t>(k)].stage) deliver();
     }
@@ -654,6 +856,8 @@ void PhaseTrainer::Impl::runSegment(Group& g, int k, bool backward) {
         Saved sv;
         Mat y;
         Numerics nx = numerics(g.replica, m, li, 0);
+        StepBatchNorm bn(*this, g.replica, m, li, BatchNormContext::Mode::Train, false);
+        nx.setBatchNorm(&bn);
         HeadResult* head = L.head ? &results[static_cast<std::size_t>(slot)][static_cast<std::size_t>(li)] : nullptr;
         L.kernel->forward(x, mb, paramsFor(g, li), nx, sv, y, head);
         if (L.head) hasResult[static_cast<std::size_t>(slot)][static_cast<std::size_t>(li)] = 1;
@@ -677,10 +881,14 @@ void PhaseTrainer::Impl::runSegment(Group& g, int k, bool backward) {
         Saved sv;
         {
           Numerics nx = numerics(g.replica, m, li, 0);
+          StepBatchNorm bn(*this, g.replica, m, li, BatchNormContext::Mode::Recompute, false);
+          nx.setBatchNorm(&bn);
           Mat y;
           L.kernel->forward(x, mb, paramsFor(g, li), nx, sv, y, nullptr);
         }
         Numerics nb = numerics(g.replica, m, li, 1);
+        StepBatchNorm bnBackward(*this, g.replica, m, li, BatchNormContext::Mode::Train, true);
+        nb.setBatchNorm(&bnBackward);
         const int kt = L.kernel->sharded() ? T : 1;
         ShardGrads grads(static_cast<std::size_t>(kt));
         Mat dx;
@@ -719,6 +927,138 @@ void PhaseTrainer::Impl::runSegment(Group& g, int k, bool backward) {
     double& peak = phasePeak[i][static_cast<std::size_t>(seg.phase)];
     peak = std::max(peak, staticBytes[i] + onChip[static_cast<std::size_t>(t)] + dynamic * cb / T);
   }
+}
+
+// --------------------------------------------------------------- batch norm
+
+void PhaseTrainer::Impl::runGroups(std::size_t count, const std::function<void(std::size_t)>& task) {
+  if (bnSpan <= 1) {
+    pool->run(count, task);
+    return;
+  }
+  // Distributed batch norm: a group's task waits inside a kernel for the
+  // other replicas of its batch-norm group. A pool task must not (with fewer
+  // threads than groups the waiting task would hold the thread the others
+  // need), so every group runs on a thread of its own, taking turns
+  // (ComputeTurns) to keep about hostThreads threads computing; their inner
+  // parallel loops still go to the pool. Results do not depend on any of it:
+  // the exchange adds in replica order.
+  bnExchange.reset();
+  std::vector<std::exception_ptr> failed(count);
+  std::vector<std::thread> threads;
+  threads.reserve(count);
+  for (std::size_t i = 0; i < count; ++i)
+    threads.emplace_back([&, i] {
+      bnTurns->acquire();
+      try {
+        task(i);
+      } catch (...) {
+        failed[i] = std::current_exception();
+        bnExchange.abort();
+      }
+      bnTurns->release();
+    });
+  for (auto& t : threads) t.join();
+  // Rethrow the failure itself, not a waiter it woke (there is a waiter
+  // only when there is a failure).
+  for (const auto& f : failed) {
+    if (!f) continue;
+    try {
+      std::rethrow_exception(f);
+    } catch (const ExchangeAborted&) {
+      continue;
+    }
+  }
+}
+
+void PhaseTrainer::Impl::recordBatchNorm(int replica, int micro, int layer, int unit, BatchNormStatistics stats) {
+  std::lock_guard<std::mutex> lock(bnRecordedMutex);
+  bnRecorded[{replica, micro, layer, unit}] = std::move(stats);
+}
+
+const BatchNormStatistics& PhaseTrainer::Impl::recordedBatchNorm(int replica, int micro, int layer, int unit) {
+  // The forward pass of the same micro batch recorded it on this replica's
+  // thread, before (the schedule recomputes after the forward pass).
+  std::lock_guard<std::mutex> lock(bnRecordedMutex);
+  return bnRecorded.at({replica, micro, layer, unit});
+}
+
+void PhaseTrainer::Impl::updateRunningStatistics() {
+  // Once per step, from the step's global batch: the statistics sets (micro
+  // batch m of batch-norm group q) combine in the order (q, m) into the mean
+  // and the unbiased variance of every value the unit normalised this step
+  // (Chan et al.'s pairwise formula, in double), then one momentum update.
+  // With one set per step this is PyTorch's BatchNorm2d after one forward
+  // pass; otherwise the step's sets count as one batch, so the running
+  // statistics do not depend on how the global batch was split.
+  for (std::size_t li = 0; li < running.size(); ++li)
+    for (std::size_t u = 0; u < running[li].size(); ++u) {
+      RunningStatistics& rs = running[li][u];
+      const std::size_t C = rs.mean.size();
+      std::vector<const BatchNormStatistics*> sets;
+      for (int q = 0; q < R / bnSpan; ++q)
+        for (int m = 0; m < GA; ++m) {
+          auto it = bnRecorded.find({q * bnSpan, m, static_cast<int>(li), static_cast<int>(u)});
+          if (it != bnRecorded.end()) sets.push_back(&it->second);
+        }
+      if (sets.empty()) continue;
+      double n = 0;
+      std::vector<double> mean(C, 0.0), m2(C, 0.0);
+      for (const BatchNormStatistics* st : sets) {
+        const double nb = st->count, total = n + nb;
+        for (std::size_t c = 0; c < C; ++c) {
+          const double delta = static_cast<double>(st->mean[c]) - mean[c];
+          mean[c] += delta * nb / total;
+          m2[c] += st->squares[c] + delta * delta * n * nb / total;
+        }
+        n = total;
+      }
+      for (std::size_t c = 0; c < C; ++c) {
+        const double var = m2[c] / std::max(1.0, n - 1);
+        rs.mean[c] = static_cast<float>((1 - kRunningMomentum) * rs.mean[c] + kRunningMomentum * mean[c]);
+        rs.var[c] = static_cast<float>((1 - kRunningMomentum) * rs.var[c] + kRunningMomentum * var);
+      }
+    }
+  bnRecorded.clear();
+}
+
+NamedTensors PhaseTrainer::Impl::runningTensors() const {
+  NamedTensors out;
+  for (std::size_t li = 0; li < running.size(); ++li) {
+    const auto units = model->layers()[li].kernel->batchNorms();
+    for (std::size_t u = 0; u < running[li].size(); ++u) {
+      const std::string name = model->layers()[li].plan->name + "." + units[u].name;
+      const auto& rs = running[li][u];
+      const auto C = static_cast<Eigen::Index>(rs.mean.size());
+      out.emplace_back("running_mean/" + name, Eigen::Map<const Mat>(rs.mean.data(), 1, C));
+      out.emplace_back("running_var/" + name, Eigen::Map<const Mat>(rs.var.data(), 1, C));
+    }
+  }
+  return out;
+}
+
+Expected<bool> PhaseTrainer::Impl::setRunningTensors(const NamedTensors& tensors) {
+  // Absent ones keep their values (a checkpoint written before the emulator
+  // kept running statistics); a present one must fit.
+  for (std::size_t li = 0; li < running.size(); ++li) {
+    const auto units = model->layers()[li].kernel->batchNorms();
+    for (std::size_t u = 0; u < running[li].size(); ++u) {
+      const std::string name = model->layers()[li].plan->name + "." + units[u].name;
+      auto& rs = running[li][u];
+      const std::pair<const char*, std::vector<float>*> targets[] = {{"running_mean/", &rs.mean}, {"running_var/", &rs.var}};
+      for (const auto& [prefix, into] : targets) {
+        for (const auto& [n, m] : tensors) {
+          if (n != prefix + name) continue;
+          if (m.size() != static_cast<Eigen::Index>(into->size()))
+            return Error{code::kCheckpoint,
+                         "tensor `" + n + "` holds " + std::to_string(m.size()) + " values for " + std::to_string(into->size()) + " channels",
+                         "it was saved from a model of another size", plan.source};
+          into->assign(m.data(), m.data() + m.size());
+        }
+      }
+    }
+  }
+  return true;
 }
 
 // --------------------------------------------------------- the weight update
@@ -1050,6 +1390,7 @@ Expected<StepResult> PhaseTrainer::Impl::runStep() {
   results.assign(batches.size(), std::vector<HeadResult>(model->layers().size()));
   hasResult.assign(batches.size(), std::vector<char>(model->layers().size(), 0));
   for (auto& g : groups) g.dynamicPeak = 0;
+  bnRecorded.clear();
   traffic = StepTraffic{};
   const std::size_t boundaries = static_cast<std::size_t>(std::max(0, S - 1));
   traffic.activations.assign(static_cast<std::size_t>(R), std::vector<double>(boundaries, 0.0));
@@ -1060,6 +1401,7 @@ Expected<StepResult> PhaseTrainer::Impl::runStep() {
   traffic.streamed.assign(static_cast<std::size_t>(R), std::vector<ir::StreamingTraffic>(static_cast<std::size_t>(P * T)));
   for (auto& row : traffic.streamed)
     for (std::size_t i = 0; i < row.size(); ++i) row[i].ipu = static_cast<int>(i);
+  traffic.batchNorm = traffic.reduced;
 
   if (phased) {
     // Cancelling abandons the step between two segment runs at the latest.
@@ -1094,6 +1436,7 @@ Expected<StepResult> PhaseTrainer::Impl::runStep() {
     }
     runCycle(plan.schedule.cycle(c));
   }
+  updateRunningStatistics();
   reduceGradients();
   out.lossScale = lossScale;
   lastScale = lossScale;
@@ -1358,6 +1701,8 @@ std::map<std::string, double> PhaseTrainer::evaluate(int samples) const {
       const ModelLayer& L = layers[li];
       const Group& g = im.group(0, L.ipu);
       Numerics nx(im.fp16Compute, im.fp16Partials, false, subKey(0xE7A1ULL, li));
+      RunningBatchNorm bn(im.running[li]);
+      nx.setBatchNorm(&bn);
       Saved sv;
       Mat out;
       HeadResult hr;
@@ -1459,8 +1804,12 @@ TensorFile PhaseTrainer::checkpoint() const {
     if (im.plan.optimizer.moments >= 2) f.tensors.emplace_back("v/" + n, im.gather(static_cast<int>(p), 3));
     if (im.master) f.tensors.emplace_back("master/" + n, im.gather(static_cast<int>(p), 4));
   }
+  for (auto& t : im.runningTensors()) f.tensors.push_back(std::move(t));
   return f;
 }
+
+NamedTensors PhaseTrainer::runningStatistics() const { return impl_->runningTensors(); }
+Expected<bool> PhaseTrainer::setRunningStatistics(const NamedTensors& tensors) { return impl_->setRunningTensors(tensors); }
 
 Expected<bool> PhaseTrainer::restore(const TensorFile& file) {
   Impl& im = *impl_;
@@ -1476,6 +1825,8 @@ Expected<bool> PhaseTrainer::restore(const TensorFile& file) {
     for (int k = 0; k < 3; ++k)
       if (const Mat* m = file.find(prefix[k] + n)) im.scatterState(static_cast<int>(p), kinds[k], *m);
   }
+  auto statistics = im.setRunningTensors(file.tensors);
+  if (!statistics) return statistics.error();
   try {
     im.step = std::stoll(file.get("step", "0"));
     im.updates = std::stoll(file.get("updates", "0"));

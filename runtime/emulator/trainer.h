@@ -59,6 +59,7 @@ struct StepTraffic {
   std::vector<std::vector<double>> gradients;    // [replica][boundary]: backward, stage b + 1 to b
   std::vector<std::vector<double>> reduced;      // [replica][IPU]: gradients entered into the reduction across replicas
   std::vector<std::vector<double>> gathered;     // [replica][IPU]: updated weights all-gathered (RTS)
+  std::vector<std::vector<double>> batchNorm;    // [replica][IPU]: batch norm's sums all-reduced across replicas (fp32)
   // Streaming Memory, [replica][IPU]: bytes read and written, by what (the
   // fields of the plan's ir::StreamingTraffic; with RTS, this replica's share).
   std::vector<std::vector<ir::StreamingTraffic>> streamed;
@@ -95,7 +96,12 @@ class PhaseTrainer {
   NamedTensors weights() const;
   NamedTensors gradients() const;      // the last step's reduced gradients, unscaled
   Expected<bool> setWeights(const NamedTensors& weights);   // all parameters, by name
-  TensorFile checkpoint() const;       // weights, optimizer state, loss scale, step
+  // Batch norm's running statistics (buffers, not parameters: no gradient,
+  // no optimizer): "running_mean/<layer>.<unit>" and "running_var/...", 1 x
+  // channels each, in layer order. Setting takes those it finds by name.
+  NamedTensors runningStatistics() const;
+  Expected<bool> setRunningStatistics(const NamedTensors& tensors);
+  TensorFile checkpoint() const;       // weights, running statistics, optimizer state, loss scale, step
   Expected<bool> restore(const TensorFile& file);
   // Whether every replica and every copy of a tied tensor holds the same weights.
   bool copiesAgree() const;

@@ -18,6 +18,7 @@ const char* name(CollectiveTensors t) {
     case CollectiveTensors::Gradients: return "gradients";
     case CollectiveTensors::UpdatedWeights: return "updated_weights";
     case CollectiveTensors::StreamedWeights: return "streamed_weights";
+    case CollectiveTensors::BatchNormStatistics: return "batch_norm_statistics";
   }
   return "gradients";
 }
@@ -26,6 +27,28 @@ void setOpName(Layer& l, const std::string& name) {
   const std::optional<LayerOp> op = layerOpFromName(name);
   l.op = op.value_or(LayerOp::Other);
   l.otherOp = op ? "" : name;
+}
+
+std::vector<int> batchNormChannels(const Layer& l) {
+  if (l.op != LayerOp::ConvStem && l.op != LayerOp::Bottleneck && l.op != LayerOp::BasicBlock) return {};
+  auto number = [&](const char* key) {
+    for (const auto& a : l.attributes)
+      if (a.name == key && a.text.empty() && a.number >= 1 && a.number <= 1e7 && a.number == static_cast<double>(static_cast<long long>(a.number)))
+        return static_cast<int>(a.number);
+    return 0;
+  };
+  for (const auto& a : l.attributes)
+    if (a.name == "norm" && a.text != "batch") return {};
+  if (l.op == LayerOp::ConvStem) {
+    if (number("out") == 0) return {};
+    return {number("out")};
+  }
+  const int in = number("inputs"), out = number("out"), stride = number("stride");
+  const int mid = l.op == LayerOp::Bottleneck ? number("mid") : out;
+  if (in == 0 || out == 0 || stride == 0 || mid == 0) return {};
+  std::vector<int> units = l.op == LayerOp::Bottleneck ? std::vector<int>{mid, mid, out} : std::vector<int>{out, out};
+  if (stride != 1 || in != out) units.push_back(out);
+  return units;
 }
 
 double Traffic::stageExchangeBytes(long long microBatches) const {
@@ -173,6 +196,9 @@ Json toJson(const PhasePlan& ph) {
   Json amp = Json::array();
   for (double a : ph.mapping.availableMemoryProportion) amp.push(a);
   m["available_memory_proportion"] = std::move(amp);
+  // Written only for distributed batch norm, so that plans without it keep their hashes.
+  if (ph.mapping.batchNormReplicas == Mapping::kAllReplicas) m["batch_norm_replicas"] = "all";
+  else if (ph.mapping.batchNormReplicas != 1) m["batch_norm_replicas"] = ph.mapping.batchNormReplicas;
   j["mapping"] = std::move(m);
 
   Json p = Json::object();
@@ -320,6 +346,7 @@ Json toJson(const PhasePlan& ph) {
     cj["tensors"] = name(c.tensors);
     cj["ipu"] = c.ipu;
     cj["bytes"] = c.bytes;
+    if (c.tensors == CollectiveTensors::BatchNormStatistics) cj["operations"] = c.operations;
     cs.push(std::move(cj));
   }
   t["collectives"] = std::move(cs);

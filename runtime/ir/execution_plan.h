@@ -74,6 +74,14 @@ inline std::string opName(const Layer& l) { return l.op == LayerOp::Other ? l.ot
 // name a layer definition gives.
 void setOpName(Layer& l, const std::string& name);
 
+// The channels of each batch-norm unit of a layer, in forward order: the
+// standard library's conv layers with `norm` "batch" (the default): a
+// conv_stem has one, a bottleneck three and a basic_block two, plus one on
+// the projection shortcut when the stride or the width changes. Empty for
+// other layers, group norm, and attributes that are not whole numbers. The
+// emulator's kernels declare the same units (a test holds them together).
+std::vector<int> batchNormChannels(const Layer& l);
+
 struct MemoryBreakdown {
   double weights = 0;
   double optimizerState = 0;        // moments, and fp32 master weights when kept
@@ -130,6 +138,13 @@ struct Mapping {
   bool rtsWeights = false;
   bool rtsOptimizerState = false;
   std::vector<double> availableMemoryProportion;  // per pipeline IPU
+  // Distributed batch norm: how many consecutive replicas share batch-norm
+  // statistics (micro batch m of replicas k*n .. k*n + n - 1);
+  // kAllReplicas: every replica. 1 is per-replica batch norm.
+  static constexpr int kAllReplicas = 0;
+  int batchNormReplicas = 1;
+  // The replicas of one batch-norm group, resolved (at least 1).
+  int batchNormGroup() const { return batchNormReplicas == kAllReplicas ? (replicas > 1 ? replicas : 1) : (batchNormReplicas > 1 ? batchNormReplicas : 1); }
 };
 
 struct LossScale {
@@ -211,17 +226,22 @@ enum class CollectiveTensors {
   UpdatedWeights,   // RTS of the optimizer state: each replica updated its share
   StreamedWeights,  // RTS of streamed weights: each replica keeps a share in Streaming Memory;
                     // `bytes` sums the gathers of a step (one per segment run)
+  BatchNormStatistics,  // distributed batch norm: per-channel sums inside the forward and backward passes
 };
 const char* name(CollectiveTensors t);
 
 // One collective across the replicas, on one IPU of each replica: `bytes` is
 // the buffer every replica enters (the ring moves 2(r-1)/r of it per replica
 // for an all-reduce, (r-1)/r for a reduce-scatter or an all-gather).
+// Batch norm's statistics are many small all-reduces among the replicas of
+// a batch-norm group (Mapping::batchNormGroup): `bytes` is their total in a
+// step and `operations` how many there are (3 per unit and micro batch).
 struct Collective {
   CollectiveKind kind = CollectiveKind::AllReduce;
   CollectiveTensors tensors = CollectiveTensors::Gradients;
   int ipu = 0;          // Ipu::index
   double bytes = 0;
+  double operations = 1;
 };
 
 // One IPU's Streaming Memory traffic per step (reads plus writes). Weights

@@ -113,6 +113,30 @@ TEST(Phased, TheSameMappingWithoutPhasesIsBitIdentical) {
   }
 }
 
+// A ResNet whose batch norm spans 2 of 4 replicas: the replicas meet inside
+// every segment run's forward and backward passes, and the backward run's
+// recomputation normalises with the statistics the forward run recorded.
+TEST(Phased, DistributedBatchNormIsBitIdentical) {
+  auto resnet = [](const std::string& phased) {
+    return phaseOf(
+        "import \"std/pods\"\nimport \"std/models/resnet\"\n"
+        "model tiny = resnet(blocks: [1, 1, 1, 1], width: 4, classes: 5, block: \"basic\")\n"
+        "mapping m for tiny on POD16 {\n replicas: 4\n batch_norm_replicas: 2\n " + phased + "\n}\n"
+        "training t {\n mapping: m\n optimizer: lars(momentum: 0.9, weight_decay: 0.0001, exclude: [bias, norm])\n seed: 3\n"
+        " phase one { image_size: 32, micro_batch: 2, gradient_accumulation: 2, steps: 10, lr: 0.05 }\n}\n");
+  };
+  const ir::PhasePlan with = resnet("phases: 3"), without = resnet("");
+  ASSERT_TRUE(ir::isPhased(with.mapping));
+  const Result a = train(with), b = train(without);
+  ASSERT_EQ(a.losses.size(), static_cast<std::size_t>(kSteps));
+  EXPECT_EQ(a.losses, b.losses);
+  EXPECT_EQ(maxRelativeDifference(a.weights, b.weights), 0.0);
+  EXPECT_EQ(a.evaluation, b.evaluation);   // with the running statistics
+  auto fresh = trainerFor(without);
+  ASSERT_TRUE(fresh);
+  EXPECT_GT(maxRelativeDifference(a.weights, fresh->weights()), 1e-4);
+}
+
 double relativeGap(double a, double b) { return std::abs(a - b) / std::max(1.0, std::abs(b)); }
 
 TEST(Phased, StreamingMemoryTrafficIsThePlans) {

@@ -112,6 +112,8 @@ int main(int argc, char** argv) {
     step.set("lr", num(r->lr));
     for (auto& [name, g] : trainer.gradients()) step.tensors.emplace_back("grad/" + name, g);
     for (auto& [name, w] : trainer.weights()) step.tensors.emplace_back("after/" + name, w);
+    // Batch norm's running statistics after the step ("running_mean/<unit>", "running_var/<unit>").
+    for (auto& t : trainer.runningStatistics()) step.tensors.push_back(std::move(t));
     if (auto ok = ipu::emu::writeTensorFile(out + "/step" + std::to_string(k) + ".ipt", step); !ok) return fail(ok.error().message);
     std::printf("step %d loss %.9g lr %g\n", k + 1, r->loss, r->lr);
   }

@@ -10,7 +10,8 @@ emulator's initial weights and runs the emulator's data for three optimizer
 steps (two micro batches of eight 64x64 images each), each step from the
 emulator's weights after the previous one. It must give the same losses, the same
 gradients at every step, and the same weights after each step, for SGD with
-momentum or LARS written out from its definition. fp32.
+momentum or LARS written out from its definition; with batch norm, the same
+running statistics after each step as BatchNorm2d's buffers. fp32.
 
 Usage: torch_resnet_crosscheck.py PATH/TO/ipu_resnet_crosscheck momentum|lars batch|group bottleneck|basic
 Exit status 0 when everything agrees within tolerance.
@@ -54,9 +55,21 @@ GRAD_RTOL = 2e-4
 WEIGHT_ATOL = 2e-6
 
 
-def norm(x, W, prefix, kind, groups):
+# Running statistics (batch norm): the emulator updates them once per step
+# from the step's global batch (docs/emulator.md, "Running statistics"), which
+# is BatchNorm2d's update after one forward pass over the step's samples
+# (momentum 0.1, unbiased variance). Here: F.batch_norm in training mode on
+# each unit's inputs of both micro batches together, with PyTorch's own
+# running buffers carried from step to step. The inputs agree to ~1e-6
+# relative (the tolerances above), and so do their moments.
+RUNNING_RTOL = 2e-5
+
+
+def norm(x, W, prefix, kind, groups, seen=None):
     g, b = W[prefix + ".norm.gamma"].reshape(-1), W[prefix + ".norm.beta"].reshape(-1)
     if kind == "batch":
+        if seen is not None:
+            seen.setdefault(prefix + ".norm", []).append(x.detach())
         return F.batch_norm(x, None, None, g, b, training=True, eps=1e-5)
     return F.group_norm(x, groups, g, b, eps=1e-5)
 
@@ -69,20 +82,20 @@ def conv(x, W, prefix, stride, pad):
     return F.conv2d(x, w.reshape(cout, cin, k, k), stride=stride, padding=pad)
 
 
-def forward(W, layers, x, labels, count, smoothing, kind, groups):
+def forward(W, layers, x, labels, count, smoothing, kind, groups, seen):
     for name, op, stride in layers:
         if op == "conv_stem":
-            x = F.relu(norm(conv(x, W, name + ".conv", 2, 3), W, name + ".conv", kind, groups))
+            x = F.relu(norm(conv(x, W, name + ".conv", 2, 3), W, name + ".conv", kind, groups, seen))
             x = F.max_pool2d(x, 3, stride=2, padding=1)
         elif op in ("bottleneck", "basic_block"):
             units = [("conv1", 1, 0), ("conv2", stride, 1), ("conv3", 1, 0)] if op == "bottleneck" else [("conv1", stride, 1), ("conv2", 1, 1)]
             h = x
             for i, (u, s, p) in enumerate(units):
-                h = norm(conv(h, W, f"{name}.{u}", s, p), W, f"{name}.{u}", kind, groups)
+                h = norm(conv(h, W, f"{name}.{u}", s, p), W, f"{name}.{u}", kind, groups, seen)
                 if i + 1 < len(units):
                     h = F.relu(h)
             if name + ".shortcut.w" in W:
-                sc = norm(conv(x, W, name + ".shortcut", stride, 0), W, name + ".shortcut", kind, groups)
+                sc = norm(conv(x, W, name + ".shortcut", stride, 0), W, name + ".shortcut", kind, groups, seen)
             else:
                 sc = x
             x = F.relu(h + sc)
@@ -134,6 +147,7 @@ def main():
     groups = int(meta["norm_groups"])
     W = {name: t.clone().requires_grad_(True) for name, t in init.items()}
     state = {}
+    running = {}
     side = None
     report = []
     for k in range(3):
@@ -146,6 +160,7 @@ def main():
                 for name, w in W.items():
                     w.copy_(steps[k - 1][1]["after/" + name])
         loss = 0
+        seen = {}
         for m in range(int(bmeta["micro_batches"])):
             p = f"mb{m}."
             feats = bt[p + "features"]
@@ -153,7 +168,7 @@ def main():
             side = side or int(round((feats.shape[1] // channels) ** 0.5))
             x = feats.reshape(feats.shape[0], channels, side, side)
             labels = bt[p + "labels"].reshape(-1).long()
-            loss = loss + forward(W, layers, x, labels, float(bmeta[p + "class_count"]), float(bmeta[p + "label_smoothing"]), kind, groups)
+            loss = loss + forward(W, layers, x, labels, float(bmeta[p + "class_count"]), float(bmeta[p + "label_smoothing"]), kind, groups, seen)
         loss.backward()
         emu_loss = float(smeta["loss"])
         if abs(loss.item() - emu_loss) > LOSS_RTOL * (k + 1) * abs(emu_loss):
@@ -166,6 +181,21 @@ def main():
             worst_grad = max(worst_grad, err)
             if err > GRAD_RTOL * (k + 1):
                 failures.append(f"step {k + 1} gradient of {name}: max difference {err:.3g} of its largest element")
+        worst_running = 0.0
+        emu_units = sorted(n[len("running_mean/"):] for n in st if n.startswith("running_mean/"))
+        if sorted(seen) != emu_units:
+            failures.append(f"step {k + 1}: batch-norm units {sorted(seen)} here, {emu_units} in the emulator")
+        for unit, inputs in seen.items():
+            rm, rv = running.setdefault(unit, (torch.zeros(inputs[0].shape[1]), torch.ones(inputs[0].shape[1])))
+            F.batch_norm(torch.cat(inputs), rm, rv, training=True, momentum=0.1, eps=1e-5)
+            for what, ours in (("running_mean", rm), ("running_var", rv)):
+                theirs = st.get(f"{what}/{unit}")
+                if theirs is None:
+                    continue
+                err = ((ours - theirs.reshape(-1)).abs() / ours.abs().clamp(min=1)).max().item()
+                worst_running = max(worst_running, err)
+                if err > RUNNING_RTOL * (k + 1):
+                    failures.append(f"step {k + 1}: {what} of {unit}: relative difference {err:.3g}")
         before = {name: w.detach().clone() for name, w in W.items()}
         step(W, state, classes, meta, float(smeta["lr"]), optimizer)
         worst_weight, moved = 0.0, 0.0
@@ -179,7 +209,7 @@ def main():
         if moved < 100 * WEIGHT_ATOL:
             failures.append(f"step {k + 1} barely moved the weights ({moved:.3g}): the comparison would prove nothing")
         report.append(f"step {k + 1}: loss torch {loss.item():.9g} emulator {emu_loss:.9g}, gradient {worst_grad:.3g}, "
-                      f"weights {worst_weight:.3g} (largest change {moved:.3g})")
+                      f"weights {worst_weight:.3g} (largest change {moved:.3g}), running statistics {worst_running:.3g}")
     print(f"{optimizer} {kind} {block}:")
     for r in report:
         print("  " + r)

@@ -248,5 +248,65 @@ TEST(Traffic, TheEmulatorMovesWhatThePlanSays) {
   }
 }
 
+// Distributed batch norm: the plan counts, per IPU of a replica, the sums its
+// batch-norm units all-reduce across their group in a step (ir::batchNormChannels
+// of its layers); the emulator enters exactly that into its exchanges. The
+// plan's units are the kernels' (bottleneck and basic blocks, with and
+// without a projection; none with group norm).
+TEST(Traffic, DistributedBatchNormMovesWhatThePlanSays) {
+  const std::string pipeline = "pipeline {\n ipu 0: stem, stage1[0], stage2[0]\n ipu 1: stage2[1], stage3[0], stage4[0], head\n }";
+  for (const std::string& block : {std::string("basic"), std::string("bottleneck")}) {
+    SCOPED_TRACE(block);
+    const std::string text =
+        "import \"std/pods\"\nimport \"std/models/resnet\"\n"
+        "model tiny = resnet(blocks: [1, 2, 1, 1], width: 4, classes: 5, block: \"" + block + "\")\n"
+        "mapping m for tiny on POD16 {\n " + pipeline + "\n replicas: 4\n batch_norm_replicas: 2\n}\n"
+        "training t {\n mapping: m\n optimizer: momentum(momentum: 0.9)\n"
+        " phase one { image_size: 32, micro_batch: 2, gradient_accumulation: 3, steps: 2, lr: 0.05 }\n}\n";
+    const ir::PhasePlan ph = phaseOf(text);
+    ASSERT_FALSE(ph.layers.empty());
+    auto trainer = trainerFor(ph);
+    ASSERT_TRUE(trainer);
+    const auto& layers = trainer->model().layers();
+    ASSERT_EQ(layers.size(), ph.layers.size());
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+      std::vector<int> kernel;
+      for (const auto& u : layers[i].kernel->batchNorms()) kernel.push_back(u.channels);
+      EXPECT_EQ(kernel, ir::batchNormChannels(ph.layers[i])) << ph.layers[i].name;
+    }
+    auto step = trainer->step();
+    ASSERT_TRUE(step.ok()) << step.error().message;
+    const emu::StepTraffic& moved = trainer->lastStepTraffic();
+    ASSERT_EQ(moved.batchNorm.size(), 4u);
+    for (int r = 0; r < 4; ++r)
+      for (const auto& ipu : ph.ipus) {
+        const ir::Collective* c = findCollective(ph, ir::CollectiveTensors::BatchNormStatistics, ipu.index);
+        ASSERT_NE(c, nullptr) << "IPU " << ipu.index;
+        EXPECT_GT(c->bytes, 0);
+        EXPECT_EQ(moved.batchNorm[static_cast<std::size_t>(r)][static_cast<std::size_t>(ipu.index)], c->bytes) << "replica " << r << " IPU " << ipu.index;
+        double units = 0;
+        for (int li : ipu.layers) units += static_cast<double>(ir::batchNormChannels(ph.layers[static_cast<std::size_t>(li)]).size());
+        EXPECT_EQ(c->operations, 3 * 3 * units) << "3 all-reduces per unit and micro batch, 3 micro batches";
+      }
+  }
+  // Group norm has no batch-norm units; per-replica batch norm no exchange.
+  for (const std::string& variant : {std::string("norm: \"group\", norm_groups: 2"), std::string("")}) {
+    const std::string text =
+        "import \"std/pods\"\nimport \"std/models/resnet\"\n"
+        "model tiny = resnet(blocks: [1, 1, 1, 1], width: 4, classes: 5, block: \"basic\"" + (variant.empty() ? "" : ", " + variant) + ")\n"
+        "mapping m for tiny on POD16 {\n replicas: 4\n" + (variant.empty() ? "" : " batch_norm_replicas: 2\n") + "}\n"
+        "training t {\n mapping: m\n optimizer: momentum(momentum: 0.9)\n"
+        " phase one { image_size: 32, micro_batch: 2, gradient_accumulation: 1, steps: 2, lr: 0.05 }\n}\n";
+    const ir::PhasePlan ph = phaseOf(text);
+    ASSERT_FALSE(ph.layers.empty());
+    EXPECT_EQ(findCollective(ph, ir::CollectiveTensors::BatchNormStatistics, 0), nullptr) << variant;
+    auto trainer = trainerFor(ph);
+    ASSERT_TRUE(trainer);
+    ASSERT_TRUE(trainer->step().ok());
+    for (const auto& perReplica : trainer->lastStepTraffic().batchNorm)
+      for (double b : perReplica) EXPECT_EQ(b, 0) << variant;
+  }
+}
+
 }  // namespace
 }  // namespace ipu::emutest

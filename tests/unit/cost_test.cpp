@@ -560,6 +560,44 @@ TEST(Timeline, CoversEveryIpuAndTheStep) {
   }
 }
 
+// Distributed batch norm: the plan's batch_norm_statistics entries make each
+// IPU's exchange longer by their rings among the group's replicas; the rest
+// of the estimate stays; declaring 1 (per-replica) changes nothing.
+TEST(CostModel, DistributedBatchNormAddsItsAllReducesToTheExchange) {
+  auto resnet = [](const std::string& extra) {
+    return "import \"std/pods\"\nimport \"std/models/resnet\"\n"
+           "mapping m for resnet50 on POD16 {\n replicas: 16\n" + extra + "}\n"
+           "training t {\n  mapping: m\n  optimizer: momentum(momentum: 0.9)\n"
+           "  phase one { image_size: 224; micro_batch: 4; gradient_accumulation: 8; steps: 100; lr: 0.1 }\n}\n";
+  };
+  test::Outcome base = test::runText(resnet(""));
+  test::Outcome one = test::runText(resnet(" batch_norm_replicas: 1\n"));
+  test::Outcome four = test::runText(resnet(" batch_norm_replicas: 4\n"));
+  test::Outcome all = test::runText(resnet(" batch_norm_replicas: all\n"));
+  ASSERT_NE(base.plan, nullptr) << base.rendered();
+  ASSERT_NE(four.plan, nullptr) << four.rendered();
+  ASSERT_NE(all.plan, nullptr) << all.rendered();
+  ASSERT_NE(one.plan, nullptr) << one.rendered();
+  const ir::PhasePlan& pb = base.plan->runs[0].phases[0];
+  const ir::PhasePlan& p4 = four.plan->runs[0].phases[0];
+  const cost::PhaseEstimate eb = cost::estimatePhase(pb), e1 = cost::estimatePhase(one.plan->runs[0].phases[0]);
+  const cost::PhaseEstimate e4 = cost::estimatePhase(p4), ea = cost::estimatePhase(all.plan->runs[0].phases[0]);
+  ASSERT_TRUE(eb.ok && e1.ok && e4.ok && ea.ok);
+  EXPECT_EQ(e1.stepTime, eb.stepTime);
+  const ir::Collective* bn = nullptr;
+  for (const auto& c : p4.traffic.collectives)
+    if (c.tensors == ir::CollectiveTensors::BatchNormStatistics) bn = &c;
+  ASSERT_NE(bn, nullptr);
+  // ResNet-50: 53 batch-norm units (stem, 16 blocks of 3, 4 projections), 3 all-reduces each per micro batch.
+  EXPECT_EQ(bn->operations, 3.0 * 53 * 8);
+  for (const auto& c : pb.traffic.collectives) EXPECT_NE(c.tensors, ir::CollectiveTensors::BatchNormStatistics);
+  EXPECT_GT(e4.breakdown.exchange, eb.breakdown.exchange);
+  EXPECT_GT(ea.breakdown.exchange, e4.breakdown.exchange) << "a ring over 16 replicas pays more latency than over 4";
+  EXPECT_DOUBLE_EQ(e4.breakdown.compute, eb.breakdown.compute);
+  EXPECT_DOUBLE_EQ(e4.breakdown.allReduce, eb.breakdown.allReduce);
+  EXPECT_GT(e4.stepTime, eb.stepTime);
+}
+
 TEST(LearningRate, WarmupThenDecay) {
   ir::LrSchedule lr;
   lr.peak = 1.0;
