@@ -87,6 +87,7 @@ struct TileStreams {
   const std::uint32_t* add;
   const std::uint32_t* lanes;
   const std::uint32_t* position;
+  std::uint32_t rowStep;   // position[r + 1] - position[r]: C's columns, modulo 2^32
 };
 
 #if IPU_X86_KERNELS
@@ -96,10 +97,11 @@ struct TileStreams {
 // checks the rest, which are rare): the same operations, with the
 // subnormal-range lanes offset and restored by masked float additions (no
 // branch). `largest` collects the magnitudes' bits (unsigned maximum).
+template <bool kChecked>
 IPU_TARGET_AVX512 inline __m512 roundStochastic16(__m512 x, __m512i u, __m512i& largest) {
   const __m512i b = _mm512_castps_si512(x);
   const __m512i a = _mm512_and_si512(b, _mm512_set1_epi32(static_cast<int>(~kSign)));
-  largest = _mm512_max_epu32(largest, a);
+  if constexpr (kChecked) largest = _mm512_max_epu32(largest, a);
   const __mmask16 tiny = _mm512_cmplt_epu32_mask(a, _mm512_set1_epi32(static_cast<int>(kSmallestNormal)));
   const __m512 offset = _mm512_set1_ps(kOffset);
   const __m512 y = _mm512_mask_add_ps(_mm512_castsi512_ps(a), tiny, _mm512_castsi512_ps(a), offset);
@@ -118,9 +120,10 @@ IPU_TARGET_AVX512 inline __m512 roundStochastic16(__m512 x, __m512i u, __m512i& 
 // 2^-14) and so already a binary16 value, which the definition leaves as it
 // is, and so does the same addition and truncation, since a binary16
 // subnormal's float bits below binary16's are zero.
+template <bool kChecked>
 IPU_TARGET_AVX512 inline __m512 roundAccumulator16(__m512 x, __m512i u, __m512i& largest) {
   const __m512i b = _mm512_castps_si512(x);
-  largest = _mm512_max_epu32(largest, _mm512_and_si512(b, _mm512_set1_epi32(static_cast<int>(~kSign))));
+  if constexpr (kChecked) largest = _mm512_max_epu32(largest, _mm512_and_si512(b, _mm512_set1_epi32(static_cast<int>(~kSign))));
   return _mm512_castsi512_ps(_mm512_and_si512(_mm512_add_epi32(b, u), _mm512_set1_epi32(static_cast<int>(kKept))));
 }
 
@@ -150,8 +153,9 @@ constexpr int kTileRows512 = 8;   // rows of op(A) per AVX-512 tile (8 x 32 bloc
 // rows of its storage (step 1 along the reduction). Returns false, having
 // written nothing, when a stochastic rounding met a value above 65504
 // (overflow, infinity, NaN): the caller computes that tile element by
-// element.
-template <bool kStochastic, bool kTransposed>
+// element. Without kChecked the caller has shown that no value exceeds
+// 65504 (PartialsProduct::bounded), and the tile does not look.
+template <bool kStochastic, bool kTransposed, bool kChecked>
 IPU_TARGET_AVX512 bool tile512(const TileOperands& o, Index depth, const TileStreams& st, float* c, Index ldc, int rows) {
   alignas(64) float acc[kTileRows512][kPanel] = {};
   __m512i largest = _mm512_setzero_si512();
@@ -177,16 +181,22 @@ IPU_TARGET_AVX512 bool tile512(const TileOperands& o, Index depth, const TileStr
       const __m512i lane0 = _mm512_loadu_si512(st.lanes + j * kPanel);
       const __m512i lane1 = _mm512_loadu_si512(st.lanes + j * kPanel + 16);
       const __m512i accMask = _mm512_set1_epi32(static_cast<int>(kAccMask));
+      // The generator's inputs x * mul + add of the row's positions x, the
+      // next row's by one vector addition.
+      const __m512i base = _mm512_set1_epi32(static_cast<int>(st.position[0] * st.mul[j] + st.add[j]));
+      const __m512i rowStep = _mm512_set1_epi32(static_cast<int>(st.rowStep * st.mul[j]));
+      __m512i x0 = _mm512_add_epi32(base, lane0), x1 = _mm512_add_epi32(base, lane1);
       for (int r = 0; r < kTileRows512; ++r) {
-        const __m512i base = _mm512_set1_epi32(static_cast<int>(st.position[r] * st.mul[j] + st.add[j]));
-        const __m512i w0 = hash16(_mm512_add_epi32(base, lane0));
-        const __m512i w1 = hash16(_mm512_add_epi32(base, lane1));
-        const __m512 s0 = roundStochastic16(part[r][0], _mm512_srli_epi32(w0, kSumShift), largest);
-        const __m512 s1 = roundStochastic16(part[r][1], _mm512_srli_epi32(w1, kSumShift), largest);
+        const __m512i w0 = hash16(x0);
+        const __m512i w1 = hash16(x1);
+        x0 = _mm512_add_epi32(x0, rowStep);
+        x1 = _mm512_add_epi32(x1, rowStep);
+        const __m512 s0 = roundStochastic16<kChecked>(part[r][0], _mm512_srli_epi32(w0, kSumShift), largest);
+        const __m512 s1 = roundStochastic16<kChecked>(part[r][1], _mm512_srli_epi32(w1, kSumShift), largest);
         const __m512 a0 = _mm512_add_ps(_mm512_load_ps(acc[r]), s0);
         const __m512 a1 = _mm512_add_ps(_mm512_load_ps(acc[r] + 16), s1);
-        _mm512_store_ps(acc[r], roundAccumulator16(a0, _mm512_and_si512(w0, accMask), largest));
-        _mm512_store_ps(acc[r] + 16, roundAccumulator16(a1, _mm512_and_si512(w1, accMask), largest));
+        _mm512_store_ps(acc[r], roundAccumulator16<kChecked>(a0, _mm512_and_si512(w0, accMask), largest));
+        _mm512_store_ps(acc[r] + 16, roundAccumulator16<kChecked>(a1, _mm512_and_si512(w1, accMask), largest));
       }
     } else {
       for (int r = 0; r < kTileRows512; ++r)
@@ -196,7 +206,8 @@ IPU_TARGET_AVX512 bool tile512(const TileOperands& o, Index depth, const TileStr
         }
     }
   }
-  if (kStochastic && _mm512_cmpgt_epu32_mask(largest, _mm512_set1_epi32(static_cast<int>(kLargestHalf))) != 0) return false;
+  if (kStochastic && kChecked && _mm512_cmpgt_epu32_mask(largest, _mm512_set1_epi32(static_cast<int>(kLargestHalf))) != 0)
+    return false;
   const auto m0 = static_cast<__mmask16>(o.width >= 16 ? 0xFFFFu : (1u << o.width) - 1u);
   const auto m1 = static_cast<__mmask16>(o.width >= 32 ? 0xFFFFu : o.width <= 16 ? 0u : (1u << (o.width - 16)) - 1u);
   for (int r = 0; r < rows; ++r) {
@@ -378,6 +389,8 @@ PartialsProduct::PartialsProduct(Operand b, Index depth, Index cols, bool stocha
         for (Index k = 0; k < depth_; ++k) out[k * kPanel + l] = l < width ? b.data[k * b.rowStride + (col0 + l) * b.colStride] : 0.0f;
     }
   }
+  maxB_ = 0;
+  for (float v : packed_) maxB_ = std::max(maxB_, bitsOf(v) & ~kSign);
   if (!stochastic_) return;
   const Index blocks = (depth_ + kDepth - 1) / kDepth;
   const auto nb = static_cast<std::size_t>(blocks);
@@ -446,9 +459,11 @@ void PartialsProduct::portableTile(Operand a, Index r0, Index nr, Index p, float
 }
 
 // Rows [r0, r0 + nr) of C by tiles of kRows rows and kCols columns (kCols
-// divides kPanel): `tile(operands, streams, c, rows)` computes one and
-// returns false when it met a value it leaves to the element-by-element
-// kernel (which then computes the tile's whole panel for those rows).
+// divides kPanel): `tile(operands, transposed, checked, streams, c, rows)`
+// computes one and returns false when it met a value it leaves to the
+// element-by-element kernel (which then computes the tile's whole panel for
+// those rows); `checked` is false where bounded() has shown that no value
+// exceeds 65504.
 template <int kRows, int kCols, typename Tile>
 void PartialsProduct::tiles(Operand a, Index r0, Index nr, float* c, Tile tile) const {
   const Index panels = (cols_ + kPanel - 1) / kPanel;
@@ -464,6 +479,9 @@ void PartialsProduct::tiles(Operand a, Index r0, Index nr, float* c, Tile tile) 
   }
   for (Index q0 = r0; q0 < r0 + nr; q0 += kChunkRows) {
     const Index qn = std::min(kChunkRows, r0 + nr - q0);
+    // Looking at the chunk's rows of op(A) also brings them into the cache
+    // for the tiles.
+    const bool checked = stochastic_ && !bounded(a, q0, qn);
     // Panels outside the row tiles: a panel of op(B) stays in cache while the
     // chunk's row tiles pass over it.
     for (Index p = 0; p < panels; ++p)
@@ -481,11 +499,34 @@ void PartialsProduct::tiles(Operand a, Index r0, Index nr, float* c, Tile tile) 
           o.step = inPlace ? a.colStride : 1;
           std::uint32_t position[kRows];
           for (int r = 0; r < kRows; ++r) position[r] = static_cast<std::uint32_t>((i0 + r) * cols_ + col0);
-          const TileStreams st{mul_.data(), add_.data(), lanes_.data(), position};
-          if (!tile(o, inPlace && a.rowStride == 1, st, c + i0 * cols_ + col0, rows)) portableTile(a, i0, rows, p, c);
+          const TileStreams st{mul_.data(), add_.data(), lanes_.data(), position, static_cast<std::uint32_t>(cols_)};
+          if (!tile(o, inPlace && a.rowStride == 1, checked, st, c + i0 * cols_ + col0, rows)) portableTile(a, i0, rows, p, c);
         }
       }
   }
+}
+
+// Whether rows [r0, r0 + nr) of the product provably meet no value above
+// 65504, so that the stochastic roundings need not look for them: with M the
+// largest |a| times the largest |b| (both finite), a block's sum is at most
+// 16 M (1 + 2^-20), its rounding and each accumulation grow a magnitude by at
+// most one binary16 ulp (2^-10 relative, or 2^-24 in the subnormal range),
+// so over J <= 256 blocks every value stays below depth M (1 + 2^-9)^J + 1,
+// less than 1.7 depth M + 1: depth M <= 16384 keeps it below 28,000.
+bool PartialsProduct::bounded(Operand a, Index r0, Index nr) const {
+  if (depth_ > 256 * kDepth || maxB_ >= kInfinity) return false;
+  // The largest magnitude's bits (unsigned maximum: NaN above infinity).
+  std::uint32_t maxA = 0;
+  const bool rowsContiguous = a.colStride == 1;
+  const Index outer = rowsContiguous ? nr : depth_, inner = rowsContiguous ? depth_ : nr;
+  const Index outerStride = rowsContiguous ? a.rowStride : a.colStride;
+  const float* first = a.data + r0 * a.rowStride;
+  for (Index i = 0; i < outer; ++i) {
+    const float* line = first + i * outerStride;
+    for (Index k = 0; k < inner; ++k) maxA = std::max(maxA, bitsOf(line[k]) & ~kSign);
+  }
+  if (maxA >= kInfinity) return false;
+  return static_cast<double>(depth_) * static_cast<double>(floatOf(maxA)) * static_cast<double>(floatOf(maxB_)) <= 16384.0;
 }
 
 void PartialsProduct::avx512Rows([[maybe_unused]] Operand a, [[maybe_unused]] Index r0, [[maybe_unused]] Index nr,
@@ -493,10 +534,12 @@ void PartialsProduct::avx512Rows([[maybe_unused]] Operand a, [[maybe_unused]] In
 #if IPU_X86_KERNELS
   const Index depth = depth_, ldc = cols_;
   const bool stochastic = stochastic_;
-  tiles<kTileRows512, kPanel>(a, r0, nr, c, [&](const TileOperands& o, bool transposed, const TileStreams& st, float* ct, int rows) {
+  tiles<kTileRows512, kPanel>(a, r0, nr, c, [&](const TileOperands& o, bool transposed, bool checked, const TileStreams& st, float* ct, int rows) {
+    if (stochastic && checked)
+      return transposed ? tile512<true, true, true>(o, depth, st, ct, ldc, rows) : tile512<true, false, true>(o, depth, st, ct, ldc, rows);
     if (stochastic)
-      return transposed ? tile512<true, true>(o, depth, st, ct, ldc, rows) : tile512<true, false>(o, depth, st, ct, ldc, rows);
-    return transposed ? tile512<false, true>(o, depth, st, ct, ldc, rows) : tile512<false, false>(o, depth, st, ct, ldc, rows);
+      return transposed ? tile512<true, true, false>(o, depth, st, ct, ldc, rows) : tile512<true, false, false>(o, depth, st, ct, ldc, rows);
+    return transposed ? tile512<false, true, false>(o, depth, st, ct, ldc, rows) : tile512<false, false, false>(o, depth, st, ct, ldc, rows);
   });
 #endif
 }
@@ -506,7 +549,7 @@ void PartialsProduct::avx2Rows([[maybe_unused]] Operand a, [[maybe_unused]] Inde
 #if IPU_X86_KERNELS
   const Index depth = depth_, ldc = cols_;
   const bool stochastic = stochastic_;
-  tiles<kTileRows256, kTileCols256>(a, r0, nr, c, [&](const TileOperands& o, bool transposed, const TileStreams& st, float* ct, int rows) {
+  tiles<kTileRows256, kTileCols256>(a, r0, nr, c, [&](const TileOperands& o, bool transposed, bool, const TileStreams& st, float* ct, int rows) {
     if (stochastic)
       return transposed ? tile256<true, true>(o, depth, st, ct, ldc, rows) : tile256<true, false>(o, depth, st, ct, ldc, rows);
     return transposed ? tile256<false, true>(o, depth, st, ct, ldc, rows) : tile256<false, false>(o, depth, st, ct, ldc, rows);

@@ -69,6 +69,7 @@ class PartialsProduct {
   void portableRows(Operand a, std::ptrdiff_t r0, std::ptrdiff_t nr, float* c) const;
   void avx512Rows(Operand a, std::ptrdiff_t r0, std::ptrdiff_t nr, float* c) const;
   void avx2Rows(Operand a, std::ptrdiff_t r0, std::ptrdiff_t nr, float* c) const;
+  bool bounded(Operand a, std::ptrdiff_t r0, std::ptrdiff_t nr) const;
   template <int kRows, int kCols, typename Tile>
   void tiles(Operand a, std::ptrdiff_t r0, std::ptrdiff_t nr, float* c, Tile tile) const;
   void portableTile(Operand a, std::ptrdiff_t r0, std::ptrdiff_t nr, std::ptrdiff_t panel, float* c) const;
@@ -79,6 +80,7 @@ class PartialsProduct {
   Kernel kernel_;   // Avx512, Avx2 or Portable
   std::vector<std::uint64_t> keys_;       // block j's stream key
   std::vector<float> packed_;             // op(B) as panels of kPanel columns, depth rows each (zero beyond the last column)
+  std::uint32_t maxB_ = 0;                // the largest |op(B)|'s bits (NaN above infinity)
   std::vector<std::uint32_t> mul_, add_;  // block j's stream words for positions below 2^32 (stream32(keys_[j], 0))
   std::vector<std::uint32_t> lanes_;      // block j: l * mul_[j] for the lanes l of a panel
 };
