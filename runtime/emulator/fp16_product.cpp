@@ -385,8 +385,20 @@ PartialsProduct::PartialsProduct(Operand b, Index depth, Index cols, bool stocha
       for (Index k = 0; k < depth_; ++k)
         for (Index l = 0; l < kPanel; ++l) out[k * kPanel + l] = l < width ? b.data[k * b.rowStride + col0 + l] : 0.0f;
     } else {
-      for (Index l = 0; l < kPanel; ++l)
-        for (Index k = 0; k < depth_; ++k) out[k * kPanel + l] = l < width ? b.data[k * b.rowStride + (col0 + l) * b.colStride] : 0.0f;
+      // Read along op(B)'s columns (contiguous), in stretches of the
+      // reduction short enough that the panel rows written stay in cache.
+      constexpr Index kStretch = 64;
+      for (Index k0 = 0; k0 < depth_; k0 += kStretch) {
+        const Index k1 = std::min(depth_, k0 + kStretch);
+        for (Index l = 0; l < kPanel; ++l) {
+          if (l >= width) {
+            for (Index k = k0; k < k1; ++k) out[k * kPanel + l] = 0.0f;
+            continue;
+          }
+          const float* in = b.data + (col0 + l) * b.colStride;
+          for (Index k = k0; k < k1; ++k) out[k * kPanel + l] = in[k * b.rowStride];
+        }
+      }
     }
   }
   maxB_ = 0;
