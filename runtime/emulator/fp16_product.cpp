@@ -222,10 +222,11 @@ IPU_TARGET_AVX512 bool tile512(const TileOperands& o, Index depth, const TileStr
 // roundStochastic16 on 8 lanes. Without masked operations, the offset is
 // added and removed on every lane, as zero on the lanes that are not in the
 // subnormal range (exact: x + 0 is x for x >= 0).
+template <bool kChecked>
 IPU_TARGET_AVX2 inline __m256 roundStochastic8(__m256 x, __m256i u, __m256i& largest) {
   const __m256i b = _mm256_castps_si256(x);
   const __m256i a = _mm256_and_si256(b, _mm256_set1_epi32(static_cast<int>(~kSign)));
-  largest = _mm256_max_epu32(largest, a);
+  if constexpr (kChecked) largest = _mm256_max_epu32(largest, a);
   // Signed comparison: both sides are below 2^31.
   const __m256i tiny = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(kSmallestNormal)), a);
   const __m256 offset = _mm256_and_ps(_mm256_castsi256_ps(tiny), _mm256_set1_ps(kOffset));
@@ -236,9 +237,10 @@ IPU_TARGET_AVX2 inline __m256 roundStochastic8(__m256 x, __m256i u, __m256i& lar
 }
 
 // roundAccumulator16 on 8 lanes.
+template <bool kChecked>
 IPU_TARGET_AVX2 inline __m256 roundAccumulator8(__m256 x, __m256i u, __m256i& largest) {
   const __m256i b = _mm256_castps_si256(x);
-  largest = _mm256_max_epu32(largest, _mm256_and_si256(b, _mm256_set1_epi32(static_cast<int>(~kSign))));
+  if constexpr (kChecked) largest = _mm256_max_epu32(largest, _mm256_and_si256(b, _mm256_set1_epi32(static_cast<int>(~kSign))));
   return _mm256_castsi256_ps(_mm256_and_si256(_mm256_add_epi32(b, u), _mm256_set1_epi32(static_cast<int>(kKept))));
 }
 
@@ -260,7 +262,7 @@ constexpr int kTileCols256 = 16;  // columns per AVX2 tile (half a panel): 4 x 1
 // tile512 with AVX2: kTileRows256 rows by kTileCols256 columns (o.panel
 // points at the tile's first column in its panel, st.position at the
 // tile's first column in C).
-template <bool kStochastic, bool kTransposed>
+template <bool kStochastic, bool kTransposed, bool kChecked>
 IPU_TARGET_AVX2 bool tile256(const TileOperands& o, Index depth, const TileStreams& st, float* c, Index ldc, int rows) {
   alignas(32) float acc[kTileRows256][kTileCols256] = {};
   __m256i largest = _mm256_setzero_si256();
@@ -290,9 +292,9 @@ IPU_TARGET_AVX2 bool tile256(const TileOperands& o, Index depth, const TileStrea
         const __m256i base = _mm256_set1_epi32(static_cast<int>(st.position[r] * st.mul[j] + st.add[j]));
         for (int v = 0; v < 2; ++v) {
           const __m256i w = hash8(_mm256_add_epi32(base, v == 0 ? lane0 : lane1));
-          const __m256 s = roundStochastic8(part[r][v], _mm256_srli_epi32(w, kSumShift), largest);
+          const __m256 s = roundStochastic8<kChecked>(part[r][v], _mm256_srli_epi32(w, kSumShift), largest);
           const __m256 sum = _mm256_add_ps(_mm256_load_ps(acc[r] + 8 * v), s);
-          _mm256_store_ps(acc[r] + 8 * v, roundAccumulator8(sum, _mm256_and_si256(w, accMask), largest));
+          _mm256_store_ps(acc[r] + 8 * v, roundAccumulator8<kChecked>(sum, _mm256_and_si256(w, accMask), largest));
         }
       }
     } else {
@@ -304,7 +306,7 @@ IPU_TARGET_AVX2 bool tile256(const TileOperands& o, Index depth, const TileStrea
     }
   }
   // Magnitudes are below 2^31: a signed comparison.
-  if (kStochastic &&
+  if (kStochastic && kChecked &&
       _mm256_movemask_epi8(_mm256_cmpgt_epi32(largest, _mm256_set1_epi32(static_cast<int>(kLargestHalf)))) != 0)
     return false;
   const int width = std::min(o.width, kTileCols256);
@@ -561,10 +563,12 @@ void PartialsProduct::avx2Rows([[maybe_unused]] Operand a, [[maybe_unused]] Inde
 #if IPU_X86_KERNELS
   const Index depth = depth_, ldc = cols_;
   const bool stochastic = stochastic_;
-  tiles<kTileRows256, kTileCols256>(a, r0, nr, c, [&](const TileOperands& o, bool transposed, bool, const TileStreams& st, float* ct, int rows) {
+  tiles<kTileRows256, kTileCols256>(a, r0, nr, c, [&](const TileOperands& o, bool transposed, bool checked, const TileStreams& st, float* ct, int rows) {
+    if (stochastic && checked)
+      return transposed ? tile256<true, true, true>(o, depth, st, ct, ldc, rows) : tile256<true, false, true>(o, depth, st, ct, ldc, rows);
     if (stochastic)
-      return transposed ? tile256<true, true>(o, depth, st, ct, ldc, rows) : tile256<true, false>(o, depth, st, ct, ldc, rows);
-    return transposed ? tile256<false, true>(o, depth, st, ct, ldc, rows) : tile256<false, false>(o, depth, st, ct, ldc, rows);
+      return transposed ? tile256<true, true, false>(o, depth, st, ct, ldc, rows) : tile256<true, false, false>(o, depth, st, ct, ldc, rows);
+    return transposed ? tile256<false, true, false>(o, depth, st, ct, ldc, rows) : tile256<false, false, false>(o, depth, st, ct, ldc, rows);
   });
 #endif
 }
