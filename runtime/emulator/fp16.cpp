@@ -233,18 +233,28 @@ IPU_TARGET_AVX512 std::size_t roundStochasticAvx512(float* data, std::size_t n, 
   const __m512i step = splat64(16 * kGamma);
   const __m512i highHalves = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
   for (std::size_t i0 = 0; i0 < whole; i0 += 16) {
+    float* p = data + i0;
+    const __m512i b = _mm512_loadu_si512(p);
+    const __m512i a = _mm512_and_si512(b, splat32(0x7FFFFFFFu));
+    // Nonzero magnitudes below 2^-14 (zero wraps to the largest value).
+    const __mmask16 tiny = _mm512_cmplt_epu32_mask(_mm512_sub_epi32(a, splat32(1)), splat32(kFastLow - 1));
+    const __mmask16 rest = _mm512_cmpge_epu32_mask(a, splat32(kFastHighStochastic));
+    // Vectors of binary16 values in the normal range or zero (none of the
+    // bits binary16 drops set) round to themselves whatever the draws: a
+    // gradient accumulated into zero, a tensor rounded before. Their draws
+    // are skipped (the states still advance).
+    if ((tiny | rest) == 0 && _mm512_test_epi32_mask(b, splat32(0x1FFFu)) == 0) {
+      s0 = _mm512_add_epi64(s0, step);
+      s1 = _mm512_add_epi64(s1, step);
+      continue;
+    }
     // The high 32 bits of z ^ (z >> 31) are those of z, xor z's top bit.
     const __m512i h = _mm512_permutex2var_epi32(mixHigh(s0), highHalves, mixHigh(s1));
     const __m512i r = _mm512_xor_si512(h, _mm512_srli_epi32(h, 31));
     s0 = _mm512_add_epi64(s0, step);
     s1 = _mm512_add_epi64(s1, step);
-    float* p = data + i0;
-    const __m512i b = _mm512_loadu_si512(p);
-    const __m512i a = _mm512_and_si512(b, splat32(0x7FFFFFFFu));
     const __m512i complement = _mm512_srli_epi32(_mm512_xor_si512(r, splat32(0xFFFFFFFFu)), 19);
     __m512i result = _mm512_and_si512(_mm512_add_epi32(b, complement), splat32(0xFFFFE000u));
-    // Nonzero magnitudes below 2^-14 (zero wraps to the largest value).
-    const __mmask16 tiny = _mm512_cmplt_epu32_mask(_mm512_sub_epi32(a, splat32(1)), splat32(kFastLow - 1));
     if (tiny != 0) {
       const __m512i mant = _mm512_or_si512(_mm512_and_si512(a, splat32(0x7FFFFFu)), splat32(0x800000u));
       const __m512i sw = _mm512_sub_epi32(splat32(126), _mm512_srli_epi32(a, 23));
@@ -256,7 +266,6 @@ IPU_TARGET_AVX512 std::size_t roundStochasticAvx512(float* data, std::size_t n, 
       // value | (b & sign): ternary-logic table of A | (B & C) is 0xF8.
       result = _mm512_mask_mov_epi32(result, tiny, _mm512_ternarylogic_epi32(_mm512_castps_si512(value), b, splat32(0x80000000u), 0xF8));
     }
-    const __mmask16 rest = _mm512_cmpge_epu32_mask(a, splat32(kFastHighStochastic));
     _mm512_storeu_si512(p, _mm512_mask_mov_epi32(result, rest, b));
     if (rest != 0)
       for (int l = 0; l < 16; ++l)
