@@ -134,13 +134,18 @@ IPU_TARGET_AVX512 inline __m512 roundNearest16(__m512 x) {
   return _mm512_cvtph_ps(_mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
 
-// lowbias32 on 16 lanes (counter_rng.h, hash32).
-IPU_TARGET_AVX512 inline __m512i hash16(__m512i x) {
+// lowbias32 (counter_rng.h, hash32) on 16 lanes, as its two 13-bit fields,
+// without forming the whole hash: its last step
+// x ^ (x >> 16) leaves the top 16 bits of x as they are, so the top 13 (the
+// block sum's) are x >> 19, and the low 13 (the accumulator's) are one
+// ternary-logic operation, (x ^ (x >> 16)) & 0x1FFF (table 0x28: (A ^ B) & C).
+IPU_TARGET_AVX512 inline void hashFields16(__m512i x, __m512i& sum, __m512i& acc) {
   x = _mm512_xor_si512(x, _mm512_srli_epi32(x, 16));
   x = _mm512_mullo_epi32(x, _mm512_set1_epi32(0x7FEB352D));
   x = _mm512_xor_si512(x, _mm512_srli_epi32(x, 15));
   x = _mm512_mullo_epi32(x, _mm512_set1_epi32(static_cast<int>(0x846CA68BU)));
-  return _mm512_xor_si512(x, _mm512_srli_epi32(x, 16));
+  sum = _mm512_srli_epi32(x, kSumShift);
+  acc = _mm512_ternarylogic_epi32(x, _mm512_srli_epi32(x, 16), _mm512_set1_epi32(static_cast<int>(kAccMask)), 0x28);
 }
 
 constexpr int kTileRows512 = 8;   // rows of op(A) per AVX-512 tile (8 x 32 block sums: 16 registers)
@@ -180,23 +185,23 @@ IPU_TARGET_AVX512 bool tile512(const TileOperands& o, Index depth, const TileStr
     if constexpr (kStochastic) {
       const __m512i lane0 = _mm512_loadu_si512(st.lanes + j * kPanel);
       const __m512i lane1 = _mm512_loadu_si512(st.lanes + j * kPanel + 16);
-      const __m512i accMask = _mm512_set1_epi32(static_cast<int>(kAccMask));
       // The generator's inputs x * mul + add of the row's positions x, the
       // next row's by one vector addition.
       const __m512i base = _mm512_set1_epi32(static_cast<int>(st.position[0] * st.mul[j] + st.add[j]));
       const __m512i rowStep = _mm512_set1_epi32(static_cast<int>(st.rowStep * st.mul[j]));
       __m512i x0 = _mm512_add_epi32(base, lane0), x1 = _mm512_add_epi32(base, lane1);
       for (int r = 0; r < kTileRows512; ++r) {
-        const __m512i w0 = hash16(x0);
-        const __m512i w1 = hash16(x1);
+        __m512i sum0, acc0, sum1, acc1;
+        hashFields16(x0, sum0, acc0);
+        hashFields16(x1, sum1, acc1);
         x0 = _mm512_add_epi32(x0, rowStep);
         x1 = _mm512_add_epi32(x1, rowStep);
-        const __m512 s0 = roundStochastic16<kChecked>(part[r][0], _mm512_srli_epi32(w0, kSumShift), largest);
-        const __m512 s1 = roundStochastic16<kChecked>(part[r][1], _mm512_srli_epi32(w1, kSumShift), largest);
+        const __m512 s0 = roundStochastic16<kChecked>(part[r][0], sum0, largest);
+        const __m512 s1 = roundStochastic16<kChecked>(part[r][1], sum1, largest);
         const __m512 a0 = _mm512_add_ps(_mm512_load_ps(acc[r]), s0);
         const __m512 a1 = _mm512_add_ps(_mm512_load_ps(acc[r] + 16), s1);
-        _mm512_store_ps(acc[r], roundAccumulator16<kChecked>(a0, _mm512_and_si512(w0, accMask), largest));
-        _mm512_store_ps(acc[r] + 16, roundAccumulator16<kChecked>(a1, _mm512_and_si512(w1, accMask), largest));
+        _mm512_store_ps(acc[r], roundAccumulator16<kChecked>(a0, acc0, largest));
+        _mm512_store_ps(acc[r] + 16, roundAccumulator16<kChecked>(a1, acc1, largest));
       }
     } else {
       for (int r = 0; r < kTileRows512; ++r)
