@@ -324,6 +324,34 @@ IPU_TARGET_AVX2 bool tile256(const TileOperands& o, Index depth, const TileStrea
 
 namespace {
 
+#if IPU_X86_KERNELS
+// Packs 8 columns l0..l0+7 of op(B), stored as rows (element (k, l) at
+// column[l * stride + k]), for reduction indices k0..k0+7 into out (row k at
+// out + k * kPanel) by an 8 x 8 transposition in registers.
+IPU_TARGET_AVX2 void transpose8x8(const float* column, Index stride, float* out) {
+  const __m256 r0 = _mm256_loadu_ps(column), r1 = _mm256_loadu_ps(column + stride);
+  const __m256 r2 = _mm256_loadu_ps(column + 2 * stride), r3 = _mm256_loadu_ps(column + 3 * stride);
+  const __m256 r4 = _mm256_loadu_ps(column + 4 * stride), r5 = _mm256_loadu_ps(column + 5 * stride);
+  const __m256 r6 = _mm256_loadu_ps(column + 6 * stride), r7 = _mm256_loadu_ps(column + 7 * stride);
+  const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+  const __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+  const __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+  const __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+  const __m256 u0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0)), u1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
+  const __m256 u2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0)), u3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
+  const __m256 u4 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(1, 0, 1, 0)), u5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2));
+  const __m256 u6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0)), u7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
+  _mm256_storeu_ps(out, _mm256_permute2f128_ps(u0, u4, 0x20));
+  _mm256_storeu_ps(out + kPanel, _mm256_permute2f128_ps(u1, u5, 0x20));
+  _mm256_storeu_ps(out + 2 * kPanel, _mm256_permute2f128_ps(u2, u6, 0x20));
+  _mm256_storeu_ps(out + 3 * kPanel, _mm256_permute2f128_ps(u3, u7, 0x20));
+  _mm256_storeu_ps(out + 4 * kPanel, _mm256_permute2f128_ps(u0, u4, 0x31));
+  _mm256_storeu_ps(out + 5 * kPanel, _mm256_permute2f128_ps(u1, u5, 0x31));
+  _mm256_storeu_ps(out + 6 * kPanel, _mm256_permute2f128_ps(u2, u6, 0x31));
+  _mm256_storeu_ps(out + 7 * kPanel, _mm256_permute2f128_ps(u3, u7, 0x31));
+}
+#endif
+
 // Packed copies of op(B) reuse the buffers of earlier products (a training
 // step runs thousands of products; a fresh allocation of a large one would be
 // fresh pages every time). Each thread keeps a few that its products released.
@@ -392,10 +420,19 @@ PartialsProduct::PartialsProduct(Operand b, Index depth, Index cols, bool stocha
       for (Index k = 0; k < depth_; ++k)
         for (Index l = 0; l < kPanel; ++l) out[k * kPanel + l] = l < width ? b.data[k * b.rowStride + col0 + l] : 0.0f;
     } else {
+      Index done = 0;   // reduction indices packed by 8 x 8 transpositions
+#if IPU_X86_KERNELS
+      if (b.rowStride == 1 && width == kPanel && hostVectorIsa() != VectorIsa::None) {
+        done = depth_ / 8 * 8;
+        for (Index k0 = 0; k0 < done; k0 += 8)
+          for (Index l0 = 0; l0 < kPanel; l0 += 8)
+            transpose8x8(b.data + (col0 + l0) * b.colStride + k0, b.colStride, out + k0 * kPanel + l0);
+      }
+#endif
       // Read along op(B)'s columns (contiguous), in stretches of the
       // reduction short enough that the panel rows written stay in cache.
       constexpr Index kStretch = 64;
-      for (Index k0 = 0; k0 < depth_; k0 += kStretch) {
+      for (Index k0 = done; k0 < depth_; k0 += kStretch) {
         const Index k1 = std::min(depth_, k0 + kStretch);
         for (Index l = 0; l < kPanel; ++l) {
           if (l >= width) {
