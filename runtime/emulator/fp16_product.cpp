@@ -325,9 +325,10 @@ IPU_TARGET_AVX2 bool tile256(const TileOperands& o, Index depth, const TileStrea
 namespace {
 
 #if IPU_X86_KERNELS
-// Packs 8 columns l0..l0+7 of op(B), stored as rows (element (k, l) at
-// column[l * stride + k]), for reduction indices k0..k0+7 into out (row k at
-// out + k * kPanel) by an 8 x 8 transposition in registers.
+// Packs 8 columns of op(B) for 8 reduction indices by an 8 x 8
+// transposition in registers: op(B) stored by columns (element (k, l) of the
+// block at column[l * stride + k]), the packed panel by rows (element (k, l)
+// at out[k * kPanel + l]).
 IPU_TARGET_AVX2 void transpose8x8(const float* column, Index stride, float* out) {
   const __m256 r0 = _mm256_loadu_ps(column), r1 = _mm256_loadu_ps(column + stride);
   const __m256 r2 = _mm256_loadu_ps(column + 2 * stride), r3 = _mm256_loadu_ps(column + 3 * stride);
@@ -445,9 +446,8 @@ PartialsProduct::PartialsProduct(Operand b, Index depth, Index cols, bool stocha
       }
     }
   }
-  maxB_ = 0;
-  for (float v : packed_) maxB_ = std::max(maxB_, bitsOf(v) & ~kSign);
   if (!stochastic_) return;
+  for (float v : packed_) maxB_ = std::max(maxB_, bitsOf(v) & ~kSign);   // for bounded()
   const Index blocks = (depth_ + kDepth - 1) / kDepth;
   const auto nb = static_cast<std::size_t>(blocks);
   keys_.resize(nb);
