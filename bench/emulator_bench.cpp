@@ -21,12 +21,14 @@
 //   weights; fp16 with stochastic rounding; all fp16 with fp16 partials and
 //   stochastic rounding) against fp32, at every hidden size, the four
 //   configurations measured in turns (a step of each per round);
+// - the product kernels with fp16 partials (AVX-512, AVX2, portable: those
+//   the host runs) on one thread against Eigen's fp32 product;
 // - examples/tiny_bert.ipu end to end with its held-out MLM accuracy.
 //
 // Each figure is measured for at least kSeconds after warm-up steps; the
 // machine may be shared, so compare the ratios printed within one run.
 // Arguments name the sections to run (sizes, reference, mapping, fp16,
-// example; the machine limit always runs); none runs them all.
+// kernels, example; the machine limit always runs); none runs them all.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -45,7 +47,10 @@
 #include "interpreter/base/render.h"
 #include "interpreter/session/session.h"
 #include "runtime/emulator/data.h"
+#include "runtime/emulator/counter_rng.h"
 #include "runtime/emulator/emulator.h"
+#include "runtime/emulator/fp16.h"
+#include "runtime/emulator/fp16_product.h"
 #include "runtime/emulator/numerics.h"
 #include "runtime/emulator/tensor_file.h"
 #include "runtime/emulator/thread_pool.h"
@@ -431,6 +436,51 @@ int main(int argc, char** argv) {
       std::printf("  %6d %16.1f %14.1f (%.2fx) %15.1f (%.2fx) %15.1f (%.2fx)\n", hidden, f32, a, f32 / a, b, f32 / b, c, f32 / c);
       std::fflush(stdout);
     }
+  }
+  }
+
+  if (wanted("kernels")) {
+  // One product with fp16 partials and stochastic rounding per kernel the
+  // host runs (fp16_product.h), on one thread, against Eigen's fp32 product
+  // of the same shape; measured in turns, the best of 5 rounds each.
+  std::printf("\nfp16 partials product kernels, stochastic rounding, 1 thread: time per product / Eigen fp32's\n");
+  struct Shape {
+    int rows, depth, cols;
+    const char* what;
+  };
+  ipu::emu::Stream rng(3);
+  for (const Shape& z : {Shape{512, 256, 1024, "feed-forward"}, Shape{512, 2048, 512, "deep"}, Shape{32, 64, 32, "attention"}}) {
+    ipu::emu::Mat a(z.rows, z.depth), b(z.depth, z.cols), c(z.rows, z.cols);
+    for (Eigen::Index i = 0; i < a.size(); ++i) a.data()[i] = ipu::emu::fp16::roundNearest(static_cast<float>(rng.normal()));
+    for (Eigen::Index i = 0; i < b.size(); ++i) b.data()[i] = ipu::emu::fp16::roundNearest(static_cast<float>(0.05 * rng.normal()));
+    using ipu::emu::fp16::Kernel;
+    std::vector<std::pair<const char*, Kernel>> kernels;
+    for (auto k : {std::make_pair("AVX-512", Kernel::Avx512), std::make_pair("AVX2", Kernel::Avx2), std::make_pair("portable", Kernel::Portable)})
+      if (ipu::emu::fp16::kernelSupported(k.second)) kernels.push_back(k);
+    const int reps = std::max(1, static_cast<int>(2e8 / (2.0 * z.rows * z.depth * z.cols)));
+    // The best of 5 rounds (each kernel's fastest time): on a shared host a
+    // round that another process disturbs does not count.
+    std::vector<double> seconds(kernels.size() + 1, 1e30);
+    for (int round = 0; round < 5; ++round) {
+      auto start = Clock::now();
+      for (int r = 0; r < reps; ++r) c.noalias() = a * b;
+      seconds[0] = std::min(seconds[0], std::chrono::duration<double>(Clock::now() - start).count());
+      for (std::size_t k = 0; k < kernels.size(); ++k) {
+        start = Clock::now();
+        for (int r = 0; r < reps; ++r) {
+          ipu::emu::fp16::PartialsProduct product(ipu::emu::fp16::Operand{b.data(), b.cols(), 1}, z.depth, z.cols, true,
+                                                 static_cast<std::uint64_t>(r), kernels[k].second);
+          product.rows(ipu::emu::fp16::Operand{a.data(), a.cols(), 1}, 0, z.rows, c.data());
+        }
+        seconds[k + 1] = std::min(seconds[k + 1], std::chrono::duration<double>(Clock::now() - start).count());
+      }
+    }
+    const double flop = 2.0 * z.rows * z.depth * z.cols * reps;
+    std::printf("  %4d x %4d x %4d (%s): Eigen fp32 %6.1f GFLOP/s", z.rows, z.depth, z.cols, z.what, flop / seconds[0] * 1e-9);
+    for (std::size_t k = 0; k < kernels.size(); ++k)
+      std::printf(", %s %6.1f (%.2fx)", kernels[k].first, flop / seconds[k + 1] * 1e-9, seconds[k + 1] / seconds[0]);
+    std::printf("\n");
+    std::fflush(stdout);
   }
   }
 

@@ -5,6 +5,11 @@
 #include <cstring>
 
 #include "runtime/emulator/counter_rng.h"
+#include "runtime/emulator/vector_isa.h"
+
+#if IPU_X86_KERNELS
+#include <immintrin.h>
+#endif
 
 namespace ipu::emu::fp16 {
 
@@ -156,7 +161,9 @@ void roundNearest(float* data, std::size_t n) {
   }
 }
 
-void roundStochastic(float* data, std::size_t n, std::uint64_t key, std::size_t offset) {
+namespace {
+
+void roundStochasticPortable(float* data, std::size_t n, std::uint64_t key, std::size_t offset) {
   std::uint32_t random[kLanes];
   for (std::size_t i0 = 0; i0 < n; i0 += kLanes) {
     const std::size_t m = std::min(kLanes, n - i0);
@@ -192,6 +199,91 @@ void roundStochastic(float* data, std::size_t n, std::uint64_t key, std::size_t 
       for (std::size_t i = 0; i < m; ++i)
         if ((bitsOf(d[i]) & 0x7FFFFFFFu) >= kFastHighStochastic) d[i] = toFloat(fromFloatStochastic(d[i], random[i]));
   }
+}
+
+#if IPU_X86_KERNELS
+// Helpers of the AVX-512 kernel (functions, not lambdas: a lambda would not
+// inherit the kernel's target attribute).
+IPU_TARGET_AVX512 inline __m512i splat64(std::uint64_t v) { return _mm512_set1_epi64(static_cast<long long>(v)); }
+IPU_TARGET_AVX512 inline __m512i splat32(std::uint32_t v) { return _mm512_set1_epi32(static_cast<int>(v)); }
+// mix64 without its last xor-shift (applied to the high halves by the caller).
+IPU_TARGET_AVX512 inline __m512i mixHigh(__m512i z) {
+  z = _mm512_mullo_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 30)), splat64(0xBF58476D1CE4E5B9ULL));
+  return _mm512_mullo_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 27)), splat64(0x94D049BB133111EBULL));
+}
+
+// roundStochasticPortable with AVX-512, 16 elements at a time; returns how
+// many leading elements it rounded (the multiple of 16 below n). The draws
+// are SplitMix64 on 8 64-bit lanes: the states of consecutive positions
+// differ by the generator's increment, so they advance by an addition; the
+// rounding needs only the high 32 bits of each output. Values whose result
+// is a normal binary16 or zero round on the float's bits without a branch:
+// adding the complement of the 13 random bits to the 13 bits binary16 drops
+// carries into the kept bits exactly when the random bits are below the
+// dropped ones (the portable path's comparison). Vectors with a value in the
+// subnormal range compute the portable path's fixed-point comparison with
+// variable shifts (a shift by 32 or more gives zero, as the 64-bit shifts of
+// the portable path do); the rare rest (above 65504, infinities, NaN) goes
+// through the element conversion afterwards.
+IPU_TARGET_AVX512 std::size_t roundStochasticAvx512(float* data, std::size_t n, std::uint64_t key, std::size_t offset) {
+  constexpr std::uint64_t kGamma = 0x9E3779B97F4A7C15ULL;   // draw64's increment
+  const std::size_t whole = n / 16 * 16;
+  __m512i s0 = _mm512_add_epi64(splat64(key + (offset + 1) * kGamma), _mm512_mullo_epi64(_mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0), splat64(kGamma)));
+  __m512i s1 = _mm512_add_epi64(s0, splat64(8 * kGamma));
+  const __m512i step = splat64(16 * kGamma);
+  const __m512i highHalves = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+  for (std::size_t i0 = 0; i0 < whole; i0 += 16) {
+    float* p = data + i0;
+    const __m512i b = _mm512_loadu_si512(p);
+    const __m512i a = _mm512_and_si512(b, splat32(0x7FFFFFFFu));
+    // Nonzero magnitudes below 2^-14 (zero wraps to the largest value).
+    const __mmask16 tiny = _mm512_cmplt_epu32_mask(_mm512_sub_epi32(a, splat32(1)), splat32(kFastLow - 1));
+    const __mmask16 rest = _mm512_cmpge_epu32_mask(a, splat32(kFastHighStochastic));
+    // Vectors of binary16 values in the normal range or zero (none of the
+    // bits binary16 drops set) round to themselves whatever the draws: a
+    // gradient accumulated into zero, a tensor rounded before. Their draws
+    // are skipped (the states still advance).
+    if ((tiny | rest) == 0 && _mm512_test_epi32_mask(b, splat32(0x1FFFu)) == 0) {
+      s0 = _mm512_add_epi64(s0, step);
+      s1 = _mm512_add_epi64(s1, step);
+      continue;
+    }
+    // The high 32 bits of z ^ (z >> 31) are those of z, xor z's top bit.
+    const __m512i h = _mm512_permutex2var_epi32(mixHigh(s0), highHalves, mixHigh(s1));
+    const __m512i r = _mm512_xor_si512(h, _mm512_srli_epi32(h, 31));
+    s0 = _mm512_add_epi64(s0, step);
+    s1 = _mm512_add_epi64(s1, step);
+    const __m512i complement = _mm512_srli_epi32(_mm512_xor_si512(r, splat32(0xFFFFFFFFu)), 19);
+    __m512i result = _mm512_and_si512(_mm512_add_epi32(b, complement), splat32(0xFFFFE000u));
+    if (tiny != 0) {
+      const __m512i mant = _mm512_or_si512(_mm512_and_si512(a, splat32(0x7FFFFFu)), splat32(0x800000u));
+      const __m512i sw = _mm512_sub_epi32(splat32(126), _mm512_srli_epi32(a, 23));
+      const __m512i whole16 = _mm512_srlv_epi32(mant, sw);
+      const __m512i fraction = _mm512_or_si512(_mm512_sllv_epi32(mant, _mm512_sub_epi32(splat32(32), sw)),
+                                               _mm512_srlv_epi32(mant, _mm512_sub_epi32(sw, splat32(32))));
+      const __m512i units = _mm512_mask_add_epi32(whole16, _mm512_cmplt_epu32_mask(r, fraction), whole16, splat32(1));
+      const __m512 value = _mm512_mul_ps(_mm512_cvtepi32_ps(units), _mm512_set1_ps(kTwoMinus24));
+      // value | (b & sign): ternary-logic table of A | (B & C) is 0xF8.
+      result = _mm512_mask_mov_epi32(result, tiny, _mm512_ternarylogic_epi32(_mm512_castps_si512(value), b, splat32(0x80000000u), 0xF8));
+    }
+    _mm512_storeu_si512(p, _mm512_mask_mov_epi32(result, rest, b));
+    if (rest != 0)
+      for (int l = 0; l < 16; ++l)
+        if ((rest >> l) & 1u)
+          p[l] = toFloat(fromFloatStochastic(p[l], static_cast<std::uint32_t>(draw64(key, offset + i0 + static_cast<std::size_t>(l)) >> 32)));
+  }
+  return whole;
+}
+#endif
+
+}  // namespace
+
+void roundStochastic(float* data, std::size_t n, std::uint64_t key, std::size_t offset) {
+  std::size_t done = 0;
+#if IPU_X86_KERNELS
+  if (hostVectorIsa() == VectorIsa::Avx512) done = roundStochasticAvx512(data, n, key, offset);
+#endif
+  roundStochasticPortable(data + done, n - done, key, offset + done);
 }
 
 }  // namespace ipu::emu::fp16

@@ -7,12 +7,13 @@
 #include <utility>
 #include <vector>
 
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
-
 #include "runtime/emulator/counter_rng.h"
 #include "runtime/emulator/fp16.h"
+#include "runtime/emulator/vector_isa.h"
+
+#if IPU_X86_KERNELS
+#include <immintrin.h>
+#endif
 
 namespace ipu::emu::fp16 {
 
@@ -22,8 +23,7 @@ using Index = std::ptrdiff_t;
 
 constexpr Index kDepth = 16;   // products an AMP unit sums before a partial is written
 constexpr int kPanel = 32;     // columns of a packed panel of op(B): two 16-lane vectors
-constexpr Index kChunkRows = 64;  // rows of op(A) that pass over a panel of op(B) before the next panel (a multiple of kTileRows)
-constexpr int kTileRows = 8;   // rows of op(A) per register tile (8 x 32 block sums: 16 registers)
+constexpr Index kChunkRows = 64;  // rows of op(A) that pass over a panel of op(B) before the next panel (a multiple of every tile's rows)
 
 constexpr std::uint32_t kSign = 0x80000000u;
 constexpr std::uint32_t kSmallestNormal = 0x38800000u;   // 2^-14
@@ -68,17 +68,40 @@ namespace {
 constexpr int kSumShift = 19;
 constexpr std::uint32_t kAccMask = 0x1FFFu;
 
-#if defined(__AVX512F__)
-constexpr bool kHaveVector = true;
+// Where a tile reads its operands: rows of op(A), element k of row r at
+// a[r * rowStride + k * step], and columns of a packed panel of op(B), the
+// tile's columns of reduction index k at panel + k * kPanel, of which the
+// first `width` are columns of C.
+struct TileOperands {
+  const float* a;
+  Index rowStride, step;
+  const float* panel;
+  int width;
+};
+
+// The stochastic bits of a tile: block j's stream words, and the tile's
+// lanes (l * mul[j] for its columns l, kPanel per block); position[r] holds
+// the low 32 bits of the row-major position in C of row r's first column.
+struct TileStreams {
+  const std::uint32_t* mul;
+  const std::uint32_t* add;
+  const std::uint32_t* lanes;
+  const std::uint32_t* position;
+  std::uint32_t rowStep;   // position[r + 1] - position[r]: C's columns, modulo 2^32
+};
+
+#if IPU_X86_KERNELS
+// ------------------------------------------------------------------ AVX-512
 
 // roundPartialStochastic on 16 lanes, for lanes up to 65504 (the caller
 // checks the rest, which are rare): the same operations, with the
 // subnormal-range lanes offset and restored by masked float additions (no
 // branch). `largest` collects the magnitudes' bits (unsigned maximum).
-inline __m512 roundStochastic16(__m512 x, __m512i u, __m512i& largest) {
+template <bool kChecked>
+IPU_TARGET_AVX512 inline __m512 roundStochastic16(__m512 x, __m512i u, __m512i& largest) {
   const __m512i b = _mm512_castps_si512(x);
   const __m512i a = _mm512_and_si512(b, _mm512_set1_epi32(static_cast<int>(~kSign)));
-  largest = _mm512_max_epu32(largest, a);
+  if constexpr (kChecked) largest = _mm512_max_epu32(largest, a);
   const __mmask16 tiny = _mm512_cmplt_epu32_mask(a, _mm512_set1_epi32(static_cast<int>(kSmallestNormal)));
   const __m512 offset = _mm512_set1_ps(kOffset);
   const __m512 y = _mm512_mask_add_ps(_mm512_castsi512_ps(a), tiny, _mm512_castsi512_ps(a), offset);
@@ -89,102 +112,246 @@ inline __m512 roundStochastic16(__m512 x, __m512i u, __m512i& largest) {
       _mm512_ternarylogic_epi32(_mm512_castps_si512(z), b, _mm512_set1_epi32(static_cast<int>(kSign)), 0xF8));
 }
 
+// The accumulator's rounding, roundPartialStochastic of acc + s where acc
+// and s are binary16 values (the previous rounding's results), for lanes up
+// to 65504 as above. Such a sum needs no subnormal case: where it is at least
+// 2^-14 the rounding adds u to the bits binary16 drops and truncates, which
+// keeps the sign; below 2^-14 the sum is exact (a multiple of 2^-24 below
+// 2^-14) and so already a binary16 value, which the definition leaves as it
+// is, and so does the same addition and truncation, since a binary16
+// subnormal's float bits below binary16's are zero.
+template <bool kChecked>
+IPU_TARGET_AVX512 inline __m512 roundAccumulator16(__m512 x, __m512i u, __m512i& largest) {
+  const __m512i b = _mm512_castps_si512(x);
+  if constexpr (kChecked) largest = _mm512_max_epu32(largest, _mm512_and_si512(b, _mm512_set1_epi32(static_cast<int>(~kSign))));
+  return _mm512_castsi512_ps(_mm512_and_si512(_mm512_add_epi32(b, u), _mm512_set1_epi32(static_cast<int>(kKept))));
+}
+
 // Round to nearest-even by the hardware conversion (the same as fromFloat for
 // every value an addition or fused multiply-add produces: subnormals,
 // overflow to infinity, quiet NaN with its payload).
-inline __m512 roundNearest16(__m512 x) {
+IPU_TARGET_AVX512 inline __m512 roundNearest16(__m512 x) {
   return _mm512_cvtph_ps(_mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
 
-// lowbias32 on 16 lanes (counter_rng.h, hash32).
-inline __m512i hash16(__m512i x) {
+// lowbias32 (counter_rng.h, hash32) on 16 lanes, as its two 13-bit fields,
+// without forming the whole hash: its last step
+// x ^ (x >> 16) leaves the top 16 bits of x as they are, so the top 13 (the
+// block sum's) are x >> 19, and the low 13 (the accumulator's) are one
+// ternary-logic operation, (x ^ (x >> 16)) & 0x1FFF (table 0x28: (A ^ B) & C).
+IPU_TARGET_AVX512 inline void hashFields16(__m512i x, __m512i& sum, __m512i& acc) {
   x = _mm512_xor_si512(x, _mm512_srli_epi32(x, 16));
   x = _mm512_mullo_epi32(x, _mm512_set1_epi32(0x7FEB352D));
   x = _mm512_xor_si512(x, _mm512_srli_epi32(x, 15));
   x = _mm512_mullo_epi32(x, _mm512_set1_epi32(static_cast<int>(0x846CA68BU)));
-  return _mm512_xor_si512(x, _mm512_srli_epi32(x, 16));
+  sum = _mm512_srli_epi32(x, kSumShift);
+  acc = _mm512_ternarylogic_epi32(x, _mm512_srli_epi32(x, 16), _mm512_set1_epi32(static_cast<int>(kAccMask)), 0x28);
 }
 
-// Where a tile reads its operands: kTileRows rows of op(A), element k of row
-// r at a[r * rowStride + k * step], and a packed panel of op(B), its kPanel
-// columns of reduction index k at panel + k * kPanel (masks m0 and m1 select
-// the lanes of its two vectors that are columns of C).
-struct TileOperands {
-  const float* a;
-  Index rowStride, step;
-  const float* panel;
-  __mmask16 m0, m1;
-};
+constexpr int kTileRows512 = 8;   // rows of op(A) per AVX-512 tile (8 x 32 block sums: 16 registers)
 
-// One register tile, the whole reduction. The block sums stay in registers
-// (16 of them); the accumulators, touched once per block, in the first-level
-// cache. op(A) is read in place: kTransposed when its rows are its storage's
-// columns (step 1 along the rows, so a row index is an immediate offset),
-// else along the rows of its storage (step 1 along the reduction).
-// `position` holds the low 32 bits of the row-major position in C of each
-// row's first column. Returns false, having written nothing, when a
-// stochastic rounding met a value above 65504 (overflow, infinity, NaN): the
-// caller computes that tile element by element.
-template <bool kStochastic, bool kTransposed>
-bool tile(const TileOperands& o, Index depth, const std::uint32_t* mul, const std::uint32_t* add, const std::uint32_t* lanes,
-          const std::uint32_t* position, float* c, Index ldc, int rows) {
-  alignas(64) float acc[kTileRows][kPanel] = {};
+// One AVX-512 tile, kTileRows512 rows by a panel's kPanel columns, the whole
+// reduction. The block sums stay in registers (16 of them); the
+// accumulators, touched once per block, in the first-level cache. op(A) is
+// read in place: kTransposed when its rows are its storage's columns (step 1
+// along the rows, so a row index is an immediate offset), else along the
+// rows of its storage (step 1 along the reduction). Returns false, having
+// written nothing, when a stochastic rounding met a value above 65504
+// (overflow, infinity, NaN): the caller computes that tile element by
+// element. Without kChecked the caller has shown that no value exceeds
+// 65504 (PartialsProduct::bounded), and the tile does not look.
+template <bool kStochastic, bool kTransposed, bool kChecked>
+IPU_TARGET_AVX512 bool tile512(const TileOperands& o, Index depth, const TileStreams& st, float* c, Index ldc, int rows) {
+  alignas(64) float acc[kTileRows512][kPanel] = {};
   __m512i largest = _mm512_setzero_si512();
-  const float* ar[kTileRows];
-  for (int r = 0; r < kTileRows; ++r) ar[r] = o.a + (kTransposed ? r : r * o.rowStride);
+  const float* ar[kTileRows512];
+  for (int r = 0; r < kTileRows512; ++r) ar[r] = o.a + (kTransposed ? r : r * o.rowStride);
   const Index step = kTransposed ? o.step : 1;
   const float* pb = o.panel;
   Index j = 0;
   for (Index k0 = 0; k0 < depth; k0 += kDepth, ++j) {
     const Index k1 = std::min(depth, k0 + kDepth);
-    __m512 part[kTileRows][2];
+    __m512 part[kTileRows512][2];
     for (auto& row : part) row[0] = row[1] = _mm512_setzero_ps();
     for (Index k = k0; k < k1; ++k) {
       const __m512 b0 = _mm512_loadu_ps(pb + k * kPanel);
       const __m512 b1 = _mm512_loadu_ps(pb + k * kPanel + 16);
-      for (int r = 0; r < kTileRows; ++r) {
+      for (int r = 0; r < kTileRows512; ++r) {
         const __m512 av = _mm512_set1_ps(ar[r][k * step]);
         part[r][0] = _mm512_fmadd_ps(av, b0, part[r][0]);
         part[r][1] = _mm512_fmadd_ps(av, b1, part[r][1]);
       }
     }
     if constexpr (kStochastic) {
-      const __m512i lane0 = _mm512_loadu_si512(lanes + j * kPanel);
-      const __m512i lane1 = _mm512_loadu_si512(lanes + j * kPanel + 16);
-      const __m512i accMask = _mm512_set1_epi32(static_cast<int>(kAccMask));
-      for (int r = 0; r < kTileRows; ++r) {
-        const __m512i base = _mm512_set1_epi32(static_cast<int>(position[r] * mul[j] + add[j]));
-        const __m512i w0 = hash16(_mm512_add_epi32(base, lane0));
-        const __m512i w1 = hash16(_mm512_add_epi32(base, lane1));
-        const __m512 s0 = roundStochastic16(part[r][0], _mm512_srli_epi32(w0, kSumShift), largest);
-        const __m512 s1 = roundStochastic16(part[r][1], _mm512_srli_epi32(w1, kSumShift), largest);
+      const __m512i lane0 = _mm512_loadu_si512(st.lanes + j * kPanel);
+      const __m512i lane1 = _mm512_loadu_si512(st.lanes + j * kPanel + 16);
+      // The generator's inputs x * mul + add of the row's positions x, the
+      // next row's by one vector addition.
+      const __m512i base = _mm512_set1_epi32(static_cast<int>(st.position[0] * st.mul[j] + st.add[j]));
+      const __m512i rowStep = _mm512_set1_epi32(static_cast<int>(st.rowStep * st.mul[j]));
+      __m512i x0 = _mm512_add_epi32(base, lane0), x1 = _mm512_add_epi32(base, lane1);
+      for (int r = 0; r < kTileRows512; ++r) {
+        __m512i sum0, acc0, sum1, acc1;
+        hashFields16(x0, sum0, acc0);
+        hashFields16(x1, sum1, acc1);
+        x0 = _mm512_add_epi32(x0, rowStep);
+        x1 = _mm512_add_epi32(x1, rowStep);
+        const __m512 s0 = roundStochastic16<kChecked>(part[r][0], sum0, largest);
+        const __m512 s1 = roundStochastic16<kChecked>(part[r][1], sum1, largest);
         const __m512 a0 = _mm512_add_ps(_mm512_load_ps(acc[r]), s0);
         const __m512 a1 = _mm512_add_ps(_mm512_load_ps(acc[r] + 16), s1);
-        _mm512_store_ps(acc[r], roundStochastic16(a0, _mm512_and_si512(w0, accMask), largest));
-        _mm512_store_ps(acc[r] + 16, roundStochastic16(a1, _mm512_and_si512(w1, accMask), largest));
+        _mm512_store_ps(acc[r], roundAccumulator16<kChecked>(a0, acc0, largest));
+        _mm512_store_ps(acc[r] + 16, roundAccumulator16<kChecked>(a1, acc1, largest));
       }
     } else {
-      for (int r = 0; r < kTileRows; ++r)
+      for (int r = 0; r < kTileRows512; ++r)
         for (int v = 0; v < 2; ++v) {
           const __m512 sum = _mm512_add_ps(_mm512_load_ps(acc[r] + 16 * v), roundNearest16(part[r][v]));
           _mm512_store_ps(acc[r] + 16 * v, roundNearest16(sum));
         }
     }
   }
-  if (kStochastic && _mm512_cmpgt_epu32_mask(largest, _mm512_set1_epi32(static_cast<int>(kLargestHalf))) != 0) return false;
+  if (kStochastic && kChecked && _mm512_cmpgt_epu32_mask(largest, _mm512_set1_epi32(static_cast<int>(kLargestHalf))) != 0)
+    return false;
+  const auto m0 = static_cast<__mmask16>(o.width >= 16 ? 0xFFFFu : (1u << o.width) - 1u);
+  const auto m1 = static_cast<__mmask16>(o.width >= 32 ? 0xFFFFu : o.width <= 16 ? 0u : (1u << (o.width - 16)) - 1u);
   for (int r = 0; r < rows; ++r) {
-    _mm512_mask_storeu_ps(c + r * ldc, o.m0, _mm512_load_ps(acc[r]));
-    _mm512_mask_storeu_ps(c + r * ldc + 16, o.m1, _mm512_load_ps(acc[r] + 16));
+    _mm512_mask_storeu_ps(c + r * ldc, m0, _mm512_load_ps(acc[r]));
+    _mm512_mask_storeu_ps(c + r * ldc + 16, m1, _mm512_load_ps(acc[r] + 16));
   }
   return true;
 }
-#else
-constexpr bool kHaveVector = false;
+
+// --------------------------------------------------------------------- AVX2
+
+// roundStochastic16 on 8 lanes. Without masked operations, the offset is
+// added and removed on every lane, as zero on the lanes that are not in the
+// subnormal range (exact: x + 0 is x for x >= 0).
+template <bool kChecked>
+IPU_TARGET_AVX2 inline __m256 roundStochastic8(__m256 x, __m256i u, __m256i& largest) {
+  const __m256i b = _mm256_castps_si256(x);
+  const __m256i a = _mm256_and_si256(b, _mm256_set1_epi32(static_cast<int>(~kSign)));
+  if constexpr (kChecked) largest = _mm256_max_epu32(largest, a);
+  // Signed comparison: both sides are below 2^31.
+  const __m256i tiny = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(kSmallestNormal)), a);
+  const __m256 offset = _mm256_and_ps(_mm256_castsi256_ps(tiny), _mm256_set1_ps(kOffset));
+  const __m256 y = _mm256_add_ps(_mm256_castsi256_ps(a), offset);
+  const __m256i t = _mm256_and_si256(_mm256_add_epi32(_mm256_castps_si256(y), u), _mm256_set1_epi32(static_cast<int>(kKept)));
+  const __m256 z = _mm256_sub_ps(_mm256_castsi256_ps(t), offset);
+  return _mm256_or_ps(z, _mm256_and_ps(x, _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(kSign)))));
+}
+
+// roundAccumulator16 on 8 lanes.
+template <bool kChecked>
+IPU_TARGET_AVX2 inline __m256 roundAccumulator8(__m256 x, __m256i u, __m256i& largest) {
+  const __m256i b = _mm256_castps_si256(x);
+  if constexpr (kChecked) largest = _mm256_max_epu32(largest, _mm256_and_si256(b, _mm256_set1_epi32(static_cast<int>(~kSign))));
+  return _mm256_castsi256_ps(_mm256_and_si256(_mm256_add_epi32(b, u), _mm256_set1_epi32(static_cast<int>(kKept))));
+}
+
+IPU_TARGET_AVX2 inline __m256 roundNearest8(__m256 x) {
+  return _mm256_cvtph_ps(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+
+IPU_TARGET_AVX2 inline __m256i hash8(__m256i x) {
+  x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 16));
+  x = _mm256_mullo_epi32(x, _mm256_set1_epi32(0x7FEB352D));
+  x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 15));
+  x = _mm256_mullo_epi32(x, _mm256_set1_epi32(static_cast<int>(0x846CA68BU)));
+  return _mm256_xor_si256(x, _mm256_srli_epi32(x, 16));
+}
+
+constexpr int kTileRows256 = 4;   // rows per AVX2 tile
+constexpr int kTileCols256 = 16;  // columns per AVX2 tile (half a panel): 4 x 16 block sums in 8 of the 16 registers
+
+// tile512 with AVX2: kTileRows256 rows by kTileCols256 columns (o.panel
+// points at the tile's first column in its panel, st.position at the
+// tile's first column in C).
+template <bool kStochastic, bool kTransposed, bool kChecked>
+IPU_TARGET_AVX2 bool tile256(const TileOperands& o, Index depth, const TileStreams& st, float* c, Index ldc, int rows) {
+  alignas(32) float acc[kTileRows256][kTileCols256] = {};
+  __m256i largest = _mm256_setzero_si256();
+  const float* ar[kTileRows256];
+  for (int r = 0; r < kTileRows256; ++r) ar[r] = o.a + (kTransposed ? r : r * o.rowStride);
+  const Index step = kTransposed ? o.step : 1;
+  const float* pb = o.panel;
+  Index j = 0;
+  for (Index k0 = 0; k0 < depth; k0 += kDepth, ++j) {
+    const Index k1 = std::min(depth, k0 + kDepth);
+    __m256 part[kTileRows256][2];
+    for (auto& row : part) row[0] = row[1] = _mm256_setzero_ps();
+    for (Index k = k0; k < k1; ++k) {
+      const __m256 b0 = _mm256_loadu_ps(pb + k * kPanel);
+      const __m256 b1 = _mm256_loadu_ps(pb + k * kPanel + 8);
+      for (int r = 0; r < kTileRows256; ++r) {
+        const __m256 av = _mm256_broadcast_ss(ar[r] + k * step);
+        part[r][0] = _mm256_fmadd_ps(av, b0, part[r][0]);
+        part[r][1] = _mm256_fmadd_ps(av, b1, part[r][1]);
+      }
+    }
+    if constexpr (kStochastic) {
+      const __m256i lane0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(st.lanes + j * kPanel));
+      const __m256i lane1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(st.lanes + j * kPanel + 8));
+      const __m256i accMask = _mm256_set1_epi32(static_cast<int>(kAccMask));
+      for (int r = 0; r < kTileRows256; ++r) {
+        const __m256i base = _mm256_set1_epi32(static_cast<int>(st.position[r] * st.mul[j] + st.add[j]));
+        for (int v = 0; v < 2; ++v) {
+          const __m256i w = hash8(_mm256_add_epi32(base, v == 0 ? lane0 : lane1));
+          const __m256 s = roundStochastic8<kChecked>(part[r][v], _mm256_srli_epi32(w, kSumShift), largest);
+          const __m256 sum = _mm256_add_ps(_mm256_load_ps(acc[r] + 8 * v), s);
+          _mm256_store_ps(acc[r] + 8 * v, roundAccumulator8<kChecked>(sum, _mm256_and_si256(w, accMask), largest));
+        }
+      }
+    } else {
+      for (int r = 0; r < kTileRows256; ++r)
+        for (int v = 0; v < 2; ++v) {
+          const __m256 sum = _mm256_add_ps(_mm256_load_ps(acc[r] + 8 * v), roundNearest8(part[r][v]));
+          _mm256_store_ps(acc[r] + 8 * v, roundNearest8(sum));
+        }
+    }
+  }
+  // Magnitudes are below 2^31: a signed comparison.
+  if (kStochastic && kChecked &&
+      _mm256_movemask_epi8(_mm256_cmpgt_epi32(largest, _mm256_set1_epi32(static_cast<int>(kLargestHalf)))) != 0)
+    return false;
+  const int width = std::min(o.width, kTileCols256);
+  for (int r = 0; r < rows; ++r) std::copy(acc[r], acc[r] + width, c + r * ldc);
+  return true;
+}
 #endif
 
 }  // namespace
 
 namespace {
+
+#if IPU_X86_KERNELS
+// Packs 8 columns of op(B) for 8 reduction indices by an 8 x 8
+// transposition in registers: op(B) stored by columns (element (k, l) of the
+// block at column[l * stride + k]), the packed panel by rows (element (k, l)
+// at out[k * kPanel + l]).
+IPU_TARGET_AVX2 void transpose8x8(const float* column, Index stride, float* out) {
+  const __m256 r0 = _mm256_loadu_ps(column), r1 = _mm256_loadu_ps(column + stride);
+  const __m256 r2 = _mm256_loadu_ps(column + 2 * stride), r3 = _mm256_loadu_ps(column + 3 * stride);
+  const __m256 r4 = _mm256_loadu_ps(column + 4 * stride), r5 = _mm256_loadu_ps(column + 5 * stride);
+  const __m256 r6 = _mm256_loadu_ps(column + 6 * stride), r7 = _mm256_loadu_ps(column + 7 * stride);
+  const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+  const __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+  const __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+  const __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+  const __m256 u0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0)), u1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
+  const __m256 u2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0)), u3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
+  const __m256 u4 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(1, 0, 1, 0)), u5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2));
+  const __m256 u6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0)), u7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
+  _mm256_storeu_ps(out, _mm256_permute2f128_ps(u0, u4, 0x20));
+  _mm256_storeu_ps(out + kPanel, _mm256_permute2f128_ps(u1, u5, 0x20));
+  _mm256_storeu_ps(out + 2 * kPanel, _mm256_permute2f128_ps(u2, u6, 0x20));
+  _mm256_storeu_ps(out + 3 * kPanel, _mm256_permute2f128_ps(u3, u7, 0x20));
+  _mm256_storeu_ps(out + 4 * kPanel, _mm256_permute2f128_ps(u0, u4, 0x31));
+  _mm256_storeu_ps(out + 5 * kPanel, _mm256_permute2f128_ps(u1, u5, 0x31));
+  _mm256_storeu_ps(out + 6 * kPanel, _mm256_permute2f128_ps(u2, u6, 0x31));
+  _mm256_storeu_ps(out + 7 * kPanel, _mm256_permute2f128_ps(u3, u7, 0x31));
+}
+#endif
 
 // Packed copies of op(B) reuse the buffers of earlier products (a training
 // step runs thousands of products; a fresh allocation of a large one would be
@@ -204,13 +371,39 @@ std::vector<float> packedBuffer(std::size_t n) {
 
 }  // namespace
 
+bool kernelSupported(Kernel kernel) {
+  switch (kernel) {
+    case Kernel::Best:
+    case Kernel::Portable: return true;
+    case Kernel::Avx512: return hostVectorIsa() == VectorIsa::Avx512;
+    case Kernel::Avx2: return hostVectorIsa() == VectorIsa::Avx512 || hostVectorIsa() == VectorIsa::Avx2;
+  }
+  return false;
+}
+
+namespace {
+
+// The kernel that computes a product asked to use `kernel` on this host.
+Kernel resolve(Kernel kernel) {
+  if (kernel == Kernel::Best) {
+    switch (hostVectorIsa()) {
+      case VectorIsa::Avx512: return Kernel::Avx512;
+      case VectorIsa::Avx2: return Kernel::Avx2;
+      case VectorIsa::None: return Kernel::Portable;
+    }
+  }
+  return kernelSupported(kernel) ? kernel : Kernel::Portable;
+}
+
+}  // namespace
+
 PartialsProduct::~PartialsProduct() {
   if (tSpare.size() < kSpareBuffers) tSpare.push_back(std::move(packed_));
 }
 
 PartialsProduct::PartialsProduct(Operand b, Index depth, Index cols, bool stochastic, std::uint64_t key, Kernel kernel)
     : b_(b), depth_(std::max<Index>(depth, 0)), cols_(std::max<Index>(cols, 0)), stochastic_(stochastic),
-      vector_(kHaveVector && kernel == Kernel::Best) {
+      kernel_(resolve(kernel)) {
   // op(B) packed as panels of kPanel columns, read along its contiguous
   // dimension.
   const Index panels = (cols_ + kPanel - 1) / kPanel;
@@ -228,11 +421,33 @@ PartialsProduct::PartialsProduct(Operand b, Index depth, Index cols, bool stocha
       for (Index k = 0; k < depth_; ++k)
         for (Index l = 0; l < kPanel; ++l) out[k * kPanel + l] = l < width ? b.data[k * b.rowStride + col0 + l] : 0.0f;
     } else {
-      for (Index l = 0; l < kPanel; ++l)
-        for (Index k = 0; k < depth_; ++k) out[k * kPanel + l] = l < width ? b.data[k * b.rowStride + (col0 + l) * b.colStride] : 0.0f;
+      Index done = 0;   // reduction indices packed by 8 x 8 transpositions
+#if IPU_X86_KERNELS
+      if (b.rowStride == 1 && width == kPanel && hostVectorIsa() != VectorIsa::None) {
+        done = depth_ / 8 * 8;
+        for (Index k0 = 0; k0 < done; k0 += 8)
+          for (Index l0 = 0; l0 < kPanel; l0 += 8)
+            transpose8x8(b.data + (col0 + l0) * b.colStride + k0, b.colStride, out + k0 * kPanel + l0);
+      }
+#endif
+      // Read along op(B)'s columns (contiguous), in stretches of the
+      // reduction short enough that the panel rows written stay in cache.
+      constexpr Index kStretch = 64;
+      for (Index k0 = done; k0 < depth_; k0 += kStretch) {
+        const Index k1 = std::min(depth_, k0 + kStretch);
+        for (Index l = 0; l < kPanel; ++l) {
+          if (l >= width) {
+            for (Index k = k0; k < k1; ++k) out[k * kPanel + l] = 0.0f;
+            continue;
+          }
+          const float* in = b.data + (col0 + l) * b.colStride;
+          for (Index k = k0; k < k1; ++k) out[k * kPanel + l] = in[k * b.rowStride];
+        }
+      }
     }
   }
   if (!stochastic_) return;
+  for (float v : packed_) maxB_ = std::max(maxB_, bitsOf(v) & ~kSign);   // for bounded()
   const Index blocks = (depth_ + kDepth - 1) / kDepth;
   const auto nb = static_cast<std::size_t>(blocks);
   keys_.resize(nb);
@@ -254,12 +469,13 @@ void PartialsProduct::rows(Operand a, Index r0, Index nr, float* c) const {
     std::fill(c + r0 * cols_, c + (r0 + nr) * cols_, 0.0f);
     return;
   }
-  // The vector kernel computes draw positions in 32 bits (every product
+  // The vector kernels compute draw positions in 32 bits (every product
   // below 2^32 elements, i.e. 16 GB).
   const bool small = static_cast<std::uint64_t>(r0 + nr) * static_cast<std::uint64_t>(cols_) <= (std::uint64_t{1} << 32);
-  // It reads op(A) in place along one of its storage's dimensions.
+  // They read op(A) in place along one of its storage's dimensions.
   const bool contiguous = a.rowStride == 1 || a.colStride == 1;
-  if (vector_ && small && contiguous) vectorRows(a, r0, nr, c);
+  if (small && contiguous && kernel_ == Kernel::Avx512) avx512Rows(a, r0, nr, c);
+  else if (small && contiguous && kernel_ == Kernel::Avx2) avx2Rows(a, r0, nr, c);
   else portableRows(a, r0, nr, c);
 }
 
@@ -298,53 +514,104 @@ void PartialsProduct::portableTile(Operand a, Index r0, Index nr, Index p, float
   }
 }
 
-void PartialsProduct::vectorRows([[maybe_unused]] Operand a, [[maybe_unused]] Index r0, [[maybe_unused]] Index nr,
-                                 [[maybe_unused]] float* c) const {
-#if defined(__AVX512F__)
+// Rows [r0, r0 + nr) of C by tiles of kRows rows and kCols columns (kCols
+// divides kPanel): `tile(operands, transposed, checked, streams, c, rows)`
+// computes one and returns false when it met a value it leaves to the
+// element-by-element kernel (which then computes the tile's whole panel for
+// those rows); `checked` is false where bounded() has shown that no value
+// exceeds 65504.
+template <int kRows, int kCols, typename Tile>
+void PartialsProduct::tiles(Operand a, Index r0, Index nr, float* c, Tile tile) const {
   const Index panels = (cols_ + kPanel - 1) / kPanel;
-  const bool transposed = a.rowStride == 1;
-  // A last tile of fewer than kTileRows rows reads a copy of them, padded
-  // with zero rows, since reading the matrix in place would pass its end.
-  const Index full = nr / kTileRows * kTileRows;
+  // A last tile of fewer than kRows rows reads a copy of them, padded with
+  // zero rows, since reading the matrix in place would pass its end.
+  const Index full = nr / kRows * kRows;
   std::unique_ptr<float[]> edge;
   if (full < nr) {
-    edge.reset(new float[static_cast<std::size_t>(kTileRows * depth_)]);
-    for (int r = 0; r < kTileRows; ++r)
+    edge.reset(new float[static_cast<std::size_t>(kRows * depth_)]);
+    for (int r = 0; r < kRows; ++r)
       for (Index k = 0; k < depth_; ++k)
         edge[static_cast<std::size_t>(r * depth_ + k)] = r0 + full + r < r0 + nr ? a.data[(r0 + full + r) * a.rowStride + k * a.colStride] : 0.0f;
   }
   for (Index q0 = r0; q0 < r0 + nr; q0 += kChunkRows) {
     const Index qn = std::min(kChunkRows, r0 + nr - q0);
+    // Looking at the chunk's rows of op(A) also brings them into the cache
+    // for the tiles.
+    const bool checked = stochastic_ && !bounded(a, q0, qn);
     // Panels outside the row tiles: a panel of op(B) stays in cache while the
     // chunk's row tiles pass over it.
-    for (Index p = 0; p < panels; ++p) {
-      const Index col0 = p * kPanel;
-      TileOperands o{};
-      o.panel = packed_.data() + p * depth_ * kPanel;
-      const int width = static_cast<int>(std::min<Index>(kPanel, cols_ - col0));
-      o.m0 = static_cast<__mmask16>(width >= 16 ? 0xFFFFu : (1u << width) - 1u);
-      o.m1 = static_cast<__mmask16>(width >= 32 ? 0xFFFFu : width <= 16 ? 0u : (1u << (width - 16)) - 1u);
-      for (Index i0 = q0; i0 < q0 + qn; i0 += kTileRows) {
-        const int rows = static_cast<int>(std::min<Index>(kTileRows, q0 + qn - i0));
-        const bool inPlace = rows == kTileRows;
-        o.a = inPlace ? a.data + i0 * a.rowStride : edge.get();
-        o.rowStride = inPlace ? a.rowStride : depth_;
-        o.step = inPlace ? a.colStride : 1;
-        std::uint32_t position[kTileRows];
-        for (int r = 0; r < kTileRows; ++r) position[r] = static_cast<std::uint32_t>((i0 + r) * cols_ + col0);
-        float* ct = c + i0 * cols_ + col0;
-        const bool t = inPlace && transposed;
-        bool done;
-        if (stochastic_)
-          done = t ? tile<true, true>(o, depth_, mul_.data(), add_.data(), lanes_.data(), position, ct, cols_, rows)
-                   : tile<true, false>(o, depth_, mul_.data(), add_.data(), lanes_.data(), position, ct, cols_, rows);
-        else
-          done = t ? tile<false, true>(o, depth_, nullptr, nullptr, nullptr, position, ct, cols_, rows)
-                   : tile<false, false>(o, depth_, nullptr, nullptr, nullptr, position, ct, cols_, rows);
-        if (!done) portableTile(a, i0, rows, p, c);
+    for (Index p = 0; p < panels; ++p)
+      for (int h = 0; h < kPanel; h += kCols) {
+        const Index col0 = p * kPanel + h;
+        if (col0 >= cols_) break;
+        TileOperands o{};
+        o.panel = packed_.data() + p * depth_ * kPanel + h;
+        o.width = static_cast<int>(std::min<Index>(kCols, cols_ - col0));
+        for (Index i0 = q0; i0 < q0 + qn; i0 += kRows) {
+          const int rows = static_cast<int>(std::min<Index>(kRows, q0 + qn - i0));
+          const bool inPlace = rows == kRows;
+          o.a = inPlace ? a.data + i0 * a.rowStride : edge.get();
+          o.rowStride = inPlace ? a.rowStride : depth_;
+          o.step = inPlace ? a.colStride : 1;
+          std::uint32_t position[kRows];
+          for (int r = 0; r < kRows; ++r) position[r] = static_cast<std::uint32_t>((i0 + r) * cols_ + col0);
+          const TileStreams st{mul_.data(), add_.data(), lanes_.data(), position, static_cast<std::uint32_t>(cols_)};
+          if (!tile(o, inPlace && a.rowStride == 1, checked, st, c + i0 * cols_ + col0, rows)) portableTile(a, i0, rows, p, c);
+        }
       }
-    }
   }
+}
+
+// Whether rows [r0, r0 + nr) of the product provably meet no value above
+// 65504, so that the stochastic roundings need not look for them: with M the
+// largest |a| times the largest |b| (both finite), a block's sum is at most
+// 16 M (1 + 2^-20), its rounding and each accumulation grow a magnitude by at
+// most one binary16 ulp (2^-10 relative, or 2^-24 in the subnormal range),
+// so over J <= 256 blocks every value stays below depth M (1 + 2^-9)^J + 1,
+// less than 1.7 depth M + 1: depth M <= 16384 keeps it below 28,000.
+bool PartialsProduct::bounded(Operand a, Index r0, Index nr) const {
+  if (depth_ > 256 * kDepth || maxB_ >= kInfinity) return false;
+  // The largest magnitude's bits (unsigned maximum: NaN above infinity).
+  std::uint32_t maxA = 0;
+  const bool rowsContiguous = a.colStride == 1;
+  const Index outer = rowsContiguous ? nr : depth_, inner = rowsContiguous ? depth_ : nr;
+  const Index outerStride = rowsContiguous ? a.rowStride : a.colStride;
+  const float* first = a.data + r0 * a.rowStride;
+  for (Index i = 0; i < outer; ++i) {
+    const float* line = first + i * outerStride;
+    for (Index k = 0; k < inner; ++k) maxA = std::max(maxA, bitsOf(line[k]) & ~kSign);
+  }
+  if (maxA >= kInfinity) return false;
+  return static_cast<double>(depth_) * static_cast<double>(floatOf(maxA)) * static_cast<double>(floatOf(maxB_)) <= 16384.0;
+}
+
+void PartialsProduct::avx512Rows([[maybe_unused]] Operand a, [[maybe_unused]] Index r0, [[maybe_unused]] Index nr,
+                                 [[maybe_unused]] float* c) const {
+#if IPU_X86_KERNELS
+  const Index depth = depth_, ldc = cols_;
+  const bool stochastic = stochastic_;
+  tiles<kTileRows512, kPanel>(a, r0, nr, c, [&](const TileOperands& o, bool transposed, bool checked, const TileStreams& st, float* ct, int rows) {
+    if (stochastic && checked)
+      return transposed ? tile512<true, true, true>(o, depth, st, ct, ldc, rows) : tile512<true, false, true>(o, depth, st, ct, ldc, rows);
+    if (stochastic)
+      return transposed ? tile512<true, true, false>(o, depth, st, ct, ldc, rows) : tile512<true, false, false>(o, depth, st, ct, ldc, rows);
+    return transposed ? tile512<false, true, false>(o, depth, st, ct, ldc, rows) : tile512<false, false, false>(o, depth, st, ct, ldc, rows);
+  });
+#endif
+}
+
+void PartialsProduct::avx2Rows([[maybe_unused]] Operand a, [[maybe_unused]] Index r0, [[maybe_unused]] Index nr,
+                               [[maybe_unused]] float* c) const {
+#if IPU_X86_KERNELS
+  const Index depth = depth_, ldc = cols_;
+  const bool stochastic = stochastic_;
+  tiles<kTileRows256, kTileCols256>(a, r0, nr, c, [&](const TileOperands& o, bool transposed, bool checked, const TileStreams& st, float* ct, int rows) {
+    if (stochastic && checked)
+      return transposed ? tile256<true, true, true>(o, depth, st, ct, ldc, rows) : tile256<true, false, true>(o, depth, st, ct, ldc, rows);
+    if (stochastic)
+      return transposed ? tile256<true, true, false>(o, depth, st, ct, ldc, rows) : tile256<true, false, false>(o, depth, st, ct, ldc, rows);
+    return transposed ? tile256<false, true, false>(o, depth, st, ct, ldc, rows) : tile256<false, false, false>(o, depth, st, ct, ldc, rows);
+  });
 #endif
 }
 

@@ -12,9 +12,10 @@
 //   j), n) (counter_rng.h); its top 13 bits round the block's sum and its
 //   low 13 bits the accumulator.
 //
-// The kernel keeps a tile of block sums and accumulators in vector registers
-// across the whole reduction and rounds them there (AVX-512 builds); other
-// builds compute the same definition element by element, with the same bits.
+// The kernels keep a tile of block sums in vector registers across the whole
+// reduction and round them there (AVX-512, or AVX2 with FMA, chosen at run
+// time by what the host has: vector_isa.h); without either, the same
+// definition is computed element by element. All give the same bits (tested).
 #pragma once
 
 #include <cstddef>
@@ -41,9 +42,13 @@ struct Operand {
   std::ptrdiff_t rowStride, colStride;
 };
 
-// How a product is computed: the vector kernel where the build has one
-// (AVX-512), or element by element; both give the same bits (tested).
-enum class Kernel { Best, Portable };
+// How a product is computed: the widest vector kernel the host supports
+// (Best), a given one, or element by element (Portable); all give the same
+// bits (tested). A vector kernel the host lacks computes as Portable.
+enum class Kernel { Best, Avx512, Avx2, Portable };
+
+// Whether the host runs `kernel` (Best and Portable: always).
+bool kernelSupported(Kernel kernel);
 
 // One product C = op(A) op(B), op(A) rows x depth and op(B) depth x cols:
 // op(B), packed for the kernel, and the rounding streams, prepared once and
@@ -62,15 +67,20 @@ class PartialsProduct {
 
  private:
   void portableRows(Operand a, std::ptrdiff_t r0, std::ptrdiff_t nr, float* c) const;
-  void vectorRows(Operand a, std::ptrdiff_t r0, std::ptrdiff_t nr, float* c) const;
+  void avx512Rows(Operand a, std::ptrdiff_t r0, std::ptrdiff_t nr, float* c) const;
+  void avx2Rows(Operand a, std::ptrdiff_t r0, std::ptrdiff_t nr, float* c) const;
+  bool bounded(Operand a, std::ptrdiff_t r0, std::ptrdiff_t nr) const;
+  template <int kRows, int kCols, typename Tile>
+  void tiles(Operand a, std::ptrdiff_t r0, std::ptrdiff_t nr, float* c, Tile tile) const;
   void portableTile(Operand a, std::ptrdiff_t r0, std::ptrdiff_t nr, std::ptrdiff_t panel, float* c) const;
 
   Operand b_;
   std::ptrdiff_t depth_, cols_;
   bool stochastic_;
-  bool vector_;
+  Kernel kernel_;   // Avx512, Avx2 or Portable
   std::vector<std::uint64_t> keys_;       // block j's stream key
   std::vector<float> packed_;             // op(B) as panels of kPanel columns, depth rows each (zero beyond the last column)
+  std::uint32_t maxB_ = 0;                // the largest |op(B)|'s bits (NaN above infinity)
   std::vector<std::uint32_t> mul_, add_;  // block j's stream words for positions below 2^32 (stream32(keys_[j], 0))
   std::vector<std::uint32_t> lanes_;      // block j: l * mul_[j] for the lanes l of a panel
 };

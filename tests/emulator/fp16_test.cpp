@@ -3,7 +3,9 @@
 // and the statistics of stochastic rounding.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -146,6 +148,31 @@ TEST(Fp16, BufferRoundingMatchesElementConversion) {
   for (std::size_t i = 0; i < x.size(); ++i) {
     if (std::isnan(b[i])) continue;
     ASSERT_EQ(bits(c[i]), bits(b[i])) << i;
+  }
+}
+
+// Buffers of values that are already binary16 (normal, subnormal, zero),
+// some vectors with one value that is not, agree with the element
+// conversions too (the AVX-512 kernel skips the draws of vectors that round
+// to themselves).
+TEST(Fp16, BufferRoundingOfHalfValuesMatchesElementConversion) {
+  Stream s(8);
+  std::vector<float> x;
+  for (int i = 0; i < 100000; ++i) {
+    const int kind = static_cast<int>(s.below(8));
+    float f = fp16::roundNearest(static_cast<float>(s.normal() * 10.0));
+    if (kind == 0) f = 0.0f;
+    if (kind == 1) f = -0.0f;
+    if (kind == 2) f = static_cast<float>(std::ldexp(static_cast<double>(s.below(1024)), -24));   // binary16 subnormals
+    x.push_back(f);
+  }
+  for (std::size_t i = 0; i < x.size(); i += 48) x[i] = static_cast<float>(s.normal());   // one inexact value in every third vector of 16
+  std::vector<float> b = x;
+  const std::uint64_t key = 78;
+  fp16::roundStochastic(b.data(), b.size(), key);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const float stochastic = fp16::toFloat(fp16::fromFloatStochastic(x[i], static_cast<std::uint32_t>(draw64(key, i) >> 32)));
+    ASSERT_EQ(bits(b[i]), bits(stochastic)) << i << ": " << x[i];
   }
 }
 
@@ -375,6 +402,59 @@ TEST(Fp16, PartialsProductMatchesDefinition) {
       product.rows(fp16::Operand{a.data(), a.cols(), 1}, half, z.rows - half, portable.data());
       expectSameBits(portable, want, shape + ", portable kernel");
     }
+}
+
+// Every product kernel the host runs (AVX-512, AVX2 with FMA, element by
+// element) gives the definition's bits, for operands read in place along
+// either dimension, on shapes that leave partial tiles, half-filled AVX2
+// tiles and partial last blocks, with values in the subnormal range, below
+// it, overflowing, infinite and NaN. A kernel the host lacks is reported,
+// not tested.
+TEST(Fp16, PartialsProductKernelsAgree) {
+  Stream s(23);
+  struct Shape {
+    Eigen::Index rows, depth, cols;
+    double scale;
+  };
+  const Shape shapes[] = {{1, 1, 1, 1.0},   {37, 70, 45, 1.0}, {13, 33, 20, 0.5}, {21, 16, 40, 300.0},
+                          {9, 40, 33, 2e-3}, {7, 20, 19, 1e-4}, {66, 47, 64, 2.0}, {200, 48, 96, 3e-3}};
+  const fp16::Kernel kernels[] = {fp16::Kernel::Avx512, fp16::Kernel::Avx2, fp16::Kernel::Portable};
+  int tested = 0;
+  for (fp16::Kernel kernel : kernels) {
+    if (!fp16::kernelSupported(kernel)) {
+      std::printf("  kernel %d: not supported by this host, not tested\n", static_cast<int>(kernel));
+      continue;
+    }
+    ++tested;
+    for (const Shape& z : shapes)
+      for (bool stochastic : {false, true}) {
+        Mat a = randomHalves(z.rows, z.depth, s, z.scale), b = randomHalves(z.depth, z.cols, s, z.scale);
+        if (z.scale == 300.0) {
+          a(0, 3) = std::numeric_limits<float>::infinity();
+          a(1, 0) = std::numeric_limits<float>::quiet_NaN();
+          a(12, 5) = std::numeric_limits<float>::infinity();
+          b(2, 4) = -std::numeric_limits<float>::infinity();
+        }
+        const std::uint64_t key = subKey(4321, static_cast<std::uint64_t>(z.rows));
+        const Mat want = referencePartials(a, b, stochastic, key);
+        const Mat at = a.transpose(), bt = b.transpose();
+        const std::string what = std::to_string(z.rows) + "x" + std::to_string(z.depth) + "x" + std::to_string(z.cols) +
+                                 (stochastic ? " stochastic" : " nearest") + ", kernel " + std::to_string(static_cast<int>(kernel));
+        for (bool transposeA : {false, true})
+          for (bool transposeB : {false, true}) {
+            const fp16::Operand opA = transposeA ? fp16::Operand{at.data(), 1, at.cols()} : fp16::Operand{a.data(), a.cols(), 1};
+            const fp16::Operand opB = transposeB ? fp16::Operand{bt.data(), 1, bt.cols()} : fp16::Operand{b.data(), b.cols(), 1};
+            fp16::PartialsProduct product(opB, z.depth, z.cols, stochastic, key, kernel);
+            Mat got(z.rows, z.cols);
+            // Two row ranges, the first not a multiple of any tile's rows.
+            const Eigen::Index first = std::min<Eigen::Index>(z.rows, 11);
+            product.rows(opA, 0, first, got.data());
+            product.rows(opA, first, z.rows - first, got.data());
+            expectSameBits(got, want, what + (transposeA ? ", A^T" : ", A") + (transposeB ? " B^T" : " B"));
+          }
+      }
+  }
+  EXPECT_GE(tested, 1);
 }
 
 // Stochastic rounding in the product is unbiased: every element of this
