@@ -66,7 +66,7 @@ HookSet::HookSet(const check::CheckedProgram& program, base::SourceMap& sources,
   bool anyFailed = false;
   // All top levels together share one budget, so a script with many slow
   // hooks cannot make `ipu check` take (hooks x per-call budget).
-  const auto loadStart = std::chrono::steady_clock::now();
+  const auto loadStart = threadCpuTime();
   for (const auto& spec : program.hooks) {
     auto h = std::make_unique<LoadedHook>();
     h->spec = &spec;
@@ -76,8 +76,7 @@ HookSet::HookSet(const check::CheckedProgram& program, base::SourceMap& sources,
           if (print) print(name, line);
         });
     LuaFailure failure;
-    const long long spent = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                std::chrono::steady_clock::now() - loadStart).count();
+    const long long spent = std::chrono::duration_cast<std::chrono::milliseconds>(threadCpuTime() - loadStart).count();
     const long long left = std::max(0LL, limits.millisecondsShared - spent);
     if (!h->sandbox->load(spec.source, failure, std::min(limits.millisecondsPerCall, left))) {
       report(*h, failure, "", "while loading");

@@ -28,13 +28,13 @@ std::optional<std::vector<int>> LuaPlacement::place(const plan::PlacementRequest
   // The calls for one placement share a budget, so a slow function times
   // thousands of layers cannot make planning hang.
   const SandboxLimits& limits = hook->sandbox->limits();
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = threadCpuTime();
   for (std::size_t i = 0; i < layers.size(); ++i) {
     const ir::Layer& l = layers[i];
     LuaFailure failure;
     int ipu = -1;
     const long long spent =
-        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+        std::chrono::duration_cast<std::chrono::milliseconds>(threadCpuTime() - start).count();
     const long long left = std::min(limits.millisecondsPerCall, std::max(0LL, limits.millisecondsShared - spent));
     bool ok = hook->sandbox->call(
         req.function, 1,

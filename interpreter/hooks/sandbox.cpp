@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 
 extern "C" {
 #include <lauxlib.h>
@@ -19,6 +20,12 @@ extern "C" {
 // char buffers first.
 
 namespace ipu::hooks {
+
+std::chrono::nanoseconds threadCpuTime() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
+}
 
 namespace {
 
@@ -55,7 +62,9 @@ struct LuaSandbox::State {
   std::vector<LuaFrame> frames;  // filled by the message handler
   int errorLine = 0;
   int lastLine = 0;        // the hook's line last seen by the instruction counter (for memory errors)
-  Clock::time_point deadline = Clock::time_point::max();  // of the protected call in progress
+  Clock::time_point deadline = Clock::time_point::max();  // of the protected call in progress, on the wall clock
+  std::chrono::nanoseconds budget{0};      // of the protected call in progress, in thread CPU time
+  std::chrono::nanoseconds cpuStart{0};    // the thread's CPU time when it started
   bool timedOut = false;   // the deadline passed: every further allocation and hook check fails
   unsigned allocations = 0;  // every 1,024th allocation checks the clock too (the compiler's, `load` of huge text)
 };
@@ -63,6 +72,19 @@ struct LuaSandbox::State {
 namespace {
 
 LuaSandbox::State* stateOf(lua_State* L) { return *static_cast<LuaSandbox::State**>(lua_getextraspace(L)); }
+
+// Whether the call in progress used its budget. The wall clock is cheap to
+// read and never behind the thread's CPU time, so it is checked first; only
+// when it passed the deadline is the CPU time read (a system call), and when
+// the thread was not running all that while (a busy host) the deadline moves
+// to where the rest of the budget would end.
+bool pastDeadline(LuaSandbox::State* s) {
+  if (Clock::now() <= s->deadline) return false;
+  const std::chrono::nanoseconds used = threadCpuTime() - s->cpuStart;
+  if (used >= s->budget) return true;
+  s->deadline = Clock::now() + (s->budget - used);
+  return false;
+}
 
 void* budgetAlloc(void* ud, void* ptr, std::size_t osize, std::size_t nsize) {
   auto* s = static_cast<LuaSandbox::State*>(ud);
@@ -79,7 +101,7 @@ void* budgetAlloc(void* ud, void* ptr, std::size_t osize, std::size_t nsize) {
   // once the deadline passes every growth fails, which Lua raises as an
   // error the protected call classifies as time (fatal() below).
   if (nsize > osize && !s->hostSide &&
-      (s->timedOut || ((nsize >= kLargeAllocation || (++s->allocations & 1023u) == 0) && Clock::now() > s->deadline))) {
+      (s->timedOut || ((nsize >= kLargeAllocation || (++s->allocations & 1023u) == 0) && pastDeadline(s)))) {
     s->timedOut = true;
     return nullptr;
   }
@@ -134,7 +156,7 @@ void countHook(lua_State* L, lua_Debug* ar) {
   // Every call and return into or out of a library function passes here, so
   // a loop of expensive library calls is bounded by the clock even when it
   // runs few VM instructions.
-  if (s->timedOut || Clock::now() > s->deadline) {
+  if (s->timedOut || pastDeadline(s)) {
     // Once raised, the error must be able to reach the host: the message
     // handler that collects the traceback is let through.
     if (s->timedOut && ar->event != LUA_HOOKCOUNT && lua_getinfo(L, "f", ar) != 0) {
@@ -601,7 +623,9 @@ bool LuaSandbox::protectedCall(int args, int results, LuaFailure& failure, long 
   s->lastLine = 0;
   s->timedOut = false;
   const long long budget = milliseconds >= 0 ? milliseconds : s->limits.millisecondsPerCall;
-  s->deadline = Clock::now() + std::chrono::milliseconds(budget);
+  s->budget = std::chrono::milliseconds(budget);
+  s->cpuStart = threadCpuTime();
+  s->deadline = Clock::now() + s->budget;
   int status = lua_pcall(L_, args, results, fn);
   s->deadline = Clock::time_point::max();
   const bool timedOut = s->timedOut;

@@ -14,6 +14,7 @@
 // traceback; nothing is thrown and nothing is printed.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -23,11 +24,16 @@ struct lua_State;
 
 namespace ipu::hooks {
 
+// The CPU time the calling thread has used. Budgets are in it, not in wall
+// time, so that a busy host (other processes, a parallel build) does not make
+// a hook that is well within its budget fail.
+std::chrono::nanoseconds threadCpuTime();
+
 struct SandboxLimits {
   long long instructionsPerCall = 20'000'000;  // Lua VM instructions per top-level run or hook call
   std::size_t memoryBytes = 64u << 20;         // everything the state allocates
-  long long millisecondsPerCall = 2'000;       // wall clock per top-level run or hook call
-  long long millisecondsShared = 10'000;        // wall clock for a series: all top levels, one placement
+  long long millisecondsPerCall = 2'000;       // CPU time of the calling thread per top-level run or hook call
+  long long millisecondsShared = 10'000;        // CPU time for a series: all top levels, one placement
 };
 
 struct LuaFrame {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <thread>
 
 #include "interpreter/hooks/hook_set.h"
 #include "interpreter/hooks/run_hooks.h"
@@ -190,7 +191,25 @@ TEST(Sandbox, BacktrackingPatternsAreRefusedUpFront) {
   EXPECT_TRUE(fine.ok) << fine.failure.message;
 }
 
-// The wall clock bounds what the instruction counter cannot see: library
+// The time budget is the hook thread's CPU time: time the thread does not
+// run (here, the host's print callback sleeping, as a busy host would
+// deschedule it) does not count, and a hook within its budget succeeds.
+TEST(Sandbox, TheTimeBudgetIsCpuTimeNotWallTime) {
+  hooks::SandboxLimits limits;
+  limits.millisecondsPerCall = 200;
+  hooks::LuaSandbox box("h", limits, [](const std::string&) { std::this_thread::sleep_for(std::chrono::milliseconds(150)); });
+  hooks::LuaFailure failure;
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_TRUE(box.load("for i = 1, 4 do print(i) end\nfor i = 1, 100000 do local x = math.floor(i / 3) end", failure)) << failure.message;
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(600));  // three times the budget, on the wall clock
+  // A hook that works for longer than its budget still stops.
+  limits.instructionsPerCall = 1LL << 60;
+  hooks::LuaSandbox busy("h", limits, [](const std::string&) {});
+  EXPECT_FALSE(busy.load("for i = 1, 1e12 do local s = string.rep('x', 1000) end", failure));
+  EXPECT_EQ(failure.kind, Kind::Time);
+}
+
+// The clock bounds what the instruction counter cannot see: library
 // functions. Each case would run for minutes to hours without it.
 TEST(Sandbox, TheClockBoundsLibraryCallsEvenThroughPcall) {
   hooks::SandboxLimits limits;
