@@ -1,7 +1,10 @@
 #include "interpreter/runner/progress.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+
+#include "interpreter/check/units.h"
 
 namespace ipu::runner {
 
@@ -94,6 +97,13 @@ train::StopRequest Progress::phaseEnd(train::Source, const train::PhaseInfo& inf
       os_ << " " << k << " " << buf;
     }
     os_ << "\n";
+  }
+  if (train::measured(info.streamedBytesPerStep)) {
+    // The emulator counts what it moves; the plan's traffic is what the cost model priced.
+    const double planned = info.plannedStreamedBytesPerStep;
+    const bool same = train::measured(planned) && std::abs(info.streamedBytesPerStep - planned) <= 1e-9 * std::max(1.0, planned);
+    os_ << "  " << p_.paint(Style::Dim, "Streaming Memory:") << " " << check::formatBytes(info.streamedBytesPerStep) << " moved per step and replica"
+        << (same ? ", as the plan says" : train::measured(planned) ? " (the plan says " + check::formatBytes(planned) + ")" : std::string()) << "\n";
   }
   return {};
 }

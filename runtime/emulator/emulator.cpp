@@ -463,6 +463,16 @@ Expected<RunOutcome> run(const ir::RunPlan& plan, const Options& options) {
       info.checkpoint = po.checkpoint;
       info.metrics = po.evaluation;
       info.stepsRun = po.steps;
+      if (!ph.traffic.streaming.empty() && po.steps > 0) {
+        // What the last step moved through Streaming Memory, against the plan.
+        const auto& streamed = trainer.lastStepTraffic().streamed;
+        double moved = 0, planned = 0;
+        for (const auto& replica : streamed)
+          for (const auto& st : replica) moved += st.optimizerState + st.phased();
+        for (const auto& st : ph.traffic.streaming) planned += st.optimizerState + st.phased();
+        info.streamedBytesPerStep = streamed.empty() ? 0.0 : moved / static_cast<double>(streamed.size());
+        info.plannedStreamedBytesPerStep = planned;
+      }
       finals[ph.name] = trainer.weights();
       for (auto& t : trainer.runningStatistics()) finals[ph.name].push_back(std::move(t));
       outcome.phases.push_back(po);

@@ -35,6 +35,11 @@ struct PhaseInfo {
   // At phaseEnd: held-out evaluation of the source, if it has one (the
   // emulator: mlm_accuracy, mlm_baseline, nsp_accuracy, ...).
   std::map<std::string, double> metrics;
+  // At phaseEnd, for a phase that uses Streaming Memory (the emulator): the
+  // bytes the last step moved to and from it, per replica (the replicas'
+  // shares averaged), and the plan's figure for one step (ir::Traffic).
+  double streamedBytesPerStep = kNotMeasured;
+  double plannedStreamedBytesPerStep = kNotMeasured;
 };
 
 struct StepInfo {

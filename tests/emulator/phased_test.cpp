@@ -288,6 +288,39 @@ TEST(Phased, ACheckpointResumesBitIdentically) {
   EXPECT_EQ(maxRelativeDifference(resumed->weights(), straight->weights()), 0.0);
 }
 
+// `ipu run` tells the user what a phase moved through Streaming Memory per
+// step, beside the plan's figure: the observer receives both at the phase's end.
+TEST(Phased, TheRunReportsTheStreamedBytesBesideThePlans) {
+  struct Capture : train::Observer {
+    std::vector<train::PhaseInfo> ends;
+    train::StopRequest phaseEnd(train::Source, const train::PhaseInfo& info) override {
+      ends.push_back(info);
+      return {};
+    }
+  };
+  const std::vector<Case> all = cases();
+  for (int which : {0, 5, 6}) {   // 1 IPU; RTS of weights and state; RTS of the state only
+    const Case& c = all[static_cast<std::size_t>(which)];
+    SCOPED_TRACE(c.what);
+    TinyBert tb = bertFor(c, true);
+    tb.phase = "seq_len: 32\n masked_tokens: 5\n micro_batch: 2\n gradient_accumulation: 3\n steps: 2\n lr: 0.002";
+    const ir::ExecutionPlan plan = planOf(tb.script());
+    ASSERT_EQ(plan.runs.size(), 1u);
+    Capture capture;
+    emu::Options o;
+    o.hostThreads = 2;
+    o.observer = &capture;
+    o.evaluationSamples = 8;
+    auto out = emu::run(plan.runs[0], o);
+    ASSERT_TRUE(out.ok()) << out.error().message;
+    ASSERT_EQ(capture.ends.size(), 1u);
+    const train::PhaseInfo& end = capture.ends[0];
+    ASSERT_TRUE(train::measured(end.streamedBytesPerStep));
+    EXPECT_GT(end.streamedBytesPerStep, 0);
+    EXPECT_LT(relativeGap(end.streamedBytesPerStep, end.plannedStreamedBytesPerStep), 1e-12);
+  }
+}
+
 // examples/tiny_gpt.ipu (4 phases per IPU, RTS of the weights and the state,
 // a pipeline, 2 replicas) learns the corpus well above its majority baseline.
 TEST(Phased, TheTinyGptExampleLearns) {
