@@ -262,6 +262,10 @@ struct PhaseTrainer::Impl {
   void forwardStage(Group& g, int stage, int micro);
   void recomputeStage(Group& g, int stage, int micro);
   void backwardStage(Group& g, int stage, int micro);
+  // One layer's backward pass for one micro batch: `d` is the gradient of the
+  // trunk after the layer on entry and before it on return. `saved`: what its
+  // forward pass kept, or null to recompute it from `x`.
+  void backwardLayer(Group& g, int layer, int micro, const Mat& x, Saved* saved, Mat& d);
   void runCycle(const std::vector<ir::Work>& work);
   void deliver();
   // Phased execution: one step's segment runs, and what they hold and move.
@@ -661,8 +665,6 @@ void PhaseTrainer::Impl::recomputeStage(Group& g, int stage, int micro) {
 
 void PhaseTrainer::Impl::backwardStage(Group& g, int stage, int micro) {
   const auto& layers = stageLayers[static_cast<std::size_t>(stage)];
-  const int slot = g.replica * GA + micro;
-  const MicroBatch& mb = batches[static_cast<std::size_t>(slot)];
   auto sit = g.stash.find({stage, micro});
   StashEntry e = std::move(sit->second);
   g.stash.erase(sit);
@@ -672,36 +674,42 @@ void PhaseTrainer::Impl::backwardStage(Group& g, int stage, int micro) {
     d = std::move(it->second);
     g.gradientsIn.erase(it);
   }
-  for (std::size_t k = layers.size(); k-- > 0;) {
-    const int li = layers[k];
-    const ModelLayer& L = model->layers()[static_cast<std::size_t>(li)];
-    const Mat& x = e.trunk[static_cast<std::size_t>(e.trunkOf[k])];
-    Saved sv;
-    if (recompute == ir::Recompute::EveryLayer) {
-      Numerics nx = numerics(g.replica, micro, li, 0);
-      StepBatchNorm bn(*this, g.replica, micro, li, BatchNormContext::Mode::Recompute, false);
-      nx.setBatchNorm(&bn);
-      Mat out;
-      L.kernel->forward(x, mb, paramsFor(g, li), nx, sv, out, nullptr);
-    } else {
-      sv = std::move(e.saved[k]);
-    }
-    Numerics nb = numerics(g.replica, micro, li, 1);
-    StepBatchNorm bnBackward(*this, g.replica, micro, li, BatchNormContext::Mode::Train, true);
-    nb.setBatchNorm(&bnBackward);
-    const int kt = L.kernel->sharded() ? T : 1;
-    ShardGrads grads(static_cast<std::size_t>(kt));
-    Mat dx;
-    L.kernel->backward(x, d, mb, paramsFor(g, li), nb, sv, static_cast<float>(lossScale), dx, grads);
-    if (L.head && d.size() != 0) {
-      d += dx;
-      nb.round(d);
-    } else {
-      d = std::move(dx);
-    }
-    accumulate(g, li, grads, slot);
-  }
+  for (std::size_t k = layers.size(); k-- > 0;)
+    backwardLayer(g, layers[k], micro, e.trunk[static_cast<std::size_t>(e.trunkOf[k])],
+                  recompute == ir::Recompute::EveryLayer ? nullptr : &e.saved[k], d);
   if (stage > 0) g.outbox.push_back({g.replica, stage - 1, micro, true, std::move(d)});
+}
+
+void PhaseTrainer::Impl::backwardLayer(Group& g, int li, int micro, const Mat& x, Saved* saved, Mat& d) {
+  const ModelLayer& L = model->layers()[static_cast<std::size_t>(li)];
+  const int slot = g.replica * GA + micro;
+  const MicroBatch& mb = batches[static_cast<std::size_t>(slot)];
+  Saved recomputed;
+  if (saved == nullptr) {
+    // Recomputation: the layer's forward again, normalising with the
+    // batch-norm statistics its forward pass recorded.
+    Numerics nx = numerics(g.replica, micro, li, 0);
+    StepBatchNorm bn(*this, g.replica, micro, li, BatchNormContext::Mode::Recompute, false);
+    nx.setBatchNorm(&bn);
+    Mat out;
+    L.kernel->forward(x, mb, paramsFor(g, li), nx, recomputed, out, nullptr);
+    saved = &recomputed;
+  }
+  Numerics nb = numerics(g.replica, micro, li, 1);
+  StepBatchNorm bnBackward(*this, g.replica, micro, li, BatchNormContext::Mode::Train, true);
+  nb.setBatchNorm(&bnBackward);
+  const int kt = L.kernel->sharded() ? T : 1;
+  ShardGrads grads(static_cast<std::size_t>(kt));
+  Mat dx;
+  L.kernel->backward(x, d, mb, paramsFor(g, li), nb, *saved, static_cast<float>(lossScale), dx, grads);
+  // A head's input gradient adds to the trunk's (its input is also the next layer's).
+  if (L.head && d.size() != 0) {
+    d += dx;
+    nb.round(d);
+  } else {
+    d = std::move(dx);
+  }
+  accumulate(g, li, grads, slot);
 }
 
 void PhaseTrainer::Impl::runCycle(const std::vector<ir::Work>& work) {
@@ -873,34 +881,9 @@ void PhaseTrainer::Impl::runSegment(Group& g, int k, bool backward) {
         d = std::move(it->second);
         g.gradientsIn.erase(it);
       }
-      for (std::size_t q = seg.layers.size(); q-- > 0;) {
-        const int li = seg.layers[q];
-        const ModelLayer& L = model->layers()[static_cast<std::size_t>(li)];
-        // The layer's input comes back, and its forward pass is recomputed from it.
-        const Mat x = back(g.streamedInputs, {li, m});
-        Saved sv;
-        {
-          Numerics nx = numerics(g.replica, m, li, 0);
-          StepBatchNorm bn(*this, g.replica, m, li, BatchNormContext::Mode::Recompute, false);
-          nx.setBatchNorm(&bn);
-          Mat y;
-          L.kernel->forward(x, mb, paramsFor(g, li), nx, sv, y, nullptr);
-        }
-        Numerics nb = numerics(g.replica, m, li, 1);
-        StepBatchNorm bnBackward(*this, g.replica, m, li, BatchNormContext::Mode::Train, true);
-        nb.setBatchNorm(&bnBackward);
-        const int kt = L.kernel->sharded() ? T : 1;
-        ShardGrads grads(static_cast<std::size_t>(kt));
-        Mat dx;
-        L.kernel->backward(x, d, mb, paramsFor(g, li), nb, sv, static_cast<float>(lossScale), dx, grads);
-        if (L.head && d.size() != 0) {
-          d += dx;
-          nb.round(d);
-        } else {
-          d = std::move(dx);
-        }
-        accumulate(g, li, grads, slot);
-      }
+      // Each layer's input comes back, and its forward pass is recomputed from it.
+      for (std::size_t q = seg.layers.size(); q-- > 0;)
+        backwardLayer(g, seg.layers[q], m, back(g.streamedInputs, {seg.layers[q], m}), nullptr, d);
       if (!stageFirst) out(g.streamedGradients, {k - 1, m}, d);
       else if (seg.stage > 0) g.outbox.push_back({g.replica, seg.stage - 1, m, true, std::move(d)});
     }
