@@ -296,6 +296,7 @@ struct PhaseTrainer::Impl {
   Mat gather(int param, int what) const;   // 0 value, 1 grad, 2 m, 3 v, 4 master
   void scatterState(int param, int what, const Mat& canonical);
   Expected<StepResult> runStep();
+  void abandonStep();
   std::vector<MicroBatch> batchesOf(long long n) const;
   // Batch norm.
   void runGroups(std::size_t count, const std::function<void(std::size_t)>& task);
@@ -1339,6 +1340,21 @@ double PhaseTrainer::Impl::learningRate(Error* error) const {
   return train::learningRate(plan.lr, step, plan.steps);
 }
 
+void PhaseTrainer::Impl::abandonStep() {
+  // Nothing a cancelled step did is kept: what waits between passes, and the
+  // accumulators it started.
+  for (auto& g : groups) {
+    g.stash.clear();
+    g.streamedInputs.clear();
+    g.streamedGradients.clear();
+    g.activationsIn.clear();
+    g.gradientsIn.clear();
+    g.outbox.clear();
+    for (auto& s : g.slots)
+      for (auto& u : s.uses) u.written = false;
+  }
+}
+
 Expected<StepResult> PhaseTrainer::Impl::runStep() {
   const auto t0 = std::chrono::steady_clock::now();
   StepResult out;
@@ -1390,30 +1406,14 @@ Expected<StepResult> PhaseTrainer::Impl::runStep() {
     // Cancelling abandons the step between two segment runs at the latest.
     runPhased();
     if (settings.cancel != nullptr && settings.cancel->load()) {
-      for (auto& g : groups) {
-        g.streamedInputs.clear();
-        g.streamedGradients.clear();
-        g.activationsIn.clear();
-        g.gradientsIn.clear();
-        g.outbox.clear();
-        for (auto& s : g.slots)
-          for (auto& u : s.uses) u.written = false;
-      }
+      abandonStep();
       out.completed = false;
       return out;
     }
   }
   for (long long c = 0; !phased && c < plan.schedule.cycles(); ++c) {
     if (settings.cancel != nullptr && settings.cancel->load()) {
-      // Abandon the step: nothing it did is kept.
-      for (auto& g : groups) {
-        g.stash.clear();
-        g.activationsIn.clear();
-        g.gradientsIn.clear();
-        g.outbox.clear();
-        for (auto& s : g.slots)
-          for (auto& u : s.uses) u.written = false;
-      }
+      abandonStep();
       out.completed = false;
       return out;
     }

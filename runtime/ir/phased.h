@@ -50,9 +50,8 @@ std::vector<SegmentRun> segmentRuns(const std::vector<PhaseSegment>& segments, i
 // share with a layer outside the segment (their copy of a tied tensor).
 double segmentParameters(const PhasePlan& p, const PhaseSegment& s, int shard);
 
-// Whether layer `li` of the segment is the first of its stage, and whether its
-// input comes from the host (the first layer of the first stage reads the
-// micro batch itself, not an activation).
+// Whether layer `li` reads the micro batch itself rather than an activation:
+// the first layer of the first stage. Its input is host data, not streamed.
 bool readsHostInput(const PhasePlan& p, int li);
 
 }  // namespace ipu::ir

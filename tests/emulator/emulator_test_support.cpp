@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <sstream>
 
 #include "interpreter/base/render.h"
 #include "interpreter/session/session.h"
@@ -13,6 +15,14 @@
 namespace ipu::emutest {
 
 std::string sourceDir() { return IPU_SOURCE_DIR; }
+
+ir::ExecutionPlan planOfExample(const std::string& name) {
+  std::ifstream in(sourceDir() + "/examples/" + name);
+  EXPECT_TRUE(in) << "examples/" << name;
+  std::stringstream text;
+  text << in.rdbuf();
+  return planOf(text.str());
+}
 
 ir::ExecutionPlan planOf(const std::string& script) {
   session::Session s;

@@ -29,6 +29,9 @@ struct TinyBert {
   std::string script() const;
 };
 
+// Checks and plans examples/NAME as shipped.
+ir::ExecutionPlan planOfExample(const std::string& name);
+
 // The first phase of the first run of a script.
 ir::PhasePlan phaseOf(const std::string& script);
 

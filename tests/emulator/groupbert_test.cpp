@@ -7,8 +7,6 @@
 // trains like fp32.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
 
 #include "interpreter/session/session.h"
 #include "runtime/emulator/emulator.h"
@@ -167,11 +165,7 @@ TEST(GroupBert, Fp16TracksFp32) {
 // the heads back on IPU 0, 2 replicas): held-out MLM accuracy well above the
 // majority baseline (measured 0.37 against 0.10) in about half a minute.
 TEST(GroupBert, TheExampleBeatsTheMajorityBaseline) {
-  std::ifstream in(sourceDir() + "/examples/tiny_groupbert.ipu");
-  ASSERT_TRUE(in);
-  std::stringstream text;
-  text << in.rdbuf();
-  const ir::ExecutionPlan plan = planOf(text.str());
+  const ir::ExecutionPlan plan = planOfExample("tiny_groupbert.ipu");
   ASSERT_EQ(plan.runs.size(), 1u);
   emu::Options o;
   o.hostThreads = 2;
@@ -243,11 +237,7 @@ TEST(Vit, MappingsAgree) {
 
 // The example learns far above chance (10 classes) in seconds.
 TEST(Vit, ExampleLearnsFarAboveChance) {
-  std::ifstream in(sourceDir() + "/examples/tiny_vit.ipu");
-  ASSERT_TRUE(in);
-  std::stringstream text;
-  text << in.rdbuf();
-  const ir::ExecutionPlan plan = planOf(text.str());
+  const ir::ExecutionPlan plan = planOfExample("tiny_vit.ipu");
   ASSERT_EQ(plan.runs.size(), 1u);
   emu::Options o;
   o.hostThreads = 2;

@@ -14,8 +14,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <fstream>
-#include <sstream>
 
 #include "runtime/emulator/emulator.h"
 #include "runtime/emulator/error.h"
@@ -339,11 +337,7 @@ TEST(Phased, TheRunReportsTheStreamedBytesBesideThePlans) {
 // examples/tiny_gpt.ipu (4 phases per IPU, RTS of the weights and the state,
 // a pipeline, 2 replicas) learns the corpus well above its majority baseline.
 TEST(Phased, TheTinyGptExampleLearns) {
-  std::ifstream in(sourceDir() + "/examples/tiny_gpt.ipu");
-  ASSERT_TRUE(in);
-  std::stringstream text;
-  text << in.rdbuf();
-  const ir::ExecutionPlan plan = planOf(text.str());
+  const ir::ExecutionPlan plan = planOfExample("tiny_gpt.ipu");
   ASSERT_EQ(plan.runs.size(), 1u);
   const ir::PhasePlan& ph = plan.runs[0].phases.at(0);
   ASSERT_EQ(ph.mapping.phases, 4);
