@@ -444,13 +444,21 @@ int main(int argc, char** argv) {
   // host runs (fp16_product.h), on one thread, against Eigen's fp32 product
   // of the same shape; measured in turns, the best of 5 rounds each.
   std::printf("\nfp16 partials product kernels, stochastic rounding, 1 thread: time per product / Eigen fp32's\n");
+  // The three products of a layer's training step: forward (x W), data
+  // gradient (dy W^T: op(B) transposed) and weight gradient (x^T dy: op(A)
+  // transposed); each operand is stored as the trainer stores it.
   struct Shape {
     int rows, depth, cols;
+    bool ta, tb;
     const char* what;
   };
   ipu::emu::Stream rng(3);
-  for (const Shape& z : {Shape{512, 256, 1024, "feed-forward"}, Shape{512, 2048, 512, "deep"}, Shape{32, 64, 32, "attention"}}) {
-    ipu::emu::Mat a(z.rows, z.depth), b(z.depth, z.cols), c(z.rows, z.cols);
+  for (const Shape& z : {Shape{512, 256, 1024, false, false, "feed-forward"}, Shape{512, 1024, 256, false, true, "its data gradient"},
+                         Shape{256, 512, 1024, true, false, "its weight gradient"}, Shape{512, 2048, 512, false, false, "deep"},
+                         Shape{32, 64, 32, false, false, "attention"}}) {
+    ipu::emu::Mat a = z.ta ? ipu::emu::Mat(z.depth, z.rows) : ipu::emu::Mat(z.rows, z.depth);
+    ipu::emu::Mat b = z.tb ? ipu::emu::Mat(z.cols, z.depth) : ipu::emu::Mat(z.depth, z.cols);
+    ipu::emu::Mat c(z.rows, z.cols);
     for (Eigen::Index i = 0; i < a.size(); ++i) a.data()[i] = ipu::emu::fp16::roundNearest(static_cast<float>(rng.normal()));
     for (Eigen::Index i = 0; i < b.size(); ++i) b.data()[i] = ipu::emu::fp16::roundNearest(static_cast<float>(0.05 * rng.normal()));
     using ipu::emu::fp16::Kernel;
@@ -458,19 +466,24 @@ int main(int argc, char** argv) {
     for (auto k : {std::make_pair("AVX-512", Kernel::Avx512), std::make_pair("AVX2", Kernel::Avx2), std::make_pair("portable", Kernel::Portable)})
       if (ipu::emu::fp16::kernelSupported(k.second)) kernels.push_back(k);
     const int reps = std::max(1, static_cast<int>(2e8 / (2.0 * z.rows * z.depth * z.cols)));
+    const ipu::emu::fp16::Operand opA = z.ta ? ipu::emu::fp16::Operand{a.data(), 1, a.cols()} : ipu::emu::fp16::Operand{a.data(), a.cols(), 1};
+    const ipu::emu::fp16::Operand opB = z.tb ? ipu::emu::fp16::Operand{b.data(), 1, b.cols()} : ipu::emu::fp16::Operand{b.data(), b.cols(), 1};
     // The best of 5 rounds (each kernel's fastest time): on a shared host a
     // round that another process disturbs does not count.
     std::vector<double> seconds(kernels.size() + 1, 1e30);
     for (int round = 0; round < 5; ++round) {
       auto start = Clock::now();
-      for (int r = 0; r < reps; ++r) c.noalias() = a * b;
+      for (int r = 0; r < reps; ++r) {
+        if (z.ta) c.noalias() = a.transpose() * b;
+        else if (z.tb) c.noalias() = a * b.transpose();
+        else c.noalias() = a * b;
+      }
       seconds[0] = std::min(seconds[0], std::chrono::duration<double>(Clock::now() - start).count());
       for (std::size_t k = 0; k < kernels.size(); ++k) {
         start = Clock::now();
         for (int r = 0; r < reps; ++r) {
-          ipu::emu::fp16::PartialsProduct product(ipu::emu::fp16::Operand{b.data(), b.cols(), 1}, z.depth, z.cols, true,
-                                                 static_cast<std::uint64_t>(r), kernels[k].second);
-          product.rows(ipu::emu::fp16::Operand{a.data(), a.cols(), 1}, 0, z.rows, c.data());
+          ipu::emu::fp16::PartialsProduct product(opB, z.depth, z.cols, true, static_cast<std::uint64_t>(r), kernels[k].second);
+          product.rows(opA, 0, z.rows, c.data());
         }
         seconds[k + 1] = std::min(seconds[k + 1], std::chrono::duration<double>(Clock::now() - start).count());
       }

@@ -153,9 +153,10 @@ constexpr int kTileRows512 = 8;   // rows of op(A) per AVX-512 tile (8 x 32 bloc
 // One AVX-512 tile, kTileRows512 rows by a panel's kPanel columns, the whole
 // reduction. The block sums stay in registers (16 of them); the
 // accumulators, touched once per block, in the first-level cache. op(A) is
-// read in place: kTransposed when its rows are its storage's columns (step 1
-// along the rows, so a row index is an immediate offset), else along the
-// rows of its storage (step 1 along the reduction). Returns false, having
+// read with step 1 along the rows when kTransposed (a row index is an
+// immediate offset: the tile's rows as tiles() packs a transposed op(A)),
+// else along the rows of its storage in place (step 1 along the
+// reduction). Returns false, having
 // written nothing, when a stochastic rounding met a value above 65504
 // (overflow, infinity, NaN): the caller computes that tile element by
 // element. Without kChecked the caller has shown that no value exceeds
@@ -401,53 +402,73 @@ PartialsProduct::~PartialsProduct() {
   if (tSpare.size() < kSpareBuffers) tSpare.push_back(std::move(packed_));
 }
 
-PartialsProduct::PartialsProduct(Operand b, Index depth, Index cols, bool stochastic, std::uint64_t key, Kernel kernel)
-    : b_(b), depth_(std::max<Index>(depth, 0)), cols_(std::max<Index>(cols, 0)), stochastic_(stochastic),
-      kernel_(resolve(kernel)) {
-  // op(B) packed as panels of kPanel columns, read along its contiguous
-  // dimension.
-  const Index panels = (cols_ + kPanel - 1) / kPanel;
-  packed_ = packedBuffer(static_cast<std::size_t>(panels * depth_ * kPanel));   // every element written below
-  for (Index p = 0; p < panels; ++p) {
-    float* out = packed_.data() + p * depth_ * kPanel;
-    const Index col0 = p * kPanel;
-    const Index width = std::min<Index>(kPanel, cols_ - col0);
-    if (b.colStride == 1 && width == kPanel) {
-      for (Index k = 0; k < depth_; ++k) {
-        const float* in = b.data + k * b.rowStride + col0;
-        for (Index l = 0; l < kPanel; ++l) out[k * kPanel + l] = in[l];   // a fixed-length copy, vectorised
-      }
-    } else if (b.colStride == 1) {
-      for (Index k = 0; k < depth_; ++k)
-        for (Index l = 0; l < kPanel; ++l) out[k * kPanel + l] = l < width ? b.data[k * b.rowStride + col0 + l] : 0.0f;
-    } else {
-      Index done = 0;   // reduction indices packed by 8 x 8 transpositions
+// Panel p of op(B): its kPanel columns (zero past the last), read along op(B)'s
+// contiguous dimension.
+void PartialsProduct::packPanel(Index p) {
+  float* out = packed_.data() + p * depth_ * kPanel;
+  const Index col0 = p * kPanel;
+  const Index width = std::min<Index>(kPanel, cols_ - col0);
+  if (b_.colStride == 1 && width == kPanel) {
+    for (Index k = 0; k < depth_; ++k) {
+      const float* in = b_.data + k * b_.rowStride + col0;
+      for (Index l = 0; l < kPanel; ++l) out[k * kPanel + l] = in[l];   // a fixed-length copy, vectorised
+    }
+  } else if (b_.colStride == 1) {
+    for (Index k = 0; k < depth_; ++k)
+      for (Index l = 0; l < kPanel; ++l) out[k * kPanel + l] = l < width ? b_.data[k * b_.rowStride + col0 + l] : 0.0f;
+  } else {
+    Index done = 0;   // reduction indices packed by 8 x 8 transpositions
 #if IPU_X86_KERNELS
-      if (b.rowStride == 1 && width == kPanel && hostVectorIsa() != VectorIsa::None) {
-        done = depth_ / 8 * 8;
-        for (Index k0 = 0; k0 < done; k0 += 8)
-          for (Index l0 = 0; l0 < kPanel; l0 += 8)
-            transpose8x8(b.data + (col0 + l0) * b.colStride + k0, b.colStride, out + k0 * kPanel + l0);
-      }
+    if (b_.rowStride == 1 && width == kPanel && hostVectorIsa() != VectorIsa::None) {
+      done = depth_ / 8 * 8;
+      for (Index k0 = 0; k0 < done; k0 += 8)
+        for (Index l0 = 0; l0 < kPanel; l0 += 8)
+          transpose8x8(b_.data + (col0 + l0) * b_.colStride + k0, b_.colStride, out + k0 * kPanel + l0);
+    }
 #endif
-      // Read along op(B)'s columns (contiguous), in stretches of the
-      // reduction short enough that the panel rows written stay in cache.
-      constexpr Index kStretch = 64;
-      for (Index k0 = done; k0 < depth_; k0 += kStretch) {
-        const Index k1 = std::min(depth_, k0 + kStretch);
-        for (Index l = 0; l < kPanel; ++l) {
-          if (l >= width) {
-            for (Index k = k0; k < k1; ++k) out[k * kPanel + l] = 0.0f;
-            continue;
-          }
-          const float* in = b.data + (col0 + l) * b.colStride;
-          for (Index k = k0; k < k1; ++k) out[k * kPanel + l] = in[k * b.rowStride];
+    // Read along op(B)'s columns (contiguous), in stretches of the
+    // reduction short enough that the panel rows written stay in cache.
+    constexpr Index kStretch = 64;
+    for (Index k0 = done; k0 < depth_; k0 += kStretch) {
+      const Index k1 = std::min(depth_, k0 + kStretch);
+      for (Index l = 0; l < kPanel; ++l) {
+        if (l >= width) {
+          for (Index k = k0; k < k1; ++k) out[k * kPanel + l] = 0.0f;
+          continue;
         }
+        const float* in = b_.data + (col0 + l) * b_.colStride;
+        for (Index k = k0; k < k1; ++k) out[k * kPanel + l] = in[k * b_.rowStride];
       }
     }
   }
+}
+
+PartialsProduct::PartialsProduct(Operand b, Index depth, Index cols, bool stochastic, std::uint64_t key, Kernel kernel,
+                                 const ParallelFor& parallel)
+    : b_(b), depth_(std::max<Index>(depth, 0)), cols_(std::max<Index>(cols, 0)), stochastic_(stochastic),
+      kernel_(resolve(kernel)) {
+  // op(B) packed as panels of kPanel columns (packPanel), a few panels per
+  // task; a small product's are not worth handing out.
+  const Index panels = (cols_ + kPanel - 1) / kPanel;
+  packed_ = packedBuffer(static_cast<std::size_t>(panels * depth_ * kPanel));   // every element written by packPanel
+  constexpr Index kPackTasks = 8;
+  const Index perTask = std::max<Index>(1, (panels + kPackTasks - 1) / kPackTasks);
+  const auto tasks = static_cast<std::size_t>((panels + perTask - 1) / perTask);
+  std::vector<std::uint32_t> taskMaxB(tasks, 0);   // the largest |op(B)|'s bits of each task's panels, for bounded()
+  auto pack = [&](std::size_t t) {
+    const Index p0 = static_cast<Index>(t) * perTask, p1 = std::min(panels, p0 + perTask);
+    for (Index p = p0; p < p1; ++p) packPanel(p);
+    if (!stochastic_) return;
+    std::uint32_t largest = 0;
+    for (auto v = packed_.begin() + p0 * depth_ * kPanel; v != packed_.begin() + p1 * depth_ * kPanel; ++v)
+      largest = std::max(largest, bitsOf(*v) & ~kSign);
+    taskMaxB[t] = largest;
+  };
+  if (parallel && tasks > 1 && depth_ * cols_ >= 64 * 1024) parallel(tasks, pack);
+  else
+    for (std::size_t t = 0; t < tasks; ++t) pack(t);
   if (!stochastic_) return;
-  for (float v : packed_) maxB_ = std::max(maxB_, bitsOf(v) & ~kSign);   // for bounded()
+  for (std::uint32_t m : taskMaxB) maxB_ = std::max(maxB_, m);
   const Index blocks = (depth_ + kDepth - 1) / kDepth;
   const auto nb = static_cast<std::size_t>(blocks);
   keys_.resize(nb);
@@ -523,11 +544,19 @@ void PartialsProduct::portableTile(Operand a, Index r0, Index nr, Index p, float
 template <int kRows, int kCols, typename Tile>
 void PartialsProduct::tiles(Operand a, Index r0, Index nr, float* c, Tile tile) const {
   const Index panels = (cols_ + kPanel - 1) / kPanel;
+  // A transposed op(A) (its rows are its storage's columns) is copied, a
+  // chunk at a time, into the order the tiles read it: tile t's element
+  // (r, k) at t * kRows * depth + k * kRows + r, rows past the end zero. Read
+  // in place, each of a tile's reduction steps would touch a fresh cache
+  // line at the storage's row stride, half of which the tile uses (a weight
+  // gradient's product took twice Eigen's time that way).
+  const bool packA = a.rowStride == 1 && a.colStride != 1;
+  thread_local std::vector<float> tPackedA;
   // A last tile of fewer than kRows rows reads a copy of them, padded with
   // zero rows, since reading the matrix in place would pass its end.
   const Index full = nr / kRows * kRows;
   std::unique_ptr<float[]> edge;
-  if (full < nr) {
+  if (full < nr && !packA) {
     edge.reset(new float[static_cast<std::size_t>(kRows * depth_)]);
     for (int r = 0; r < kRows; ++r)
       for (Index k = 0; k < depth_; ++k)
@@ -538,6 +567,19 @@ void PartialsProduct::tiles(Operand a, Index r0, Index nr, float* c, Tile tile) 
     // Looking at the chunk's rows of op(A) also brings them into the cache
     // for the tiles.
     const bool checked = stochastic_ && !bounded(a, q0, qn);
+    if (packA) {
+      const Index chunkTiles = (qn + kRows - 1) / kRows;
+      tPackedA.resize(static_cast<std::size_t>(chunkTiles * kRows * depth_));
+      for (Index k = 0; k < depth_; ++k) {
+        const float* in = a.data + q0 + k * a.colStride;
+        for (Index t = 0; t < chunkTiles; ++t) {
+          float* out = tPackedA.data() + (t * depth_ + k) * kRows;
+          const Index live = std::min<Index>(kRows, qn - t * kRows);
+          std::copy_n(in + t * kRows, live, out);
+          std::fill(out + live, out + kRows, 0.0f);
+        }
+      }
+    }
     // Panels outside the row tiles: a panel of op(B) stays in cache while the
     // chunk's row tiles pass over it.
     for (Index p = 0; p < panels; ++p)
@@ -550,13 +592,19 @@ void PartialsProduct::tiles(Operand a, Index r0, Index nr, float* c, Tile tile) 
         for (Index i0 = q0; i0 < q0 + qn; i0 += kRows) {
           const int rows = static_cast<int>(std::min<Index>(kRows, q0 + qn - i0));
           const bool inPlace = rows == kRows;
-          o.a = inPlace ? a.data + i0 * a.rowStride : edge.get();
-          o.rowStride = inPlace ? a.rowStride : depth_;
-          o.step = inPlace ? a.colStride : 1;
+          if (packA) {
+            o.a = tPackedA.data() + (i0 - q0) * depth_;
+            o.rowStride = 1;
+            o.step = kRows;
+          } else {
+            o.a = inPlace ? a.data + i0 * a.rowStride : edge.get();
+            o.rowStride = inPlace ? a.rowStride : depth_;
+            o.step = inPlace ? a.colStride : 1;
+          }
           std::uint32_t position[kRows];
           for (int r = 0; r < kRows; ++r) position[r] = static_cast<std::uint32_t>((i0 + r) * cols_ + col0);
           const TileStreams st{mul_.data(), add_.data(), lanes_.data(), position, static_cast<std::uint32_t>(cols_)};
-          if (!tile(o, inPlace && a.rowStride == 1, checked, st, c + i0 * cols_ + col0, rows)) portableTile(a, i0, rows, p, c);
+          if (!tile(o, packA || (inPlace && a.rowStride == 1), checked, st, c + i0 * cols_ + col0, rows)) portableTile(a, i0, rows, p, c);
         }
       }
   }

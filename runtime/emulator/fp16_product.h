@@ -20,6 +20,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace ipu::emu::fp16 {
@@ -55,8 +56,13 @@ bool kernelSupported(Kernel kernel);
 // shared by the row blocks that the host threads compute.
 class PartialsProduct {
  public:
+  // Runs tasks 0 .. n-1, in any order and at once if it likes (the host
+  // threads): packing op(B) is a pass over it, which one thread alone would
+  // do while the others wait.
+  using ParallelFor = std::function<void(std::size_t n, const std::function<void(std::size_t)>& task)>;
+
   PartialsProduct(Operand b, std::ptrdiff_t depth, std::ptrdiff_t cols, bool stochastic, std::uint64_t key,
-                  Kernel kernel = Kernel::Best);
+                  Kernel kernel = Kernel::Best, const ParallelFor& parallel = nullptr);
   ~PartialsProduct();
   PartialsProduct(const PartialsProduct&) = delete;
   PartialsProduct& operator=(const PartialsProduct&) = delete;
@@ -70,6 +76,7 @@ class PartialsProduct {
   void avx512Rows(Operand a, std::ptrdiff_t r0, std::ptrdiff_t nr, float* c) const;
   void avx2Rows(Operand a, std::ptrdiff_t r0, std::ptrdiff_t nr, float* c) const;
   bool bounded(Operand a, std::ptrdiff_t r0, std::ptrdiff_t nr) const;
+  void packPanel(std::ptrdiff_t p);
   template <int kRows, int kCols, typename Tile>
   void tiles(Operand a, std::ptrdiff_t r0, std::ptrdiff_t nr, float* c, Tile tile) const;
   void portableTile(Operand a, std::ptrdiff_t r0, std::ptrdiff_t nr, std::ptrdiff_t panel, float* c) const;

@@ -97,7 +97,8 @@ Mat Numerics::product(const Mat& a, bool ta, const Mat& b, bool tb) {
   std::optional<fp16::PartialsProduct> partialsProduct;
   if (partials) {
     const fp16::Operand opB = tb ? fp16::Operand{b.data(), 1, b.cols()} : fp16::Operand{b.data(), b.cols(), 1};
-    partialsProduct.emplace(opB, k, cols, sr, key);
+    partialsProduct.emplace(opB, k, cols, sr, key, fp16::Kernel::Best,
+                            [this](std::size_t n, const std::function<void(std::size_t)>& task) { parallelFor(n, task); });
   }
   auto block = [&](std::size_t bi) {
     const Eigen::Index r0 = static_cast<Eigen::Index>(bi) * per;

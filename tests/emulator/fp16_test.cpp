@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -417,7 +418,14 @@ TEST(Fp16, PartialsProductKernelsAgree) {
     double scale;
   };
   const Shape shapes[] = {{1, 1, 1, 1.0},   {37, 70, 45, 1.0}, {13, 33, 20, 0.5}, {21, 16, 40, 300.0},
-                          {9, 40, 33, 2e-3}, {7, 20, 19, 1e-4}, {66, 47, 64, 2.0}, {200, 48, 96, 3e-3}};
+                          {9, 40, 33, 2e-3}, {7, 20, 19, 1e-4}, {66, 47, 64, 2.0}, {200, 48, 96, 3e-3},
+                          {70, 300, 260, 1.0}};   // large enough that op(B) is packed by tasks
+  // Packing tasks run in reverse order, as host threads may run them.
+  int packTasks = 0;
+  const fp16::PartialsProduct::ParallelFor reversed = [&](std::size_t n, const std::function<void(std::size_t)>& task) {
+    packTasks += static_cast<int>(n);
+    for (std::size_t t = n; t-- > 0;) task(t);
+  };
   const fp16::Kernel kernels[] = {fp16::Kernel::Avx512, fp16::Kernel::Avx2, fp16::Kernel::Portable};
   int tested = 0;
   for (fp16::Kernel kernel : kernels) {
@@ -444,7 +452,7 @@ TEST(Fp16, PartialsProductKernelsAgree) {
           for (bool transposeB : {false, true}) {
             const fp16::Operand opA = transposeA ? fp16::Operand{at.data(), 1, at.cols()} : fp16::Operand{a.data(), a.cols(), 1};
             const fp16::Operand opB = transposeB ? fp16::Operand{bt.data(), 1, bt.cols()} : fp16::Operand{b.data(), b.cols(), 1};
-            fp16::PartialsProduct product(opB, z.depth, z.cols, stochastic, key, kernel);
+            fp16::PartialsProduct product(opB, z.depth, z.cols, stochastic, key, kernel, reversed);
             Mat got(z.rows, z.cols);
             // Two row ranges, the first not a multiple of any tile's rows.
             const Eigen::Index first = std::min<Eigen::Index>(z.rows, 11);
@@ -455,6 +463,7 @@ TEST(Fp16, PartialsProductKernelsAgree) {
       }
   }
   EXPECT_GE(tested, 1);
+  EXPECT_GT(packTasks, 0);
 }
 
 // Stochastic rounding in the product is unbiased: every element of this
