@@ -351,7 +351,7 @@ struct Schemas {
         opt("masked_tokens", whole(true, Dim::none(), kMaxBatch), Value(), "masked tokens per sequence (MLM)", "unset"),
         opt("image_size", whole(true, Dim::none(), kMaxBatch), Value(), "image side in pixels (vision models)", "unset"),
         opt("label_smoothing", simple(TypeKind::Fraction), Value::num(0),
-            "classifier loss target: 1 - e on the label plus e / classes on every class (image classifiers)"),
+            "classifier loss target: 1 - e on the label plus e / classes on every class (losses that classify samples)"),
         opt("micro_batch", whole(true, Dim::none(), kMaxBatch), Value(), "samples per replica per pipeline step", "derived"),
         opt("gradient_accumulation", whole(true, Dim::none(), kMaxBatch), Value(), "micro batches accumulated per optimizer step", "derived"),
         opt("global_batch", whole(true, Dim::none(), kMaxBatch), Value(), "samples per optimizer step: micro_batch x gradient_accumulation x replicas",

@@ -10,6 +10,8 @@
 #include <limits>
 #include <optional>
 
+#include "runtime/emulator/kernel_ops.h"
+
 namespace ipu::emu {
 
 int convOutSize(int size, int k, int stride, int pad) { return (size + 2 * pad - k) / stride + 1; }
@@ -471,8 +473,7 @@ class ResidualKernel : public Kernel {
 // ------------------------------------------------------- pooled classifier
 
 // Global average pool, a fully connected layer, and softmax cross-entropy
-// with label smoothing (MicroBatch::labelSmoothing): the target puts 1 - e on
-// the label and e / classes on every class, as PyTorch's cross_entropy.
+// with the phase's label smoothing (crossEntropy, MicroBatch::labelSmoothing).
 class PooledFcKernel : public Kernel {
  public:
   PooledFcKernel(int inputs, int classes, int size) : c_(inputs), k_(classes), s_(size) {}
@@ -480,27 +481,6 @@ class PooledFcKernel : public Kernel {
   std::vector<ParamSpec> params() const override {
     return {{"fc.w", c_, k_, ParamClass::Weight, ShardAxis::None, kFcInitStd, 0, ""},
             {"fc.b", 1, k_, ParamClass::Bias, ShardAxis::None, 0, 0, ""}};
-  }
-  // The loss summed over the micro batch, and the gradient of the logits times `scale`.
-  double loss(const Mat& logits, const MicroBatch& mb, double* correct, Mat* grad, float scale) const {
-    const double e = mb.labelSmoothing;
-    double total = 0, right = 0;
-    if (grad != nullptr) grad->resize(logits.rows(), logits.cols());
-    for (Eigen::Index i = 0; i < logits.rows(); ++i) {
-      Eigen::Index arg = 0;
-      const float mx = logits.row(i).maxCoeff(&arg);
-      const double lse = mx + std::log(static_cast<double>((logits.row(i).array() - mx).exp().sum()));
-      const int label = mb.classLabel[static_cast<std::size_t>(i)];
-      const double mean = static_cast<double>(logits.row(i).sum()) / static_cast<double>(k_);
-      total += lse - (1 - e) * logits(i, label) - e * mean;
-      if (arg == label) right += 1;
-      if (grad != nullptr) {
-        for (Eigen::Index j = 0; j < logits.cols(); ++j)
-          (*grad)(i, j) = static_cast<float>((std::exp(logits(i, j) - lse) - e / k_ - (j == label ? 1 - e : 0.0)) * scale);
-      }
-    }
-    if (correct != nullptr) *correct = right;
-    return total;
   }
   // Saved: 0 pooled features, 1 logits.
   void forward(const Mat& x, const MicroBatch& mb, const ShardParams& p, Numerics& nx, Saved& saved, Mat& y,
@@ -519,7 +499,7 @@ class PooledFcKernel : public Kernel {
     y.resize(0, 0);
     if (head != nullptr) {
       double correct = 0;
-      head->loss = loss(m[1], mb, &correct, nullptr, 1.0f) / mb.classCount;
+      head->loss = crossEntropy(m[1], mb.classLabel, &correct, nullptr, 1.0f, mb.labelSmoothing) / mb.classCount;
       head->sums["class_correct"] = correct;
       head->sums["class_count"] = static_cast<double>(mb.classLabel.size());
     }
@@ -531,7 +511,7 @@ class PooledFcKernel : public Kernel {
     auto& g = grads[0];
     g.assign(2, Mat());
     Mat dlogits;
-    loss(m[1], mb, nullptr, &dlogits, static_cast<float>(lossScale / mb.classCount));
+    crossEntropy(m[1], mb.classLabel, nullptr, &dlogits, static_cast<float>(lossScale / mb.classCount), mb.labelSmoothing);
     nx.round(dlogits);
     g[0] = nx.mmTN(m[0], dlogits);
     g[1] = dlogits.colwise().sum();
@@ -549,24 +529,9 @@ class PooledFcKernel : public Kernel {
 };
 
 // ------------------------------------------------------------ attributes
-
-double number(const ir::Layer& l, const std::string& key, double fallback = -1) {
-  for (const auto& a : l.attributes)
-    if (a.name == key) return a.text.empty() ? a.number : fallback;
-  return fallback;
-}
-
-std::string text(const ir::Layer& l, const std::string& key, const std::string& fallback) {
-  for (const auto& a : l.attributes)
-    if (a.name == key && !a.text.empty()) return a.text;
-  return fallback;
-}
+// (number, text and layerError: kernel_ops.h)
 
 bool whole(double v) { return v >= 1 && v <= 1e7 && v == std::floor(v); }
-
-Error layerError(const ir::Layer& l, const std::string& message, const std::string& help) {
-  return Error{code::kUnsupportedLayer, "layer `" + l.name + "`: " + message, help, l.source};
-}
 
 const char* const* keysOf(ir::LayerOp op, std::size_t& n) {
   static const char* const stem[] = {"channels", "out", "size"};

@@ -121,12 +121,13 @@ Mat scatterRows(const Mat& part, const std::vector<int>& rows, Eigen::Index n) {
   return out;
 }
 
-// Softmax cross-entropy over rows. Returns the summed loss (fp32 math) and
-// writes the correct-prediction count; `grad` (if given) receives
-// (softmax - onehot) * scale.
-double crossEntropy(const Mat& logits, const std::vector<int>& labels, double* correct, Mat* grad, float scale) {
+// The smoothed loss is lse - (1 - e) z_label - e mean(z): the target's
+// weights sum to 1, so its log-sum-exp term is lse once.
+double crossEntropy(const Mat& logits, const std::vector<int>& labels, double* correct, Mat* grad, float scale, double smoothing) {
   double loss = 0;
   double right = 0;
+  const double e = smoothing;
+  const auto classes = static_cast<double>(logits.cols());
   if (grad != nullptr) grad->resize(logits.rows(), logits.cols());
   for (Eigen::Index i = 0; i < logits.rows(); ++i) {
     Eigen::Index arg = 0;
@@ -134,11 +135,21 @@ double crossEntropy(const Mat& logits, const std::vector<int>& labels, double* c
     const float sum = (logits.row(i).array() - mx).exp().sum();
     const float lse = mx + std::log(sum);
     const int label = labels[static_cast<std::size_t>(i)];
-    loss += static_cast<double>(lse - logits(i, label));
+    if (e > 0) {
+      const double mean = static_cast<double>(logits.row(i).sum()) / classes;
+      loss += static_cast<double>(lse) - (1 - e) * static_cast<double>(logits(i, label)) - e * mean;
+    } else {
+      loss += static_cast<double>(lse - logits(i, label));
+    }
     if (arg == label) right += 1;
     if (grad != nullptr) {
-      grad->row(i) = ((logits.row(i).array() - lse).exp() * scale).matrix();
-      (*grad)(i, label) -= scale;
+      if (e > 0) {
+        grad->row(i) = ((logits.row(i).array() - lse).exp() - static_cast<float>(e / classes)).matrix() * scale;
+        (*grad)(i, label) -= static_cast<float>((1 - e) * scale);
+      } else {
+        grad->row(i) = ((logits.row(i).array() - lse).exp() * scale).matrix();
+        (*grad)(i, label) -= scale;
+      }
     }
   }
   if (correct != nullptr) *correct = right;

@@ -41,8 +41,11 @@ Mat scatterRows(const Mat& part, const std::vector<int>& rows, Eigen::Index n);
 
 // Softmax cross-entropy over rows: the summed loss (fp32 math); writes the
 // count of correct argmax predictions, and `grad` (if given) receives
-// (softmax - onehot) * scale.
-double crossEntropy(const Mat& logits, const std::vector<int>& labels, double* correct, Mat* grad, float scale);
+// (softmax - target) * scale. The target is the one-hot label, or with label
+// smoothing e > 0, 1 - e on the label plus e / classes on every class
+// (PyTorch's cross_entropy(..., label_smoothing=e)); e = 0 is the plain loss.
+double crossEntropy(const Mat& logits, const std::vector<int>& labels, double* correct, Mat* grad, float scale,
+                    double smoothing = 0);
 
 // Sum the shards' partial results with a ring all-reduce over their buffers;
 // returns the reduced tensor (every shard holds the same).

@@ -422,7 +422,7 @@ class PooledClassifierKernel : public Kernel {
     y.resize(0, 0);
     if (head != nullptr) {
       double correct = 0;
-      head->loss = crossEntropy(m[1], mb.classLabel, &correct, nullptr, 1.0f) / mb.classCount;
+      head->loss = crossEntropy(m[1], mb.classLabel, &correct, nullptr, 1.0f, mb.labelSmoothing) / mb.classCount;
       head->sums["nsp_correct"] = correct;
       head->sums["nsp_count"] = static_cast<double>(mb.classLabel.size());
     }
@@ -434,7 +434,7 @@ class PooledClassifierKernel : public Kernel {
     auto& g = grads[0];
     g.assign(4, Mat());
     Mat dlogits;
-    crossEntropy(m[1], mb.classLabel, nullptr, &dlogits, static_cast<float>(lossScale / mb.classCount));
+    crossEntropy(m[1], mb.classLabel, nullptr, &dlogits, static_cast<float>(lossScale / mb.classCount), mb.labelSmoothing);
     nx.round(dlogits);
     g[3] = columnSums(dlogits, nx);
     g[2] = nx.mmTN(m[0], dlogits);
@@ -580,7 +580,7 @@ class SoftmaxLossKernel : public Kernel {
     y.resize(0, 0);
     if (head != nullptr) {
       double correct = 0;
-      head->loss = crossEntropy(gatherRows(x, mb.classifiedRow), mb.classLabel, &correct, nullptr, 1.0f) / mb.classCount;
+      head->loss = crossEntropy(gatherRows(x, mb.classifiedRow), mb.classLabel, &correct, nullptr, 1.0f, mb.labelSmoothing) / mb.classCount;
       head->sums["class_correct"] = correct;
       head->sums["class_count"] = static_cast<double>(mb.classLabel.size());
     }
@@ -589,7 +589,7 @@ class SoftmaxLossKernel : public Kernel {
                 float lossScale, Mat& dx, ShardGrads& grads) const override {
     grads[0].clear();
     Mat d;
-    crossEntropy(gatherRows(x, mb.classifiedRow), mb.classLabel, nullptr, &d, static_cast<float>(lossScale / mb.classCount));
+    crossEntropy(gatherRows(x, mb.classifiedRow), mb.classLabel, nullptr, &d, static_cast<float>(lossScale / mb.classCount), mb.labelSmoothing);
     nx.round(d);
     dx = scatterRows(d, mb.classifiedRow, x.rows());
   }

@@ -390,7 +390,7 @@ class TokenClassifierKernel : public Kernel {
     y.resize(0, 0);
     if (head != nullptr) {
       double correct = 0;
-      head->loss = crossEntropy(m[3], mb.classLabel, &correct, nullptr, 1.0f) / mb.classCount;
+      head->loss = crossEntropy(m[3], mb.classLabel, &correct, nullptr, 1.0f, mb.labelSmoothing) / mb.classCount;
       head->sums["class_correct"] = correct;
       head->sums["class_count"] = static_cast<double>(mb.classLabel.size());
     }
@@ -402,7 +402,7 @@ class TokenClassifierKernel : public Kernel {
     auto& g = grads[0];
     g.assign(4, Mat());
     Mat dlogits;
-    crossEntropy(m[3], mb.classLabel, nullptr, &dlogits, static_cast<float>(lossScale / mb.classCount));
+    crossEntropy(m[3], mb.classLabel, nullptr, &dlogits, static_cast<float>(lossScale / mb.classCount), mb.labelSmoothing);
     nx.round(dlogits);
     g[3] = columnSums(dlogits, nx);
     g[2] = nx.mmTN(m[0], dlogits);

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <cstring>
 #include <exception>
 #include <mutex>
 #include <new>
@@ -1115,11 +1116,27 @@ std::vector<double> PhaseTrainer::Impl::parameters() const {
   return out;
 }
 
+namespace {
+
+// Whether any of n values is infinite or NaN: whether the largest magnitude's
+// bits reach an all-ones exponent. A loop the compiler vectorises, where
+// Eigen's allFinite() took 4% of an fp32 step at hidden 512.
+bool anyNonFinite(const float* x, std::size_t n) {
+  std::uint32_t largest = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint32_t b;
+    std::memcpy(&b, x + i, sizeof b);
+    largest = std::max(largest, b & 0x7FFFFFFFu);
+  }
+  return largest >= 0x7F800000u;
+}
+
+}  // namespace
+
 bool PhaseTrainer::Impl::overflowed() const {
   for (const auto& gr : groups)
     for (const auto& s : gr.slots)
-      if (!Eigen::Map<const Eigen::ArrayXf>(s.grad.data() + s.owned.begin, static_cast<Eigen::Index>(s.owned.end - s.owned.begin)).allFinite())
-        return true;
+      if (anyNonFinite(s.grad.data() + s.owned.begin, s.owned.end - s.owned.begin)) return true;
   return false;
 }
 

@@ -10,6 +10,7 @@
 
 #include "runtime/emulator/counter_rng.h"
 #include "runtime/emulator/kernel.h"
+#include "runtime/emulator/kernel_ops.h"
 
 namespace ipu::emu {
 namespace {
@@ -221,6 +222,13 @@ TEST(KernelGradients, PooledClassifier) {
   checkGradients(h, "pooled_classifier");
 }
 
+TEST(KernelGradients, PooledClassifierWithLabelSmoothing) {
+  auto h = make(layer("pooled_classifier", {{"hidden", 6}, {"classes", 2}, {"seq", 4}}), 1, 4, input(8, 6, "g"), 6);
+  h.mb = sequenceBatch(11);
+  h.mb.labelSmoothing = 0.2;
+  checkGradients(h, "pooled_classifier, label smoothing 0.2");
+}
+
 TEST(KernelGradients, LmHead) {
   auto h = make(layer("lm_head", {{"hidden", 6}, {"vocab", 11}, {"seq", 4}}, {{"tie", "embedding"}}, "embedding"), 1, 4, input(8, 6, "h"), 6);
   h.mb = sequenceBatch(11);
@@ -246,6 +254,43 @@ TEST(KernelGradients, SoftmaxLoss) {
   h.mb.classLabel = {0, 2, 1, 2};
   h.mb.classCount = 4;
   checkGradients(h, "softmax_loss");
+  h.mb.labelSmoothing = 0.3;
+  checkGradients(h, "softmax_loss, label smoothing 0.3");
+}
+
+// With label smoothing e the loss is the cross-entropy against the target
+// 1 - e on the label plus e / classes on every class, -sum_j t_j log p_j,
+// computed here from the log-probabilities in double (crossEntropy uses
+// lse - (1 - e) z_label - e mean(z)); the gradient is (p - t) times the scale.
+TEST(Kernels, CrossEntropyWithLabelSmoothingIsTheSmoothedTargetsLoss) {
+  Stream s(hashName("smoothing"));
+  const Mat logits = randomMat(5, 7, s, 3.0);
+  const std::vector<int> labels = {0, 6, 3, 3, 1};
+  for (double e : {0.0, 0.1, 0.5}) {
+    Mat grad;
+    double correct = 0;
+    const double got = crossEntropy(logits, labels, &correct, &grad, 2.0f, e);
+    double want = 0, right = 0;
+    for (Eigen::Index i = 0; i < logits.rows(); ++i) {
+      double mx = -1e30, sum = 0;
+      Eigen::Index arg = 0;
+      for (Eigen::Index j = 0; j < logits.cols(); ++j)
+        if (logits(i, j) > mx) mx = logits(i, j), arg = j;
+      for (Eigen::Index j = 0; j < logits.cols(); ++j) sum += std::exp(logits(i, j) - mx);
+      right += arg == labels[static_cast<std::size_t>(i)] ? 1 : 0;
+      for (Eigen::Index j = 0; j < logits.cols(); ++j) {
+        const double t = (j == labels[static_cast<std::size_t>(i)] ? 1 - e : 0.0) + e / static_cast<double>(logits.cols());
+        const double logP = logits(i, j) - mx - std::log(sum);
+        want -= t * logP;
+        EXPECT_NEAR(grad(i, j), 2.0 * (std::exp(logP) - t), 1e-6) << "e " << e << " (" << i << ", " << j << ")";
+      }
+    }
+    EXPECT_NEAR(got, want, 1e-5 * std::abs(want)) << "e " << e;
+    EXPECT_EQ(correct, right);
+  }
+  // Smoothing changes the loss (a test of the parameter reaching it).
+  EXPECT_GT(std::abs(crossEntropy(logits, labels, nullptr, nullptr, 1.0f, 0.1) - crossEntropy(logits, labels, nullptr, nullptr, 1.0f)),
+            1e-3);
 }
 
 // Splitting heads or intermediate units over shards changes only the order of
@@ -329,6 +374,8 @@ TEST(KernelGradients, TokenClassifier) {
   auto h = make(layer("token_classifier", {{"hidden", 6}, {"classes", 3}, {"seq", 5}}), 1, 5, input(10, 6, "r"), 3);
   h.mb = imageBatch();
   checkGradients(h, "token_classifier");
+  h.mb.labelSmoothing = 0.1;
+  checkGradients(h, "token_classifier, label smoothing 0.1");
 }
 
 // The patch embedding reads pixels where the documented layout puts them:

@@ -59,7 +59,8 @@ std::string script(const std::string& model) {
          "model tiny = vit(layers: 2, hidden: 32, heads: 4, ffn: 64, patch: 4, image: 16, classes: 10, channels: 3)\n"
          "mapping one for tiny on small_pod { }\n"
          "training t {\n mapping: one\n optimizer: adamw(weight_decay: 0.01, epsilon: 1e-6)\n seed: 11\n"
-         " phase one { dataset: images, image_size: 16, micro_batch: 4, gradient_accumulation: 2, steps: 10, lr: 0.002 }\n}\n";
+         " phase one { dataset: images, image_size: 16, micro_batch: 4, gradient_accumulation: 2, label_smoothing: 0.1, steps: 10,"
+         " lr: 0.002 }\n}\n";
 }
 
 }  // namespace
@@ -112,6 +113,7 @@ int main(int argc, char** argv) {
       step.set(p + "seq", std::to_string(mb.seq));
       step.set(p + "mlm_count", num(mb.mlmCount));
       step.set(p + "class_count", num(mb.classCount));
+      step.set(p + "label_smoothing", num(mb.labelSmoothing));
       const std::pair<const char*, const std::vector<int>*> ints[] = {
           {"tokens", &mb.tokens},         {"segments", &mb.segments},       {"positions", &mb.positions},
           {"sequence_ids", &mb.sequenceIds}, {"masked_row", &mb.maskedRow}, {"masked_label", &mb.maskedLabel},

@@ -156,7 +156,7 @@ def vit_loss(W, mb, layers=2, heads=4, patch=4, image=16, channels=3):
         x = x + F.gelu(layer_norm(x, W, f + "ln.") @ W[f + "w1"] + W[f + "b1"]) @ W[f + "w2"] + W[f + "b2"]
     first = layer_norm(x.reshape(B, S, H)[:, 0], W, "head.ln.")
     logits = first @ W["head.w"] + W["head.b"]
-    return F.cross_entropy(logits, mb["class_label"].long(), reduction="sum") / mb["class_count"]
+    return F.cross_entropy(logits, mb["class_label"].long(), label_smoothing=mb["label_smoothing"], reduction="sum") / mb["class_count"]
 
 
 def micro_batches(meta, tensors):
@@ -168,6 +168,7 @@ def micro_batches(meta, tensors):
         mb["seq"] = int(meta[p + "seq"])
         mb["mlm_count"] = float(meta[p + "mlm_count"])
         mb["class_count"] = float(meta[p + "class_count"])
+        mb["label_smoothing"] = float(meta[p + "label_smoothing"])
         out.append(mb)
     return out
 
