@@ -12,18 +12,29 @@ namespace ipu::emu {
 
 namespace {
 
-// How a product splits over the host threads: into at most kMaxBlocks row
+// How a product splits over the host threads: into at most `most` row
 // blocks of at least kMinBlockRows rows (a multiple of 16) and about
-// kTaskFlops each. A function of the shape only, so the blocks, and every
-// element's arithmetic, are the same whatever the number of threads.
+// kTaskFlops each.
+//
+// With fp16 partials the split is a function of the shape only (at most
+// kMaxBlocks blocks): the kernel packs op(B) once for all blocks, so blocks
+// cost nothing, and no element's arithmetic depends on them (tested).
+//
+// An fp32 product (Eigen) splits into one block per host thread: every call
+// packs all of op(B) again, a sixth of an fp32 step at hidden 512 with eight
+// blocks on one thread. The number of threads still changes no bit: Eigen
+// sums each element's products in chunks of a depth that depends on the
+// depth and the cache sizes only, and takes C's rows in groups of 4 whose
+// kernel depends on the group's position, which a block starting at a
+// multiple of 16 rows keeps (Eigen 3.4; the thread-count tests check it).
 constexpr double kTaskFlops = 2.0e6;       // tens of microseconds: far above a task's hand-over cost
 constexpr Eigen::Index kMaxBlocks = 8;
 constexpr Eigen::Index kMinBlockRows = 64;
 // Element-wise work (roundings) splits into chunks of this many elements.
 constexpr std::size_t kRoundGrain = 1 << 15;
 
-Eigen::Index rowsPerBlock(Eigen::Index rows, double flops) {
-  const Eigen::Index blocks = std::min<Eigen::Index>(kMaxBlocks, static_cast<Eigen::Index>(flops / kTaskFlops));
+Eigen::Index rowsPerBlock(Eigen::Index rows, double flops, Eigen::Index most) {
+  const Eigen::Index blocks = std::min<Eigen::Index>(most, static_cast<Eigen::Index>(flops / kTaskFlops));
   if (blocks <= 1 || rows < 2 * kMinBlockRows) return rows;
   Eigen::Index per = (rows + blocks - 1) / blocks;
   per = std::max(kMinBlockRows, (per + 15) / 16 * 16);
@@ -81,7 +92,7 @@ Mat Numerics::product(const Mat& a, bool ta, const Mat& b, bool tb) {
   const Eigen::Index k = ta ? a.rows() : a.cols();
   Mat c(rows, cols);
   const double flops = 2.0 * static_cast<double>(rows) * static_cast<double>(cols) * static_cast<double>(k);
-  const Eigen::Index per = rowsPerBlock(rows, flops);
+  const Eigen::Index per = rowsPerBlock(rows, flops, fp16Partials_ ? kMaxBlocks : pool_ != nullptr ? pool_->threads() : 1);
   const Eigen::Index blocks = rows == 0 ? 0 : (rows + per - 1) / per;
   // The rounding streams of the whole tensor, reserved before the blocks run.
   const bool partials = fp16Partials_;
