@@ -17,10 +17,11 @@
 //
 // Host threads: a Numerics may carry the trainer's thread pool; its matrix
 // products and roundings then split into row blocks run on every host thread
-// (nested inside the virtual IPU's task). The blocks are a function of the
-// shapes only, never of the number of threads, and a block's products and
-// random streams are those of the whole tensor, so results do not depend on
-// the threads. Kernels use `parallelFor` and `fork` for their own loops
+// (nested inside the virtual IPU's task). A block's products and random
+// streams are those of the whole tensor, so results do not depend on the
+// threads: with fp16 partials the blocks are a function of the shapes only;
+// an fp32 product takes one block per thread (numerics.cpp says why that
+// keeps every bit). Kernels use `parallelFor` and `fork` for their own loops
 // (attention heads): a fork has its own rounding stream, keyed by the loop
 // index.
 #pragma once

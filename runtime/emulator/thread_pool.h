@@ -8,8 +8,10 @@
 // product into row blocks, attention into its heads). The nested tasks go to
 // the same threads: the caller works through its own tasks while idle threads
 // help, so one IPU alone uses every thread and several IPUs running at once
-// share them without oversubscribing the host. Callers split work in a fixed
-// way (by sizes, never by the number of threads), so nesting changes no result.
+// share them without oversubscribing the host. Callers split work so that no
+// result depends on the split: by sizes, never by the number of threads,
+// except where the arithmetic is shown not to depend on the split (an fp32
+// product's row blocks, numerics.cpp). So nesting changes no result.
 #pragma once
 
 #include <atomic>
