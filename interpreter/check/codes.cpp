@@ -55,6 +55,7 @@ const std::vector<base::CodeInfo>& checkCodes() {
       {kMaskedTokens, "more masked tokens than the sequence has"},
       {kNoPhases, "a training with no phase"},
       {kNothingToRun, "a script with nothing to plan"},
+      {kLabelSmoothingUnused, "label smoothing on a model without a loss that classifies samples (warning)"},
       {kUnknownSweepPath, "a sweep parameter that names no value of the training"},
       {kSweepPathNoEffect, "a sweep parameter that every phase overrides, so it changes nothing"},
       {kBadDistribution, "a sweep parameter's values or distribution that cannot be drawn from (empty or inverted range, bad probabilities)"},

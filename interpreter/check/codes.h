@@ -59,6 +59,7 @@ inline constexpr const char* kDuplicateRun = "IPU1212";
 inline constexpr const char* kMaskedTokens = "IPU1213";
 inline constexpr const char* kNoPhases = "IPU1215";
 inline constexpr const char* kNothingToRun = "IPU1216";
+inline constexpr const char* kLabelSmoothingUnused = "IPU1217";
 
 inline constexpr const char* kUnknownSweepPath = "IPU1301";
 inline constexpr const char* kSweepPathNoEffect = "IPU1302";
