@@ -417,7 +417,7 @@ int main(int argc, char** argv) {
   }
 
   if (wanted("fp16")) {
-  std::printf("\ncost of emulating fp16 (1 IPU, 2 layers, micro batch 16, %d host threads): time per step / fp32's\n"
+  std::printf("\ncost of emulating fp16 (1 IPU, micro batch 16, %d host threads): time per step / fp32's\n"
               "(the four configurations of a size measured in turns, a step each)\n", cores);
   {
     const std::string mixed = "compute: fp16\n weights: fp16\n master_weights: fp32\n partials: fp32\n accumulators: fp32\n loss_scale: 1024";
@@ -426,16 +426,18 @@ int main(int argc, char** argv) {
     std::printf("  A: fp16 compute and weights, fp32 partials and master weights, loss scale 1024 (round to nearest)\n"
                 "  B: fp16 compute, weights and accumulators, fp32 partials, stochastic rounding, loss scale 256\n"
                 "  C: as B with fp16 partials (a rounding per 16-deep block of every matrix product)\n");
-    std::printf("  hidden   fp32 samples/s      A samples/s (time)      B samples/s (time)      C samples/s (time)\n");
-    for (int hidden : {64, 128, 256, 512}) {
-      const Size z{hidden, 2};
-      const auto rates = interleavedSamplesPerSecond({planOf(script(z, "", fp32, 16, 1)), planOf(script(z, "", mixed, 16, 1)),
-                                                      planOf(script(z, "", srOnly, 16, 1)), planOf(script(z, "", sr, 16, 1))},
-                                                     cores);
-      const double f32 = rates[0], a = rates[1], b = rates[2], c = rates[3];
-      std::printf("  %6d %16.1f %14.1f (%.2fx) %15.1f (%.2fx) %15.1f (%.2fx)\n", hidden, f32, a, f32 / a, b, f32 / b, c, f32 / c);
-      std::fflush(stdout);
-    }
+    std::printf("  hidden layers   fp32 samples/s      A samples/s (time)      B samples/s (time)      C samples/s (time)\n");
+    for (int hidden : {64, 128, 256, 512})
+      for (int layers : {2, 8}) {
+        const Size z{hidden, layers};
+        const auto rates = interleavedSamplesPerSecond({planOf(script(z, "", fp32, 16, 1)), planOf(script(z, "", mixed, 16, 1)),
+                                                        planOf(script(z, "", srOnly, 16, 1)), planOf(script(z, "", sr, 16, 1))},
+                                                       cores);
+        const double f32 = rates[0], a = rates[1], b = rates[2], c = rates[3];
+        std::printf("  %6d %6d %16.1f %14.1f (%.2fx) %15.1f (%.2fx) %15.1f (%.2fx)\n", hidden, layers, f32, a, f32 / a, b, f32 / b, c,
+                    f32 / c);
+        std::fflush(stdout);
+      }
   }
   }
 
