@@ -1054,10 +1054,13 @@ void PhaseTrainer::Impl::reduceGradients() {
   // their accumulators).
   pool->run(static_cast<std::size_t>(R), [&](std::size_t r) {
     std::map<Key2, std::vector<std::pair<int, Mat*>>> uses;
+    std::map<Key2, int> copies;   // slots holding the parameter (tied weights: one per IPU)
     for (int g = 0; g < P; ++g)
-      for (auto& s : group(static_cast<int>(r), g).slots)
+      for (auto& s : group(static_cast<int>(r), g).slots) {
+        ++copies[{s.param, s.shard}];
         for (auto& u : s.uses)
           if (u.written) uses[{s.param, s.shard}].push_back({u.layer, &u.acc});
+      }
     for (int g = 0; g < P; ++g) {
       Group& gr = group(static_cast<int>(r), g);
       for (auto& s : gr.slots) {
@@ -1067,7 +1070,11 @@ void PhaseTrainer::Impl::reduceGradients() {
           s.grad = Mat::Zero(s.rows, s.cols);
           continue;
         }
-        s.grad = *list[0].second;
+        // The only copy takes the first accumulator's buffer (the next
+        // step's first accumulation replaces it: accumulate()); tied copies
+        // each read it.
+        if (copies[{s.param, s.shard}] == 1) s.grad = std::move(*list[0].second);
+        else s.grad = *list[0].second;
         for (std::size_t i = 1; i < list.size(); ++i) {
           s.grad += *list[i].second;
           if (fp16Acc) roundToHalf(s.grad.data(), static_cast<std::size_t>(s.grad.size()), false, 0);
