@@ -267,6 +267,10 @@ struct PhaseTrainer::Impl {
   // trunk after the layer on entry and before it on return. `saved`: what its
   // forward pass kept, or null to recompute it from `x`.
   void backwardLayer(Group& g, int layer, int micro, const Mat& x, Saved* saved, Mat& d);
+  // One layer's forward pass for one micro batch in training: its output in
+  // `y` (a head's loss and sums go to the micro batch's results instead),
+  // what its backward pass needs in `saved`.
+  void forwardLayer(Group& g, int layer, int micro, const Mat& x, Saved& saved, Mat& y);
   void runCycle(const std::vector<ir::Work>& work);
   void deliver();
   // Phased execution: one step's segment runs, and what they hold and move.
@@ -605,8 +609,6 @@ void PhaseTrainer::Impl::accumulate(Group& g, int layer, ShardGrads& grads, int 
 
 void PhaseTrainer::Impl::forwardStage(Group& g, int stage, int micro) {
   const auto& layers = stageLayers[static_cast<std::size_t>(stage)];
-  const int slot = g.replica * GA + micro;
-  const MicroBatch& mb = batches[static_cast<std::size_t>(slot)];
   StashEntry e;
   Mat in;
   if (stage > 0) {
@@ -625,14 +627,8 @@ void PhaseTrainer::Impl::forwardStage(Group& g, int stage, int micro) {
     lastUsed = true;
     Saved sv;
     Mat out;
-    Numerics nx = numerics(g.replica, micro, li, 0);
-    StepBatchNorm bn(*this, g.replica, micro, li, BatchNormContext::Mode::Train, false);
-    nx.setBatchNorm(&bn);
-    HeadResult* head = L.head ? &results[static_cast<std::size_t>(slot)][static_cast<std::size_t>(li)] : nullptr;
-    L.kernel->forward(e.trunk.back(), mb, paramsFor(g, li), nx, sv, out, head);
-    if (L.head) {
-      hasResult[static_cast<std::size_t>(slot)][static_cast<std::size_t>(li)] = 1;
-    } else {
+    forwardLayer(g, li, micro, e.trunk.back(), sv, out);
+    if (!L.head) {
       e.trunk.push_back(std::move(out));
       lastUsed = false;
     }
@@ -643,6 +639,17 @@ void PhaseTrainer::Impl::forwardStage(Group& g, int stage, int micro) {
   if (!lastUsed && e.trunk.size() > 1) e.trunk.pop_back();
   if (recompute == ir::Recompute::Stage) e.trunk.resize(1);
   g.stash[{stage, micro}] = std::move(e);
+}
+
+void PhaseTrainer::Impl::forwardLayer(Group& g, int li, int micro, const Mat& x, Saved& saved, Mat& y) {
+  const ModelLayer& L = model->layers()[static_cast<std::size_t>(li)];
+  const auto slot = static_cast<std::size_t>(g.replica * GA + micro);
+  Numerics nx = numerics(g.replica, micro, li, 0);
+  StepBatchNorm bn(*this, g.replica, micro, li, BatchNormContext::Mode::Train, false);
+  nx.setBatchNorm(&bn);
+  HeadResult* head = L.head ? &results[slot][static_cast<std::size_t>(li)] : nullptr;
+  L.kernel->forward(x, batches[slot], paramsFor(g, li), nx, saved, y, head);
+  if (L.head) hasResult[slot][static_cast<std::size_t>(li)] = 1;
 }
 
 void PhaseTrainer::Impl::recomputeStage(Group& g, int stage, int micro) {
@@ -843,8 +850,6 @@ void PhaseTrainer::Impl::runSegment(Group& g, int k, bool backward) {
 
   double dynamic = g.dynamicElements();   // exchange buffers (the stash is in Streaming Memory)
   for (int m = 0; m < GA; ++m) {
-    const int slot = g.replica * GA + m;
-    const MicroBatch& mb = batches[static_cast<std::size_t>(slot)];
     if (!backward) {
       // The trunk entering the segment: from the previous stage, or from the
       // previous segment through Streaming Memory.
@@ -865,13 +870,8 @@ void PhaseTrainer::Impl::runSegment(Group& g, int k, bool backward) {
         if (q > 0 || stageFirst) out(g.streamedInputs, {li, m}, x);
         Saved sv;
         Mat y;
-        Numerics nx = numerics(g.replica, m, li, 0);
-        StepBatchNorm bn(*this, g.replica, m, li, BatchNormContext::Mode::Train, false);
-        nx.setBatchNorm(&bn);
-        HeadResult* head = L.head ? &results[static_cast<std::size_t>(slot)][static_cast<std::size_t>(li)] : nullptr;
-        L.kernel->forward(x, mb, paramsFor(g, li), nx, sv, y, head);
-        if (L.head) hasResult[static_cast<std::size_t>(slot)][static_cast<std::size_t>(li)] = 1;
-        else x = std::move(y);
+        forwardLayer(g, li, m, x, sv, y);
+        if (!L.head) x = std::move(y);
       }
       if (!stageLast) out(g.streamedInputs, {segments[static_cast<std::size_t>(k + 1)].layers.front(), m}, x);
       else if (seg.stage < S - 1) g.outbox.push_back({g.replica, seg.stage + 1, m, false, std::move(x)});

@@ -356,6 +356,12 @@ void expectSameBits(const Mat& got, const Mat& want, const std::string& what) {
   EXPECT_EQ(mismatches, 0) << what;
 }
 
+// A product's shape and the scale of its operands' values.
+struct ProductShape {
+  Eigen::Index rows, depth, cols;
+  double scale;
+};
+
 // The product kernel (fp16_product.h) against the element-by-element
 // definition, bit for bit, for every transposition, through Numerics on one
 // and on three host threads, and the portable kernel directly; shapes that
@@ -363,14 +369,10 @@ void expectSameBits(const Mat& got, const Mat& want, const std::string& what) {
 // in the subnormal range or below it, overflow, infinities and NaN.
 TEST(Fp16, PartialsProductMatchesDefinition) {
   Stream s(11);
-  struct Shape {
-    Eigen::Index rows, depth, cols;
-    double scale;
-  };
-  const Shape shapes[] = {{1, 1, 1, 1.0},    {37, 70, 45, 1.0},  {130, 300, 70, 0.5}, {21, 16, 40, 300.0},
+  const ProductShape shapes[] = {{1, 1, 1, 1.0},    {37, 70, 45, 1.0},  {130, 300, 70, 0.5}, {21, 16, 40, 300.0},
                           {9, 40, 33, 2e-3}, {7, 20, 19, 1e-4}, {64, 33, 16, 40.0},  {200, 48, 96, 3e-3}};
   ThreadPool pool(3);
-  for (const Shape& z : shapes)
+  for (const ProductShape& z : shapes)
     for (bool stochastic : {false, true}) {
       Mat a = randomHalves(z.rows, z.depth, s, z.scale), b = randomHalves(z.depth, z.cols, s, z.scale);
       if (z.scale == 300.0) {  // overflowing block sums; specials, whose products reach infinity and NaN
@@ -413,11 +415,7 @@ TEST(Fp16, PartialsProductMatchesDefinition) {
 // not tested.
 TEST(Fp16, PartialsProductKernelsAgree) {
   Stream s(23);
-  struct Shape {
-    Eigen::Index rows, depth, cols;
-    double scale;
-  };
-  const Shape shapes[] = {{1, 1, 1, 1.0},   {37, 70, 45, 1.0}, {13, 33, 20, 0.5}, {21, 16, 40, 300.0},
+  const ProductShape shapes[] = {{1, 1, 1, 1.0},   {37, 70, 45, 1.0}, {13, 33, 20, 0.5}, {21, 16, 40, 300.0},
                           {9, 40, 33, 2e-3}, {7, 20, 19, 1e-4}, {66, 47, 64, 2.0}, {200, 48, 96, 3e-3},
                           {70, 300, 260, 1.0}};   // large enough that op(B) is packed by tasks
   // Packing tasks run in reverse order, as host threads may run them.
@@ -434,7 +432,7 @@ TEST(Fp16, PartialsProductKernelsAgree) {
       continue;
     }
     ++tested;
-    for (const Shape& z : shapes)
+    for (const ProductShape& z : shapes)
       for (bool stochastic : {false, true}) {
         Mat a = randomHalves(z.rows, z.depth, s, z.scale), b = randomHalves(z.depth, z.cols, s, z.scale);
         if (z.scale == 300.0) {
