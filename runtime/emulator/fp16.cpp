@@ -98,6 +98,8 @@ float toFloat(std::uint16_t h) {
   return floatOf(sign | (static_cast<std::uint32_t>(0x70 - e) << 23) | ((mant & 0x3FFu) << 13));
 }
 
+std::uint32_t roundingDraw(std::uint64_t key, std::uint64_t n) { return draw32(key, n); }
+
 std::uint16_t fromFloatStochastic(float x, std::uint32_t random) {
   const std::uint32_t b = bitsOf(x);
   const std::uint32_t sign = (b >> 16) & 0x8000u;
@@ -168,7 +170,13 @@ void roundStochasticPortable(float* data, std::size_t n, std::uint64_t key, std:
   for (std::size_t i0 = 0; i0 < n; i0 += kLanes) {
     const std::size_t m = std::min(kLanes, n - i0);
     float* d = data + i0;
-    for (std::size_t i = 0; i < m; ++i) random[i] = static_cast<std::uint32_t>(draw64(key, offset + i0 + i) >> 32);
+    const std::uint64_t first = offset + i0;
+    if ((first >> 32) == ((first + m - 1) >> 32)) {   // one stream word pair for the chunk (all but a chunk that straddles 2^32)
+      const Stream32 stream = stream32(key, static_cast<std::uint32_t>(first >> 32));
+      for (std::size_t i = 0; i < m; ++i) random[i] = draw32(stream, static_cast<std::uint32_t>(first + i));
+    } else {
+      for (std::size_t i = 0; i < m; ++i) random[i] = roundingDraw(key, first + i);
+    }
     std::uint32_t slow = 0;
     for (std::size_t i = 0; i < m; ++i) {
       const std::uint32_t r = random[i];
@@ -204,19 +212,19 @@ void roundStochasticPortable(float* data, std::size_t n, std::uint64_t key, std:
 #if IPU_X86_KERNELS
 // Helpers of the AVX-512 kernel (functions, not lambdas: a lambda would not
 // inherit the kernel's target attribute).
-IPU_TARGET_AVX512 inline __m512i splat64(std::uint64_t v) { return _mm512_set1_epi64(static_cast<long long>(v)); }
 IPU_TARGET_AVX512 inline __m512i splat32(std::uint32_t v) { return _mm512_set1_epi32(static_cast<int>(v)); }
-// mix64 without its last xor-shift (applied to the high halves by the caller).
-IPU_TARGET_AVX512 inline __m512i mixHigh(__m512i z) {
-  z = _mm512_mullo_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 30)), splat64(0xBF58476D1CE4E5B9ULL));
-  return _mm512_mullo_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 27)), splat64(0x94D049BB133111EBULL));
+// hash32 (counter_rng.h) on 16 lanes.
+IPU_TARGET_AVX512 inline __m512i hash16(__m512i x) {
+  x = _mm512_mullo_epi32(_mm512_xor_si512(x, _mm512_srli_epi32(x, 16)), splat32(0x7FEB352Du));
+  x = _mm512_mullo_epi32(_mm512_xor_si512(x, _mm512_srli_epi32(x, 15)), splat32(0x846CA68Bu));
+  return _mm512_xor_si512(x, _mm512_srli_epi32(x, 16));
 }
 
 // roundStochasticPortable with AVX-512, 16 elements at a time; returns how
-// many leading elements it rounded (the multiple of 16 below n). The draws
-// are SplitMix64 on 8 64-bit lanes: the states of consecutive positions
-// differ by the generator's increment, so they advance by an addition; the
-// rounding needs only the high 32 bits of each output. Values whose result
+// many leading elements it rounded (the multiple of 16 below n, or none when
+// the positions straddle a multiple of 2^32, which the portable code
+// handles). The draws (roundingDraw) of consecutive positions are hash32 of
+// an arithmetic sequence: 16 lanes advance by one addition. Values whose result
 // is a normal binary16 or zero round on the float's bits without a branch:
 // adding the complement of the 13 random bits to the 13 bits binary16 drops
 // carries into the kept bits exactly when the random bits are below the
@@ -226,12 +234,12 @@ IPU_TARGET_AVX512 inline __m512i mixHigh(__m512i z) {
 // the portable path do); the rare rest (above 65504, infinities, NaN) goes
 // through the element conversion afterwards.
 IPU_TARGET_AVX512 std::size_t roundStochasticAvx512(float* data, std::size_t n, std::uint64_t key, std::size_t offset) {
-  constexpr std::uint64_t kGamma = 0x9E3779B97F4A7C15ULL;   // draw64's increment
   const std::size_t whole = n / 16 * 16;
-  __m512i s0 = _mm512_add_epi64(splat64(key + (offset + 1) * kGamma), _mm512_mullo_epi64(_mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0), splat64(kGamma)));
-  __m512i s1 = _mm512_add_epi64(s0, splat64(8 * kGamma));
-  const __m512i step = splat64(16 * kGamma);
-  const __m512i highHalves = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+  if (whole == 0 || (offset >> 32) != ((offset + whole - 1) >> 32)) return 0;
+  const Stream32 stream = stream32(key, static_cast<std::uint32_t>(offset >> 32));
+  __m512i x = _mm512_add_epi32(splat32(static_cast<std::uint32_t>(offset) * stream.mul + stream.add),
+                               _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), splat32(stream.mul)));
+  const __m512i step = splat32(16u * stream.mul);
   for (std::size_t i0 = 0; i0 < whole; i0 += 16) {
     float* p = data + i0;
     const __m512i b = _mm512_loadu_si512(p);
@@ -242,17 +250,14 @@ IPU_TARGET_AVX512 std::size_t roundStochasticAvx512(float* data, std::size_t n, 
     // Vectors of binary16 values in the normal range or zero (none of the
     // bits binary16 drops set) round to themselves whatever the draws: a
     // gradient accumulated into zero, a tensor rounded before. Their draws
-    // are skipped (the states still advance).
+    // are skipped.
     if ((tiny | rest) == 0 && _mm512_test_epi32_mask(b, splat32(0x1FFFu)) == 0) {
-      s0 = _mm512_add_epi64(s0, step);
-      s1 = _mm512_add_epi64(s1, step);
+      x = _mm512_add_epi32(x, step);
       continue;
     }
     // The high 32 bits of z ^ (z >> 31) are those of z, xor z's top bit.
-    const __m512i h = _mm512_permutex2var_epi32(mixHigh(s0), highHalves, mixHigh(s1));
-    const __m512i r = _mm512_xor_si512(h, _mm512_srli_epi32(h, 31));
-    s0 = _mm512_add_epi64(s0, step);
-    s1 = _mm512_add_epi64(s1, step);
+    const __m512i r = hash16(x);
+    x = _mm512_add_epi32(x, step);
     const __m512i complement = _mm512_srli_epi32(_mm512_xor_si512(r, splat32(0xFFFFFFFFu)), 19);
     __m512i result = _mm512_and_si512(_mm512_add_epi32(b, complement), splat32(0xFFFFE000u));
     if (tiny != 0) {
@@ -270,7 +275,7 @@ IPU_TARGET_AVX512 std::size_t roundStochasticAvx512(float* data, std::size_t n, 
     if (rest != 0)
       for (int l = 0; l < 16; ++l)
         if ((rest >> l) & 1u)
-          p[l] = toFloat(fromFloatStochastic(p[l], static_cast<std::uint32_t>(draw64(key, offset + i0 + static_cast<std::size_t>(l)) >> 32)));
+          p[l] = toFloat(fromFloatStochastic(p[l], roundingDraw(key, offset + i0 + static_cast<std::size_t>(l))));
   }
   return whole;
 }

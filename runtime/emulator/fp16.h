@@ -23,8 +23,14 @@ std::uint16_t fromFloatStochastic(float x, std::uint32_t random);
 inline float roundNearest(float x) { return toFloat(fromFloat(x)); }
 inline float roundStochastic(float x, std::uint32_t random) { return toFloat(fromFloatStochastic(x, random)); }
 
-// Round `n` floats in place; stochastic rounding draws element i from
-// position offset + i of stream `key`.
+// The 32 random bits with which the stochastic roundings of stream `key`
+// round the value at position n: draw32(key, n) (counter_rng.h, a 32-bit
+// hash of a keyed permutation of the position; cheap enough to draw for
+// every element a kernel writes).
+std::uint32_t roundingDraw(std::uint64_t key, std::uint64_t n);
+
+// Round `n` floats in place; stochastic rounding rounds element i with
+// roundingDraw(key, offset + i).
 void roundNearest(float* data, std::size_t n);
 void roundStochastic(float* data, std::size_t n, std::uint64_t key, std::size_t offset = 0);
 

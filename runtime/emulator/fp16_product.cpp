@@ -63,10 +63,8 @@ float roundPartialStochastic(float x, std::uint32_t u) {
 
 namespace {
 
-// The random bits of one element and block: the top 13 round the block's
-// sum, the low 13 the accumulator.
-constexpr int kSumShift = 19;
-constexpr std::uint32_t kAccMask = 0x1FFFu;
+// A draw's 13 random bits, the top 13 of its 32.
+constexpr int kFieldShift = 19;
 
 // Where a tile reads its operands: rows of op(A), element k of row r at
 // a[r * rowStride + k * step], and columns of a packed panel of op(B), the
@@ -79,15 +77,12 @@ struct TileOperands {
   int width;
 };
 
-// The stochastic bits of a tile: block j's stream words, and the tile's
-// lanes (l * mul[j] for its columns l, kPanel per block); position[r] holds
-// the low 32 bits of the row-major position in C of row r's first column.
+// The stochastic bits of a tile (13 random bits each): block j's column
+// draws of the tile's columns l at columns[j * kPanel + l], and row r's at
+// rows[j * kRows + r]. An element's bits are its row's xor its column's.
 struct TileStreams {
-  const std::uint32_t* mul;
-  const std::uint32_t* add;
-  const std::uint32_t* lanes;
-  const std::uint32_t* position;
-  std::uint32_t rowStep;   // position[r + 1] - position[r]: C's columns, modulo 2^32
+  const std::uint32_t* columns;
+  const std::uint32_t* rows;
 };
 
 #if IPU_X86_KERNELS
@@ -112,40 +107,11 @@ IPU_TARGET_AVX512 inline __m512 roundStochastic16(__m512 x, __m512i u, __m512i& 
       _mm512_ternarylogic_epi32(_mm512_castps_si512(z), b, _mm512_set1_epi32(static_cast<int>(kSign)), 0xF8));
 }
 
-// The accumulator's rounding, roundPartialStochastic of acc + s where acc
-// and s are binary16 values (the previous rounding's results), for lanes up
-// to 65504 as above. Such a sum needs no subnormal case: where it is at least
-// 2^-14 the rounding adds u to the bits binary16 drops and truncates, which
-// keeps the sign; below 2^-14 the sum is exact (a multiple of 2^-24 below
-// 2^-14) and so already a binary16 value, which the definition leaves as it
-// is, and so does the same addition and truncation, since a binary16
-// subnormal's float bits below binary16's are zero.
-template <bool kChecked>
-IPU_TARGET_AVX512 inline __m512 roundAccumulator16(__m512 x, __m512i u, __m512i& largest) {
-  const __m512i b = _mm512_castps_si512(x);
-  if constexpr (kChecked) largest = _mm512_max_epu32(largest, _mm512_and_si512(b, _mm512_set1_epi32(static_cast<int>(~kSign))));
-  return _mm512_castsi512_ps(_mm512_and_si512(_mm512_add_epi32(b, u), _mm512_set1_epi32(static_cast<int>(kKept))));
-}
-
 // Round to nearest-even by the hardware conversion (the same as fromFloat for
 // every value an addition or fused multiply-add produces: subnormals,
 // overflow to infinity, quiet NaN with its payload).
 IPU_TARGET_AVX512 inline __m512 roundNearest16(__m512 x) {
   return _mm512_cvtph_ps(_mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-}
-
-// lowbias32 (counter_rng.h, hash32) on 16 lanes, as its two 13-bit fields,
-// without forming the whole hash: its last step
-// x ^ (x >> 16) leaves the top 16 bits of x as they are, so the top 13 (the
-// block sum's) are x >> 19, and the low 13 (the accumulator's) are one
-// ternary-logic operation, (x ^ (x >> 16)) & 0x1FFF (table 0x28: (A ^ B) & C).
-IPU_TARGET_AVX512 inline void hashFields16(__m512i x, __m512i& sum, __m512i& acc) {
-  x = _mm512_xor_si512(x, _mm512_srli_epi32(x, 16));
-  x = _mm512_mullo_epi32(x, _mm512_set1_epi32(0x7FEB352D));
-  x = _mm512_xor_si512(x, _mm512_srli_epi32(x, 15));
-  x = _mm512_mullo_epi32(x, _mm512_set1_epi32(static_cast<int>(0x846CA68BU)));
-  sum = _mm512_srli_epi32(x, kSumShift);
-  acc = _mm512_ternarylogic_epi32(x, _mm512_srli_epi32(x, 16), _mm512_set1_epi32(static_cast<int>(kAccMask)), 0x28);
 }
 
 constexpr int kTileRows512 = 8;   // rows of op(A) per AVX-512 tile (8 x 32 block sums: 16 registers)
@@ -173,6 +139,7 @@ IPU_TARGET_AVX512 bool tile512(const TileOperands& o, Index depth, const TileStr
   for (Index k0 = 0; k0 < depth; k0 += kDepth, ++j) {
     const Index k1 = std::min(depth, k0 + kDepth);
     __m512 part[kTileRows512][2];
+#pragma GCC unroll 8
     for (auto& row : part) row[0] = row[1] = _mm512_setzero_ps();
     for (Index k = k0; k < k1; ++k) {
       const __m512 b0 = _mm512_loadu_ps(pb + k * kPanel);
@@ -184,30 +151,21 @@ IPU_TARGET_AVX512 bool tile512(const TileOperands& o, Index depth, const TileStr
       }
     }
     if constexpr (kStochastic) {
-      const __m512i lane0 = _mm512_loadu_si512(st.lanes + j * kPanel);
-      const __m512i lane1 = _mm512_loadu_si512(st.lanes + j * kPanel + 16);
-      // The generator's inputs x * mul + add of the row's positions x, the
-      // next row's by one vector addition.
-      const __m512i base = _mm512_set1_epi32(static_cast<int>(st.position[0] * st.mul[j] + st.add[j]));
-      const __m512i rowStep = _mm512_set1_epi32(static_cast<int>(st.rowStep * st.mul[j]));
-      __m512i x0 = _mm512_add_epi32(base, lane0), x1 = _mm512_add_epi32(base, lane1);
+      const __m512i column0 = _mm512_loadu_si512(st.columns + j * kPanel), column1 = _mm512_loadu_si512(st.columns + j * kPanel + 16);
+      const std::uint32_t* rowBits = st.rows + j * kTileRows512;
+#pragma GCC unroll 8
       for (int r = 0; r < kTileRows512; ++r) {
-        __m512i sum0, acc0, sum1, acc1;
-        hashFields16(x0, sum0, acc0);
-        hashFields16(x1, sum1, acc1);
-        x0 = _mm512_add_epi32(x0, rowStep);
-        x1 = _mm512_add_epi32(x1, rowStep);
-        const __m512 s0 = roundStochastic16<kChecked>(part[r][0], sum0, largest);
-        const __m512 s1 = roundStochastic16<kChecked>(part[r][1], sum1, largest);
-        const __m512 a0 = _mm512_add_ps(_mm512_load_ps(acc[r]), s0);
-        const __m512 a1 = _mm512_add_ps(_mm512_load_ps(acc[r] + 16), s1);
-        _mm512_store_ps(acc[r], roundAccumulator16<kChecked>(a0, acc0, largest));
-        _mm512_store_ps(acc[r] + 16, roundAccumulator16<kChecked>(a1, acc1, largest));
+        const __m512i row = _mm512_set1_epi32(static_cast<int>(rowBits[r]));
+        const __m512 x0 = _mm512_add_ps(_mm512_load_ps(acc[r]), part[r][0]);
+        const __m512 x1 = _mm512_add_ps(_mm512_load_ps(acc[r] + 16), part[r][1]);
+        _mm512_store_ps(acc[r], roundStochastic16<kChecked>(x0, _mm512_xor_si512(column0, row), largest));
+        _mm512_store_ps(acc[r] + 16, roundStochastic16<kChecked>(x1, _mm512_xor_si512(column1, row), largest));
       }
     } else {
+#pragma GCC unroll 8
       for (int r = 0; r < kTileRows512; ++r)
         for (int v = 0; v < 2; ++v) {
-          const __m512 sum = _mm512_add_ps(_mm512_load_ps(acc[r] + 16 * v), roundNearest16(part[r][v]));
+          const __m512 sum = _mm512_add_ps(_mm512_load_ps(acc[r] + 16 * v), part[r][v]);
           _mm512_store_ps(acc[r] + 16 * v, roundNearest16(sum));
         }
     }
@@ -242,24 +200,8 @@ IPU_TARGET_AVX2 inline __m256 roundStochastic8(__m256 x, __m256i u, __m256i& lar
   return _mm256_or_ps(z, _mm256_and_ps(x, _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(kSign)))));
 }
 
-// roundAccumulator16 on 8 lanes.
-template <bool kChecked>
-IPU_TARGET_AVX2 inline __m256 roundAccumulator8(__m256 x, __m256i u, __m256i& largest) {
-  const __m256i b = _mm256_castps_si256(x);
-  if constexpr (kChecked) largest = _mm256_max_epu32(largest, _mm256_and_si256(b, _mm256_set1_epi32(static_cast<int>(~kSign))));
-  return _mm256_castsi256_ps(_mm256_and_si256(_mm256_add_epi32(b, u), _mm256_set1_epi32(static_cast<int>(kKept))));
-}
-
 IPU_TARGET_AVX2 inline __m256 roundNearest8(__m256 x) {
   return _mm256_cvtph_ps(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-}
-
-IPU_TARGET_AVX2 inline __m256i hash8(__m256i x) {
-  x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 16));
-  x = _mm256_mullo_epi32(x, _mm256_set1_epi32(0x7FEB352D));
-  x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 15));
-  x = _mm256_mullo_epi32(x, _mm256_set1_epi32(static_cast<int>(0x846CA68BU)));
-  return _mm256_xor_si256(x, _mm256_srli_epi32(x, 16));
 }
 
 constexpr int kTileRows256 = 4;   // rows per AVX2 tile
@@ -291,23 +233,20 @@ IPU_TARGET_AVX2 bool tile256(const TileOperands& o, Index depth, const TileStrea
       }
     }
     if constexpr (kStochastic) {
-      const __m256i lane0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(st.lanes + j * kPanel));
-      const __m256i lane1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(st.lanes + j * kPanel + 8));
-      const __m256i accMask = _mm256_set1_epi32(static_cast<int>(kAccMask));
+      const __m256i column0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(st.columns + j * kPanel));
+      const __m256i column1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(st.columns + j * kPanel + 8));
+      const std::uint32_t* rowBits = st.rows + j * kTileRows256;
       for (int r = 0; r < kTileRows256; ++r) {
-        const __m256i base = _mm256_set1_epi32(static_cast<int>(st.position[r] * st.mul[j] + st.add[j]));
+        const __m256i row = _mm256_set1_epi32(static_cast<int>(rowBits[r]));
         for (int v = 0; v < 2; ++v) {
-          const __m256i w = hash8(_mm256_add_epi32(base, v == 0 ? lane0 : lane1));
-          const __m256 s = roundStochastic8<kChecked>(part[r][v], _mm256_srli_epi32(w, kSumShift), largest);
-          const __m256 sum = _mm256_add_ps(_mm256_load_ps(acc[r] + 8 * v), s);
-          _mm256_store_ps(acc[r] + 8 * v, roundAccumulator8<kChecked>(sum, _mm256_and_si256(w, accMask), largest));
+          const __m256 x = _mm256_add_ps(_mm256_load_ps(acc[r] + 8 * v), part[r][v]);
+          _mm256_store_ps(acc[r] + 8 * v, roundStochastic8<kChecked>(x, _mm256_xor_si256(v == 0 ? column0 : column1, row), largest));
         }
       }
     } else {
       for (int r = 0; r < kTileRows256; ++r)
         for (int v = 0; v < 2; ++v) {
-          const __m256 sum = _mm256_add_ps(_mm256_load_ps(acc[r] + 8 * v), roundNearest8(part[r][v]));
-          _mm256_store_ps(acc[r] + 8 * v, roundNearest8(sum));
+          _mm256_store_ps(acc[r] + 8 * v, roundNearest8(_mm256_add_ps(_mm256_load_ps(acc[r] + 8 * v), part[r][v])));
         }
     }
   }
@@ -455,10 +394,31 @@ PartialsProduct::PartialsProduct(Operand b, Index depth, Index cols, bool stocha
   const Index perTask = std::max<Index>(1, (panels + kPackTasks - 1) / kPackTasks);
   const auto tasks = static_cast<std::size_t>((panels + perTask - 1) / perTask);
   std::vector<std::uint32_t> taskMaxB(tasks, 0);   // the largest |op(B)|'s bits of each task's panels, for bounded()
+  const Index blocks = (depth_ + kDepth - 1) / kDepth;
+  if (stochastic_) {
+    const std::uint64_t rowKey = subKey(key, 0), columnKey = subKey(key, 1);
+    rowStreams_.resize(static_cast<std::size_t>(blocks));
+    columnStreams_.resize(static_cast<std::size_t>(blocks));
+    for (Index j = 0; j < blocks; ++j) {
+      rowStreams_[static_cast<std::size_t>(j)] = stream32(rowKey, static_cast<std::uint32_t>(j));
+      columnStreams_[static_cast<std::size_t>(j)] = stream32(columnKey, static_cast<std::uint32_t>(j));
+    }
+    columnBits_.resize(static_cast<std::size_t>(panels * blocks * kPanel));
+  }
   auto pack = [&](std::size_t t) {
     const Index p0 = static_cast<Index>(t) * perTask, p1 = std::min(panels, p0 + perTask);
     for (Index p = p0; p < p1; ++p) packPanel(p);
     if (!stochastic_) return;
+    // The columns' random bits of every block (TileStreams::columns), zero past the last column.
+    for (Index p = p0; p < p1; ++p)
+      for (Index j = 0; j < blocks; ++j) {
+        std::uint32_t* out = columnBits_.data() + (p * blocks + j) * kPanel;
+        const Stream32 stream = columnStreams_[static_cast<std::size_t>(j)];
+        for (Index l = 0; l < kPanel; ++l) {
+          const Index col = p * kPanel + l;
+          out[l] = col < cols_ ? draw32(stream, static_cast<std::uint32_t>(col)) >> kFieldShift : 0u;
+        }
+      }
     std::uint32_t largest = 0;
     for (auto v = packed_.begin() + p0 * depth_ * kPanel; v != packed_.begin() + p1 * depth_ * kPanel; ++v)
       largest = std::max(largest, bitsOf(*v) & ~kSign);
@@ -469,19 +429,6 @@ PartialsProduct::PartialsProduct(Operand b, Index depth, Index cols, bool stocha
     for (std::size_t t = 0; t < tasks; ++t) pack(t);
   if (!stochastic_) return;
   for (std::uint32_t m : taskMaxB) maxB_ = std::max(maxB_, m);
-  const Index blocks = (depth_ + kDepth - 1) / kDepth;
-  const auto nb = static_cast<std::size_t>(blocks);
-  keys_.resize(nb);
-  mul_.resize(nb);
-  add_.resize(nb);
-  lanes_.resize(nb * kPanel);
-  for (std::size_t j = 0; j < nb; ++j) {
-    keys_[j] = subKey(key, j);
-    const Stream32 s = stream32(keys_[j], 0);
-    mul_[j] = s.mul;
-    add_[j] = s.add;
-    for (int l = 0; l < kPanel; ++l) lanes_[j * kPanel + static_cast<std::size_t>(l)] = static_cast<std::uint32_t>(l) * s.mul;
-  }
 }
 
 void PartialsProduct::rows(Operand a, Index r0, Index nr, float* c) const {
@@ -490,13 +437,10 @@ void PartialsProduct::rows(Operand a, Index r0, Index nr, float* c) const {
     std::fill(c + r0 * cols_, c + (r0 + nr) * cols_, 0.0f);
     return;
   }
-  // The vector kernels compute draw positions in 32 bits (every product
-  // below 2^32 elements, i.e. 16 GB).
-  const bool small = static_cast<std::uint64_t>(r0 + nr) * static_cast<std::uint64_t>(cols_) <= (std::uint64_t{1} << 32);
   // They read op(A) in place along one of its storage's dimensions.
   const bool contiguous = a.rowStride == 1 || a.colStride == 1;
-  if (small && contiguous && kernel_ == Kernel::Avx512) avx512Rows(a, r0, nr, c);
-  else if (small && contiguous && kernel_ == Kernel::Avx2) avx2Rows(a, r0, nr, c);
+  if (contiguous && kernel_ == Kernel::Avx512) avx512Rows(a, r0, nr, c);
+  else if (contiguous && kernel_ == Kernel::Avx2) avx2Rows(a, r0, nr, c);
   else portableRows(a, r0, nr, c);
 }
 
@@ -512,7 +456,10 @@ void PartialsProduct::portableTile(Operand a, Index r0, Index nr, Index p, float
   const Index col0 = p * kPanel;
   const int width = static_cast<int>(std::min<Index>(kPanel, cols_ - col0));
   const float* pb = packed_.data() + p * depth_ * kPanel;
+  const Index blocks = (depth_ + kDepth - 1) / kDepth;
+  std::vector<std::uint32_t> row(stochastic_ ? static_cast<std::size_t>(blocks) : 0);   // the row's draw of each block
   for (Index i = r0; i < r0 + nr; ++i) {
+    for (std::size_t j = 0; j < row.size(); ++j) row[j] = draw32(rowStreams_[j], static_cast<std::uint32_t>(i)) >> kFieldShift;
     float acc[kPanel] = {};
     Index j = 0;
     for (Index k0 = 0; k0 < depth_; k0 += kDepth, ++j) {
@@ -522,13 +469,9 @@ void PartialsProduct::portableTile(Operand a, Index r0, Index nr, Index p, float
         for (int l = 0; l < kPanel; ++l) part[l] = std::fma(aik, pb[k * kPanel + l], part[l]);
       }
       for (int l = 0; l < width; ++l) {
-        if (!stochastic_) {
-          acc[l] = roundNearestHalf(acc[l] + roundNearestHalf(part[l]));
-          continue;
-        }
-        const auto n = static_cast<std::uint64_t>(i * cols_ + col0 + l);
-        const std::uint32_t w = draw32(keys_[static_cast<std::size_t>(j)], n);
-        acc[l] = roundPartialStochastic(acc[l] + roundPartialStochastic(part[l], w >> kSumShift), w & kAccMask);
+        const std::uint32_t* column = stochastic_ ? columnBits_.data() + (p * blocks + j) * kPanel : nullptr;
+        acc[l] = stochastic_ ? roundPartialStochastic(acc[l] + part[l], row[static_cast<std::size_t>(j)] ^ column[l])
+                             : roundNearestHalf(acc[l] + part[l]);
       }
     }
     std::copy(acc, acc + width, c + i * cols_ + col0);
@@ -552,6 +495,8 @@ void PartialsProduct::tiles(Operand a, Index r0, Index nr, float* c, Tile tile) 
   // gradient's product took twice Eigen's time that way).
   const bool packA = a.rowStride == 1 && a.colStride != 1;
   thread_local std::vector<float> tPackedA;
+  thread_local std::vector<std::uint32_t> tRowBits;
+  const Index blocks = (depth_ + kDepth - 1) / kDepth;
   // A last tile of fewer than kRows rows reads a copy of them, padded with
   // zero rows, since reading the matrix in place would pass its end.
   const Index full = nr / kRows * kRows;
@@ -567,8 +512,20 @@ void PartialsProduct::tiles(Operand a, Index r0, Index nr, float* c, Tile tile) 
     // Looking at the chunk's rows of op(A) also brings them into the cache
     // for the tiles.
     const bool checked = stochastic_ && !bounded(a, q0, qn);
+    // The rows' fields of every block, per tile (TileStreams::rows).
+    const Index chunkTiles = (qn + kRows - 1) / kRows;
+    if (stochastic_) {
+      tRowBits.resize(static_cast<std::size_t>(chunkTiles * blocks * kRows));
+      for (Index t = 0; t < chunkTiles; ++t)
+        for (Index j = 0; j < blocks; ++j) {
+          const Stream32 stream = rowStreams_[static_cast<std::size_t>(j)];
+          for (int r = 0; r < kRows; ++r) {
+            const Index i = q0 + t * kRows + r;
+            tRowBits[static_cast<std::size_t>((t * blocks + j) * kRows + r)] = i < q0 + qn ? draw32(stream, static_cast<std::uint32_t>(i)) >> kFieldShift : 0u;
+          }
+        }
+    }
     if (packA) {
-      const Index chunkTiles = (qn + kRows - 1) / kRows;
       tPackedA.resize(static_cast<std::size_t>(chunkTiles * kRows * depth_));
       for (Index k = 0; k < depth_; ++k) {
         const float* in = a.data + q0 + k * a.colStride;
@@ -601,9 +558,8 @@ void PartialsProduct::tiles(Operand a, Index r0, Index nr, float* c, Tile tile) 
             o.rowStride = inPlace ? a.rowStride : depth_;
             o.step = inPlace ? a.colStride : 1;
           }
-          std::uint32_t position[kRows];
-          for (int r = 0; r < kRows; ++r) position[r] = static_cast<std::uint32_t>((i0 + r) * cols_ + col0);
-          const TileStreams st{mul_.data(), add_.data(), lanes_.data(), position, static_cast<std::uint32_t>(cols_)};
+          const TileStreams st{stochastic_ ? columnBits_.data() + p * blocks * kPanel + h : nullptr,
+                               stochastic_ ? tRowBits.data() + (i0 - q0) / kRows * blocks * kRows : nullptr};
           if (!tile(o, packA || (inPlace && a.rowStride == 1), checked, st, c + i0 * cols_ + col0, rows)) portableTile(a, i0, rows, p, c);
         }
       }

@@ -23,6 +23,8 @@
 #include <functional>
 #include <vector>
 
+#include "runtime/emulator/counter_rng.h"
+
 namespace ipu::emu::fp16 {
 
 // Stochastic rounding of x to fp16 with 13 random bits u (u < 8192), as fp16
@@ -85,11 +87,10 @@ class PartialsProduct {
   std::ptrdiff_t depth_, cols_;
   bool stochastic_;
   Kernel kernel_;   // Avx512, Avx2 or Portable
-  std::vector<std::uint64_t> keys_;       // block j's stream key
-  std::vector<float> packed_;             // op(B) as panels of kPanel columns, depth rows each (zero beyond the last column)
-  std::uint32_t maxB_ = 0;                // the largest |op(B)|'s bits (NaN above infinity)
-  std::vector<std::uint32_t> mul_, add_;  // block j's stream words for positions below 2^32 (stream32(keys_[j], 0))
-  std::vector<std::uint32_t> lanes_;      // block j: l * mul_[j] for the lanes l of a panel
+  std::uint32_t maxB_ = 0;                       // the largest |op(B)|'s bits (NaN above infinity)
+  std::vector<float> packed_;                    // op(B) as panels of kPanel columns, depth rows each (zero beyond the last column)
+  std::vector<Stream32> rowStreams_, columnStreams_;   // block j's streams of row and of column draws
+  std::vector<std::uint32_t> columnBits_;              // panel p, block j: its columns' random bits (the tiles' TileStreams::columns)
 };
 
 }  // namespace ipu::emu::fp16

@@ -14,7 +14,7 @@ namespace {
 // Round a stored value to fp16 when that is its type.
 float store(float x, bool fp16, bool stochastic, std::uint64_t key, std::size_t i) {
   if (!fp16) return x;
-  if (stochastic) return fp16::roundStochastic(x, static_cast<std::uint32_t>(draw64(key, i) >> 32));
+  if (stochastic) return fp16::roundStochastic(x, fp16::roundingDraw(key, i));
   return fp16::roundNearest(x);
 }
 

@@ -132,7 +132,7 @@ TEST(Fp16, BufferRoundingMatchesElementConversion) {
   fp16::roundStochastic(b.data(), b.size(), key);
   for (std::size_t i = 0; i < x.size(); ++i) {
     const float nearest = fp16::toFloat(fp16::fromFloat(x[i]));
-    const float stochastic = fp16::toFloat(fp16::fromFloatStochastic(x[i], static_cast<std::uint32_t>(draw64(key, i) >> 32)));
+    const float stochastic = fp16::toFloat(fp16::fromFloatStochastic(x[i], draw32(key, i)));
     if (std::isnan(nearest)) {
       ASSERT_TRUE(std::isnan(a[i]) && std::isnan(b[i]));
       continue;
@@ -172,7 +172,7 @@ TEST(Fp16, BufferRoundingOfHalfValuesMatchesElementConversion) {
   const std::uint64_t key = 78;
   fp16::roundStochastic(b.data(), b.size(), key);
   for (std::size_t i = 0; i < x.size(); ++i) {
-    const float stochastic = fp16::toFloat(fp16::fromFloatStochastic(x[i], static_cast<std::uint32_t>(draw64(key, i) >> 32)));
+    const float stochastic = fp16::toFloat(fp16::fromFloatStochastic(x[i], draw32(key, i)));
     ASSERT_EQ(bits(b[i]), bits(stochastic)) << i << ": " << x[i];
   }
 }
@@ -313,25 +313,26 @@ TEST(Fp16, PartialsRoundingMatchesDefinitionAndIsUnbiased) {
 
 // The semantics of fp16 partials, from their definition (docs/emulator.md,
 // "Precision"), one element at a time: each block of 16 products summed in
-// fp32 by fused multiply-adds in order of the reduction index from zero, the
-// sum rounded, added to the fp16 accumulator in fp32, the result rounded;
-// stochastically, element n (row-major) of block j draws w = draw32(subKey(key,
-// j), n), whose top 13 bits round the sum and low 13 bits the accumulator.
+// fp32 by fused multiply-adds in order of the reduction index from zero,
+// added to the fp16 accumulator in fp32, the result rounded to fp16;
+// stochastically, element (r, c) of block j rounds with the top 13 bits of
+// its row's draw xor its column's: draw32 of position r in stream
+// stream32(subKey(key, 0), j), and of position c in stream32(subKey(key, 1), j).
 Mat referencePartials(const Mat& a, const Mat& b, bool stochastic, std::uint64_t key) {
   Mat c(a.rows(), b.cols());
   for (Eigen::Index r = 0; r < a.rows(); ++r)
     for (Eigen::Index col = 0; col < b.cols(); ++col) {
-      const auto position = static_cast<std::uint64_t>(r * b.cols() + col);
       float acc = 0.0f;
       for (Eigen::Index k0 = 0, j = 0; k0 < a.cols(); k0 += 16, ++j) {
         float sum = 0.0f;
         for (Eigen::Index k = k0; k < std::min<Eigen::Index>(k0 + 16, a.cols()); ++k) sum = std::fma(a(r, k), b(k, col), sum);
         if (!stochastic) {
-          acc = fp16::roundNearest(acc + fp16::roundNearest(sum));
+          acc = fp16::roundNearest(acc + sum);
           continue;
         }
-        const std::uint32_t w = draw32(subKey(key, static_cast<std::uint64_t>(j)), position);
-        acc = referencePartialRounding(acc + referencePartialRounding(sum, w >> 19), w & 0x1FFFu);
+        const std::uint32_t rowDraw = draw32(stream32(subKey(key, 0), static_cast<std::uint32_t>(j)), static_cast<std::uint32_t>(r));
+        const std::uint32_t columnDraw = draw32(stream32(subKey(key, 1), static_cast<std::uint32_t>(j)), static_cast<std::uint32_t>(col));
+        acc = referencePartialRounding(acc + sum, (rowDraw ^ columnDraw) >> 19);
       }
       c(r, col) = acc;
     }
