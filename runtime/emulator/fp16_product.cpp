@@ -293,6 +293,21 @@ IPU_TARGET_AVX2 void transpose8x8(const float* column, Index stride, float* out)
 }
 #endif
 
+// The largest |op(A)| of rows [r0, r0 + nr) of a product of depth `depth`,
+// as bits (unsigned maximum: NaN above infinity).
+std::uint32_t largestMagnitude(Operand a, Index r0, Index nr, Index depth) {
+  std::uint32_t largest = 0;
+  const bool rowsContiguous = a.colStride == 1;
+  const Index outer = rowsContiguous ? nr : depth, inner = rowsContiguous ? depth : nr;
+  const Index outerStride = rowsContiguous ? a.rowStride : a.colStride;
+  const float* first = a.data + r0 * a.rowStride;
+  for (Index i = 0; i < outer; ++i) {
+    const float* line = first + i * outerStride;
+    for (Index k = 0; k < inner; ++k) largest = std::max(largest, bitsOf(line[k]) & ~kSign);
+  }
+  return largest;
+}
+
 // Packed copies of op(B) reuse the buffers of earlier products (a training
 // step runs thousands of products; a fresh allocation of a large one would be
 // fresh pages every time). Each thread keeps a few that its products released.
@@ -511,7 +526,10 @@ void PartialsProduct::tiles(Operand a, Index r0, Index nr, float* c, Tile tile) 
     const Index qn = std::min(kChunkRows, r0 + nr - q0);
     // Looking at the chunk's rows of op(A) also brings them into the cache
     // for the tiles.
-    const bool checked = stochastic_ && !bounded(a, q0, qn);
+    // The largest |op(A)| of the chunk (bits; unsigned maximum: NaN above
+    // infinity), for bounded(): while packing a transposed op(A), else by a
+    // pass over the rows (which also brings them into the cache for the tiles).
+    std::uint32_t maxA = 0;
     // The rows' fields of every block, per tile (TileStreams::rows).
     const Index chunkTiles = (qn + kRows - 1) / kRows;
     if (stochastic_) {
@@ -529,6 +547,8 @@ void PartialsProduct::tiles(Operand a, Index r0, Index nr, float* c, Tile tile) 
       tPackedA.resize(static_cast<std::size_t>(chunkTiles * kRows * depth_));
       for (Index k = 0; k < depth_; ++k) {
         const float* in = a.data + q0 + k * a.colStride;
+        if (stochastic_)
+          for (Index i = 0; i < qn; ++i) maxA = std::max(maxA, bitsOf(in[i]) & ~kSign);
         for (Index t = 0; t < chunkTiles; ++t) {
           float* out = tPackedA.data() + (t * depth_ + k) * kRows;
           const Index live = std::min<Index>(kRows, qn - t * kRows);
@@ -536,7 +556,10 @@ void PartialsProduct::tiles(Operand a, Index r0, Index nr, float* c, Tile tile) 
           std::fill(out + live, out + kRows, 0.0f);
         }
       }
+    } else if (stochastic_) {
+      maxA = largestMagnitude(a, q0, qn, depth_);
     }
+    const bool checked = stochastic_ && !bounded(maxA);
     // Panels outside the row tiles: a panel of op(B) stays in cache while the
     // chunk's row tiles pass over it.
     for (Index p = 0; p < panels; ++p)
@@ -566,26 +589,17 @@ void PartialsProduct::tiles(Operand a, Index r0, Index nr, float* c, Tile tile) 
   }
 }
 
-// Whether rows [r0, r0 + nr) of the product provably meet no value above
-// 65504, so that the stochastic roundings need not look for them: with M the
-// largest |a| times the largest |b| (both finite), a block's sum is at most
-// 16 M (1 + 2^-20), its rounding and each accumulation grow a magnitude by at
-// most one binary16 ulp (2^-10 relative, or 2^-24 in the subnormal range),
-// so over J <= 256 blocks every value stays below depth M (1 + 2^-9)^J + 1,
-// less than 1.7 depth M + 1: depth M <= 16384 keeps it below 28,000.
-bool PartialsProduct::bounded(Operand a, Index r0, Index nr) const {
-  if (depth_ > 256 * kDepth || maxB_ >= kInfinity) return false;
-  // The largest magnitude's bits (unsigned maximum: NaN above infinity).
-  std::uint32_t maxA = 0;
-  const bool rowsContiguous = a.colStride == 1;
-  const Index outer = rowsContiguous ? nr : depth_, inner = rowsContiguous ? depth_ : nr;
-  const Index outerStride = rowsContiguous ? a.rowStride : a.colStride;
-  const float* first = a.data + r0 * a.rowStride;
-  for (Index i = 0; i < outer; ++i) {
-    const float* line = first + i * outerStride;
-    for (Index k = 0; k < inner; ++k) maxA = std::max(maxA, bitsOf(line[k]) & ~kSign);
-  }
-  if (maxA >= kInfinity) return false;
+// Whether rows of op(A) whose largest magnitude has the bits maxA provably
+// meet no value above 65504 in the product, so that the stochastic roundings
+// need not look for them: with M the largest |a| times the largest |b| (both
+// finite), a block's sum is at most 16 M (1 + 2^-20); adding it to the
+// accumulator (in fp32) and rounding to fp16 grow a magnitude by at most one
+// binary16 ulp (2^-10 relative, or 2^-24 in the subnormal range) and an fp32
+// rounding, so over J <= 256 blocks every value stays below
+// depth M (1 + 2^-9)^J + 1, less than 1.7 depth M + 1: depth M <= 16384
+// keeps it below 28,000.
+bool PartialsProduct::bounded(std::uint32_t maxA) const {
+  if (depth_ > 256 * kDepth || maxB_ >= kInfinity || maxA >= kInfinity) return false;
   return static_cast<double>(depth_) * static_cast<double>(floatOf(maxA)) * static_cast<double>(floatOf(maxB_)) <= 16384.0;
 }
 

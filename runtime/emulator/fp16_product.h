@@ -77,7 +77,7 @@ class PartialsProduct {
   void portableRows(Operand a, std::ptrdiff_t r0, std::ptrdiff_t nr, float* c) const;
   void avx512Rows(Operand a, std::ptrdiff_t r0, std::ptrdiff_t nr, float* c) const;
   void avx2Rows(Operand a, std::ptrdiff_t r0, std::ptrdiff_t nr, float* c) const;
-  bool bounded(Operand a, std::ptrdiff_t r0, std::ptrdiff_t nr) const;
+  bool bounded(std::uint32_t maxA) const;
   void packPanel(std::ptrdiff_t p);
   template <int kRows, int kCols, typename Tile>
   void tiles(Operand a, std::ptrdiff_t r0, std::ptrdiff_t nr, float* c, Tile tile) const;
