@@ -21,17 +21,18 @@ inline std::uint64_t draw64(std::uint64_t key, std::uint64_t n) {
   return mix64(key + (n + 1) * 0x9E3779B97F4A7C15ULL);
 }
 
-// A cheaper generator for the random bits of fp16 partials, which draw once
-// per element and 16-deep block of every matrix product (tens of millions of
-// draws per step): 32-bit lanes, so that loops over consecutive positions
-// vectorise. The stream's key and the high half of the position select two
-// 32-bit words through mix64 (once per stream, not per draw): an odd
-// multiplier and an offset. The low half of the position is mapped by
-// x -> x * mul + add (a permutation of the 32-bit values that differs from
-// key to key, so the streams of two keys are not shifted copies of one
-// sequence) and then through Wellons's "lowbias32" integer hash
-// (hash-prospector: two multiply-xorshift rounds). Statistics:
-// tests/emulator/fp16_test.cpp, Fp16.PartialsBitsAreUniformAndUnrelated.
+// A cheaper generator for the random bits of stochastic rounding, which
+// draws for every element a kernel writes and, under fp16 partials, for
+// every row and column of a product and 16-deep block (millions of draws per
+// step): 32-bit lanes, so that loops over consecutive positions vectorise.
+// The stream's key and the high half of the position select two 32-bit
+// words through mix64 (once per stream, not per draw): an odd multiplier and
+// an offset. The low half of the position is mapped by x -> x * mul + add (a
+// permutation of the 32-bit values that differs from key to key, so the
+// streams of two keys are not shifted copies of one sequence) and then
+// through Wellons's "lowbias32" integer hash (hash-prospector: two
+// multiply-xorshift rounds). Statistics: tests/emulator/fp16_test.cpp,
+// Fp16.PartialsBitsAreUniformAndUnrelated.
 struct Stream32 {
   std::uint32_t mul, add;
 };

@@ -4,13 +4,16 @@
 // - the products of each block of 16 along the reduction (an AMP unit's
 //   depth) are summed in fp32 by fused multiply-adds in order of the
 //   reduction index, starting from zero;
-// - the block's sum is rounded to fp16, added to the running fp16
-//   accumulator in fp32, and the sum rounded to fp16 again;
-// - both roundings are to nearest-even (fp16::fromFloat), or stochastic
-//   (roundPartialStochastic below): element n (row-major position in the
-//   whole product) of block j draws one 32-bit value w = draw32(subKey(key,
-//   j), n) (counter_rng.h); its top 13 bits round the block's sum and its
-//   low 13 bits the accumulator.
+// - the block's sum is added to the running fp16 accumulator in fp32 and
+//   the sum rounded to fp16: one rounding per block, as an AMP pass writes
+//   its partial;
+// - the rounding is to nearest-even (fp16::fromFloat), or stochastic
+//   (roundPartialStochastic below) with 13 random bits: for element (r, c)
+//   and block j, the top 13 bits of R xor C, R = draw32 of position r in
+//   stream32(subKey(key, 0), j) and C = draw32 of position c in
+//   stream32(subKey(key, 1), j) (counter_rng.h). A block's elements then have
+//   pairwise independent bits (two elements differ in their row or their
+//   column draw) from (rows + columns) draws, not one per element.
 //
 // The kernels keep a tile of block sums in vector registers across the whole
 // reduction and round them there (AVX-512, or AVX2 with FMA, chosen at run

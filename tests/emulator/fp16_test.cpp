@@ -551,5 +551,41 @@ TEST(Fp16, PartialsBitsAreUniformAndUnrelated) {
     EXPECT_LT(std::fabs(set[static_cast<std::size_t>(bit)] / n - 0.5), 5 * 0.5 / std::sqrt(static_cast<double>(n))) << "bit " << bit;
 }
 
+// The bits with which fp16 partials round element (r, c) of block j: the top
+// 13 of row r's draw xor column c's (fp16_product.h). Over many products
+// (keys), one element's bits are uniform, and the bits of two elements that
+// share a row, or a column, or neither, are unrelated: chi-square over 256
+// cells of their top 4 bits each, bound 6 deviations above the mean (the keys
+// are fixed, so the test is deterministic). Pairwise independence is what
+// keeps the variance of any sum of rounding errors that of independent
+// roundings. One column draw shared by all columns would fail the row test,
+// a shared row draw the column test.
+TEST(Fp16, PartialsRowColumnBitsArePairwiseIndependent) {
+  const int n = 1 << 18;
+  const double bound = 255.0 + 6 * 22.6;
+  const std::uint32_t j = 5, r1 = 3, r2 = 900, c1 = 17, c2 = 18;
+  std::vector<double> single(256), sameRow(256), sameColumn(256), neither(256);
+  for (int i = 0; i < n; ++i) {
+    const std::uint64_t key = subKey(hashName("row-column"), static_cast<std::uint64_t>(i));
+    const Stream32 rows = stream32(subKey(key, 0), j), columns = stream32(subKey(key, 1), j);
+    auto bitsAt = [&](std::uint32_t r, std::uint32_t c) { return (draw32(rows, r) ^ draw32(columns, c)) >> 19; };
+    const std::uint32_t u = bitsAt(r1, c1);
+    single[u >> 5] += 1;
+    sameRow[((u >> 9) << 4) | (bitsAt(r1, c2) >> 9)] += 1;
+    sameColumn[((u >> 9) << 4) | (bitsAt(r2, c1) >> 9)] += 1;
+    neither[((u >> 9) << 4) | (bitsAt(r2, c2) >> 9)] += 1;
+  }
+  auto chiSquare = [&](const std::vector<double>& counts) {
+    const double expected = static_cast<double>(n) / static_cast<double>(counts.size());
+    double x = 0;
+    for (double k : counts) x += (k - expected) * (k - expected) / expected;
+    return x;
+  };
+  EXPECT_LT(chiSquare(single), bound) << "one element's bits";
+  EXPECT_LT(chiSquare(sameRow), bound) << "two elements of a row";
+  EXPECT_LT(chiSquare(sameColumn), bound) << "two elements of a column";
+  EXPECT_LT(chiSquare(neither), bound) << "two elements sharing neither";
+}
+
 }  // namespace
 }  // namespace ipu::emu
