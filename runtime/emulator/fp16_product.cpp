@@ -129,7 +129,10 @@ constexpr int kTileRows512 = 8;   // rows of op(A) per AVX-512 tile (8 x 32 bloc
 // 65504 (PartialsProduct::bounded), and the tile does not look.
 template <bool kStochastic, bool kTransposed, bool kChecked>
 IPU_TARGET_AVX512 bool tile512(const TileOperands& o, Index depth, const TileStreams& st, float* c, Index ldc, int rows) {
-  alignas(64) float acc[kTileRows512][kPanel] = {};
+  // The accumulators, written by the first block (as 0 + its sum: the
+  // definition's zero start, which turns a sum of -0 into +0) before any read.
+  alignas(64) float acc[kTileRows512][kPanel];
+  const __m512 zero = _mm512_setzero_ps();
   __m512i largest = _mm512_setzero_si512();
   const float* ar[kTileRows512];
   for (int r = 0; r < kTileRows512; ++r) ar[r] = o.a + (kTransposed ? r : r * o.rowStride);
@@ -156,8 +159,8 @@ IPU_TARGET_AVX512 bool tile512(const TileOperands& o, Index depth, const TileStr
 #pragma GCC unroll 8
       for (int r = 0; r < kTileRows512; ++r) {
         const __m512i row = _mm512_set1_epi32(static_cast<int>(rowBits[r]));
-        const __m512 x0 = _mm512_add_ps(_mm512_load_ps(acc[r]), part[r][0]);
-        const __m512 x1 = _mm512_add_ps(_mm512_load_ps(acc[r] + 16), part[r][1]);
+        const __m512 x0 = _mm512_add_ps(j == 0 ? zero : _mm512_load_ps(acc[r]), part[r][0]);
+        const __m512 x1 = _mm512_add_ps(j == 0 ? zero : _mm512_load_ps(acc[r] + 16), part[r][1]);
         _mm512_store_ps(acc[r], roundStochastic16<kChecked>(x0, _mm512_xor_si512(column0, row), largest));
         _mm512_store_ps(acc[r] + 16, roundStochastic16<kChecked>(x1, _mm512_xor_si512(column1, row), largest));
       }
@@ -165,7 +168,7 @@ IPU_TARGET_AVX512 bool tile512(const TileOperands& o, Index depth, const TileStr
 #pragma GCC unroll 8
       for (int r = 0; r < kTileRows512; ++r)
         for (int v = 0; v < 2; ++v) {
-          const __m512 sum = _mm512_add_ps(_mm512_load_ps(acc[r] + 16 * v), part[r][v]);
+          const __m512 sum = _mm512_add_ps(j == 0 ? zero : _mm512_load_ps(acc[r] + 16 * v), part[r][v]);
           _mm512_store_ps(acc[r] + 16 * v, roundNearest16(sum));
         }
     }
@@ -212,7 +215,8 @@ constexpr int kTileCols256 = 16;  // columns per AVX2 tile (half a panel): 4 x 1
 // tile's first column in C).
 template <bool kStochastic, bool kTransposed, bool kChecked>
 IPU_TARGET_AVX2 bool tile256(const TileOperands& o, Index depth, const TileStreams& st, float* c, Index ldc, int rows) {
-  alignas(32) float acc[kTileRows256][kTileCols256] = {};
+  alignas(32) float acc[kTileRows256][kTileCols256];   // written by the first block before any read (tile512)
+  const __m256 zero = _mm256_setzero_ps();
   __m256i largest = _mm256_setzero_si256();
   const float* ar[kTileRows256];
   for (int r = 0; r < kTileRows256; ++r) ar[r] = o.a + (kTransposed ? r : r * o.rowStride);
@@ -239,14 +243,14 @@ IPU_TARGET_AVX2 bool tile256(const TileOperands& o, Index depth, const TileStrea
       for (int r = 0; r < kTileRows256; ++r) {
         const __m256i row = _mm256_set1_epi32(static_cast<int>(rowBits[r]));
         for (int v = 0; v < 2; ++v) {
-          const __m256 x = _mm256_add_ps(_mm256_load_ps(acc[r] + 8 * v), part[r][v]);
+          const __m256 x = _mm256_add_ps(j == 0 ? zero : _mm256_load_ps(acc[r] + 8 * v), part[r][v]);
           _mm256_store_ps(acc[r] + 8 * v, roundStochastic8<kChecked>(x, _mm256_xor_si256(v == 0 ? column0 : column1, row), largest));
         }
       }
     } else {
       for (int r = 0; r < kTileRows256; ++r)
         for (int v = 0; v < 2; ++v) {
-          _mm256_store_ps(acc[r] + 8 * v, roundNearest8(_mm256_add_ps(_mm256_load_ps(acc[r] + 8 * v), part[r][v])));
+          _mm256_store_ps(acc[r] + 8 * v, roundNearest8(_mm256_add_ps(j == 0 ? zero : _mm256_load_ps(acc[r] + 8 * v), part[r][v])));
         }
     }
   }

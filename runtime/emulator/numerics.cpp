@@ -121,8 +121,8 @@ Mat Numerics::product(const Mat& a, bool ta, const Mat& b, bool tb) {
       if (fp16_) roundToHalf(c.data() + offset, n, sr, key, offset);
       return;
     }
-    // fp16 partials: fp16_product.h (block j of the reduction draws from
-    // stream subKey(key, j)).
+    // fp16 partials: fp16_product.h (the product's rounding bits are drawn
+    // from streams of `key` by row, column and 16-deep block).
     const fp16::Operand opA = ta ? fp16::Operand{a.data(), 1, a.cols()} : fp16::Operand{a.data(), a.cols(), 1};
     partialsProduct->rows(opA, r0, nr, c.data());
   };
