@@ -487,11 +487,10 @@ void PartialsProduct::portableTile(Operand a, Index r0, Index nr, Index p, float
         const float aik = a.data[i * a.rowStride + k * a.colStride];
         for (int l = 0; l < kPanel; ++l) part[l] = std::fma(aik, pb[k * kPanel + l], part[l]);
       }
-      for (int l = 0; l < width; ++l) {
-        const std::uint32_t* column = stochastic_ ? columnBits_.data() + (p * blocks + j) * kPanel : nullptr;
+      const std::uint32_t* column = stochastic_ ? columnBits_.data() + (p * blocks + j) * kPanel : nullptr;
+      for (int l = 0; l < width; ++l)
         acc[l] = stochastic_ ? roundPartialStochastic(acc[l] + part[l], row[static_cast<std::size_t>(j)] ^ column[l])
                              : roundNearestHalf(acc[l] + part[l]);
-      }
     }
     std::copy(acc, acc + width, c + i * cols_ + col0);
   }
@@ -528,13 +527,11 @@ void PartialsProduct::tiles(Operand a, Index r0, Index nr, float* c, Tile tile) 
   }
   for (Index q0 = r0; q0 < r0 + nr; q0 += kChunkRows) {
     const Index qn = std::min(kChunkRows, r0 + nr - q0);
-    // Looking at the chunk's rows of op(A) also brings them into the cache
-    // for the tiles.
     // The largest |op(A)| of the chunk (bits; unsigned maximum: NaN above
     // infinity), for bounded(): while packing a transposed op(A), else by a
     // pass over the rows (which also brings them into the cache for the tiles).
     std::uint32_t maxA = 0;
-    // The rows' fields of every block, per tile (TileStreams::rows).
+    // The rows' random bits of every block, per tile (TileStreams::rows).
     const Index chunkTiles = (qn + kRows - 1) / kRows;
     if (stochastic_) {
       tRowBits.resize(static_cast<std::size_t>(chunkTiles * blocks * kRows));
