@@ -32,7 +32,7 @@ inline std::uint64_t draw64(std::uint64_t key, std::uint64_t n) {
 // streams of two keys are not shifted copies of one sequence) and then
 // through Wellons's "lowbias32" integer hash (hash-prospector: two
 // multiply-xorshift rounds). Statistics: tests/emulator/fp16_test.cpp,
-// Fp16.PartialsBitsAreUniformAndUnrelated.
+// Fp16.RoundingBitsAreUniformAndUnrelated.
 struct Stream32 {
   std::uint32_t mul, add;
 };

@@ -463,11 +463,13 @@ TEST(Fp16, PartialsProductKernelsAgree) {
 }
 
 // Stochastic rounding in the product is unbiased: every element of this
-// product has the same exact value, 1 + 3 2^-13 + 5 2^-15 (block sums that
-// lie between fp16 values, then an accumulation that does too), so the mean
-// over 120,000 elements, each with its own draws, estimates it. Each of the
-// three roundings adds a variance of at most ulp^2 / 4 (ulp 2^-10 here), so
-// the standard error is below 2^-10 sqrt(3/4 / N); 5 of them bound the error
+// product has the same exact value, 1 + 3 2^-13 + 5 2^-15 (a first block
+// whose sum lies between fp16 values, then a second whose addition does too),
+// so the mean over 120,000 elements estimates it. Each of the two roundings
+// adds a variance of at most ulp^2 / 4 (ulp 2^-10 here), and the elements'
+// bits are pairwise independent (row xor column draws), so the variance of
+// the mean is that of independent roundings: the standard error is below
+// 2^-10 sqrt(2/4 / N), within the 2^-10 sqrt(3/4 / N) used; 5 of them bound the error
 // of a correct implementation but not of rounding to nearest, which is off by
 // 3 2^-13 + 5 2^-15 - 2^-10 (or of truncation, off by more). The same for
 // block sums in the subnormal range (7.45 and 2.3 steps of 2^-24).
@@ -503,14 +505,14 @@ TEST(Fp16, PartialsProductStochasticRoundingIsUnbiased) {
   }
 }
 
-// The generator of fp16 partials' bits (counter_rng.h, draw32): the 13-bit
-// fields that round a block's sum and its accumulator, over consecutive
-// positions, against each other, against the next position, the next block's
+// The generator of the stochastic roundings' bits (counter_rng.h, draw32):
+// its top 13 bits (those fp16 partials round with) and its low 13, over
+// consecutive positions, against each other, against the next position, another
 // stream and a position 2^32 further, are uniform and unrelated. Chi-square
 // tests over 256 cells (255 degrees of freedom: mean 255, standard deviation
 // 22.6) with a bound 6 deviations above the mean; the streams are fixed, so the
 // test is deterministic (a counter without the hash fails every one of them).
-TEST(Fp16, PartialsBitsAreUniformAndUnrelated) {
+TEST(Fp16, RoundingBitsAreUniformAndUnrelated) {
   const int n = 1 << 20;
   const double bound = 255.0 + 6 * 22.6;
   auto chiSquare = [&](const std::vector<double>& counts) {
@@ -521,7 +523,7 @@ TEST(Fp16, PartialsBitsAreUniformAndUnrelated) {
   };
   const std::uint64_t key = subKey(hashName("bits"), 6);
   const std::uint64_t other = subKey(hashName("bits"), 7);
-  std::vector<double> sum(256), acc(256), both(256), pairs(256), streams(256), far(256);
+  std::vector<double> top13(256), low13(256), both(256), pairs(256), streams(256), far(256);
   std::vector<double> set(32);
   for (int i = 0; i < n; ++i) {
     const std::uint32_t x = draw32(key, static_cast<std::uint64_t>(i));
@@ -529,16 +531,16 @@ TEST(Fp16, PartialsBitsAreUniformAndUnrelated) {
     const std::uint32_t y = draw32(other, static_cast<std::uint64_t>(i));
     const std::uint32_t z = draw32(key, (std::uint64_t{1} << 32) + static_cast<std::uint64_t>(i));
     const std::uint32_t top = x >> 19, low = x & 0x1FFFu;   // the two fields, 13 bits each
-    sum[top >> 5] += 1;
-    acc[low & 0xFF] += 1;
+    top13[top >> 5] += 1;
+    low13[low & 0xFF] += 1;
     both[((top >> 9) << 4) | (low >> 9)] += 1;
     pairs[((top >> 9) << 4) | (next >> 28)] += 1;
     streams[((top >> 9) << 4) | (y >> 28)] += 1;
     far[((top >> 9) << 4) | (z >> 28)] += 1;
     for (int bit = 0; bit < 32; ++bit) set[static_cast<std::size_t>(bit)] += (x >> bit) & 1u;
   }
-  EXPECT_LT(chiSquare(sum), bound) << "the block sum's bits";
-  EXPECT_LT(chiSquare(acc), bound) << "the accumulator's bits";
+  EXPECT_LT(chiSquare(top13), bound) << "the top 13 bits";
+  EXPECT_LT(chiSquare(low13), bound) << "the low 13 bits";
   EXPECT_LT(chiSquare(both), bound) << "the two fields of one draw";
   EXPECT_LT(chiSquare(pairs), bound) << "consecutive positions";
   EXPECT_LT(chiSquare(streams), bound) << "two blocks' streams";
