@@ -292,7 +292,6 @@ IPU_TARGET_AVX512 std::size_t roundStochasticAvx512(float* data, std::size_t n, 
       x = _mm512_add_epi32(x, step);
       continue;
     }
-    // The high 32 bits of z ^ (z >> 31) are those of z, xor z's top bit.
     const __m512i r = hash16(x);
     x = _mm512_add_epi32(x, step);
     const __m512i complement = _mm512_srli_epi32(_mm512_xor_si512(r, splat32(0xFFFFFFFFu)), 19);
