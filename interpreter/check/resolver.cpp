@@ -435,14 +435,14 @@ std::shared_ptr<const MappingSpec> Resolver::mapping(const Value& v) {
   return spec;
 }
 
-// A conv layer of the standard library normalises with batch norm unless its
-// `norm` is "group" (stdlib/layers.ipu).
 // The layers whose loss a phase's label_smoothing changes (the emulator's
 // classifier heads; docs/emulator.md, "Label smoothing").
 static bool classifiesSamples(const LayerFacts& l) {
   return l.op == "pooled_fc" || l.op == "token_classifier" || l.op == "softmax_loss" || l.op == "pooled_classifier";
 }
 
+// A conv layer of the standard library normalises with batch norm unless its
+// `norm` is "group" (stdlib/layers.ipu).
 static bool usesBatchNorm(const LayerFacts& l) {
   if (l.op != "conv_stem" && l.op != "bottleneck" && l.op != "basic_block") return false;
   for (const auto& a : l.attributes)
@@ -773,9 +773,7 @@ bool Resolver::phase(const Record& tr, const PhaseEntry& entry, const std::vecto
   out.imageSize = whole("image_size");
   if (const Value* ls = phaseField(ph, tr, "label_smoothing"); ls != nullptr && ls->isNumber()) out.labelSmoothing = ls->number;
   if (out.labelSmoothing > 0) {
-    bool classifies = false;
-    for (const auto& l : out.model->layers) classifies = classifies || classifiesSamples(l);
-    if (!classifies)
+    if (std::none_of(out.model->layers.begin(), out.model->layers.end(), classifiesSamples))
       ev_.warning(code::kLabelSmoothingUnused, phaseFieldSpan(ph, tr, "label_smoothing", entry.nameSpan),
                   "`label_smoothing` has no effect: model `" + out.model->name + "` has no loss that classifies samples",
                   "remove it (it applies to `pooled_fc`, `token_classifier`, `softmax_loss` and `pooled_classifier`; "
