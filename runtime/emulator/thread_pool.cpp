@@ -5,6 +5,10 @@
 
 namespace ipu::emu {
 
+namespace {
+constexpr auto kPoll = std::chrono::microseconds(50);
+}
+
 ThreadPool::ThreadPool(int threads) {
   for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { work(); });
 }
@@ -28,7 +32,7 @@ bool ThreadPool::runOne(Job& job, std::unique_lock<std::mutex>& lock) {
   lock.unlock();
   (*job.task)(i);
   lock.lock();
-  if (++job.finished == job.count) done_.notify_all();
+  if (job.finished.fetch_add(1, std::memory_order_release) + 1 == job.count && waiting_ > 0) done_.notify_all();
   return true;
 }
 
@@ -45,17 +49,27 @@ void ThreadPool::run(std::size_t n, const std::function<void(std::size_t)>& task
   jobs_.push_back(&job);
   pending_.store(jobs_.size(), std::memory_order_relaxed);
   wake_.notify_all();
-  // The caller works through its own tasks, then waits for those others run.
+  // The caller works through its own tasks, then waits for those others run:
+  // polling first, as idle workers do (the last tasks usually end within
+  // microseconds, and sleeping and being woken costs more), then asleep.
   while (runOne(job, lock)) {
   }
+  if (job.finished != job.count) {
+    lock.unlock();
+    const auto until = std::chrono::steady_clock::now() + kPoll;
+    while (job.finished.load(std::memory_order_acquire) != job.count && std::chrono::steady_clock::now() < until)
+      std::this_thread::yield();
+    lock.lock();
+  }
+  ++waiting_;
   done_.wait(lock, [&] { return job.finished == job.count; });
+  --waiting_;
 }
 
 // An idle worker polls for new work for a short while before it sleeps: a
 // kernel's parallel regions follow each other within microseconds, and waking
 // a sleeping thread costs more than that.
 void ThreadPool::work() {
-  constexpr auto kPoll = std::chrono::microseconds(50);
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     if (jobs_.empty() && !stop_) {

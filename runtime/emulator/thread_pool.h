@@ -39,7 +39,8 @@ class ThreadPool {
  private:
   struct Job {
     const std::function<void(std::size_t)>* task = nullptr;
-    std::size_t count = 0, next = 0, finished = 0;
+    std::size_t count = 0, next = 0;
+    std::atomic<std::size_t> finished{0};   // changed under the lock; the caller polls it without
   };
   // Claim and run one task of `job`; false when none is left to claim. Called with `lock` held.
   bool runOne(Job& job, std::unique_lock<std::mutex>& lock);
@@ -50,6 +51,7 @@ class ThreadPool {
   std::condition_variable wake_, done_;
   std::vector<Job*> jobs_;   // with unclaimed tasks; the newest (innermost) is served first
   std::atomic<std::size_t> pending_{0};   // jobs_.size(), readable without the lock (idle workers poll it)
+  int waiting_ = 0;   // callers asleep on done_ (guarded by mu_)
   bool stop_ = false;
 };
 
