@@ -295,7 +295,42 @@ IPU_TARGET_AVX2 void transpose8x8(const float* column, Index stride, float* out)
   _mm256_storeu_ps(out + 6 * kPanel, _mm256_permute2f128_ps(u2, u6, 0x31));
   _mm256_storeu_ps(out + 7 * kPanel, _mm256_permute2f128_ps(u3, u7, 0x31));
 }
+
+// hash32 (counter_rng.h) on 8 lanes.
+IPU_TARGET_AVX2 inline __m256i hash8(__m256i x) {
+  x = _mm256_mullo_epi32(_mm256_xor_si256(x, _mm256_srli_epi32(x, 16)), _mm256_set1_epi32(0x7FEB352D));
+  x = _mm256_mullo_epi32(_mm256_xor_si256(x, _mm256_srli_epi32(x, 15)), _mm256_set1_epi32(static_cast<int>(0x846CA68Bu)));
+  return _mm256_xor_si256(x, _mm256_srli_epi32(x, 16));
+}
+
+// drawFields for the leading multiple of 8 positions; returns how many. The
+// draws of consecutive positions hash an arithmetic sequence (modulo 2^32,
+// as draw32 computes it), so 8 lanes advance by one addition.
+IPU_TARGET_AVX2 std::size_t drawFieldsAvx2(Stream32 s, std::uint32_t first, std::size_t n, std::uint32_t* out) {
+  const std::size_t whole = n / 8 * 8;
+  __m256i x = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(first * s.mul + s.add)),
+                               _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(static_cast<int>(s.mul))));
+  const __m256i step = _mm256_set1_epi32(static_cast<int>(8u * s.mul));
+  for (std::size_t i = 0; i < whole; i += 8) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm256_srli_epi32(hash8(x), kFieldShift));
+    x = _mm256_add_epi32(x, step);
+  }
+  return whole;
+}
 #endif
+
+// The random fields (the top 13 bits of draw32) of positions first, first +
+// 1, ..., of stream s, into out[0 .. n): the rows' or the columns' bits of a
+// block. With `vector`, 8 at a time (a product's rows and columns draw
+// (rows + columns) x blocks of them, a tenth of a small product's time drawn
+// one by one).
+void drawFields(Stream32 s, std::uint32_t first, std::size_t n, std::uint32_t* out, [[maybe_unused]] bool vector) {
+  std::size_t done = 0;
+#if IPU_X86_KERNELS
+  if (vector) done = drawFieldsAvx2(s, first, n, out);
+#endif
+  for (std::size_t i = done; i < n; ++i) out[i] = draw32(s, first + static_cast<std::uint32_t>(i)) >> kFieldShift;
+}
 
 // The largest |op(A)| of rows [r0, r0 + nr) of a product of depth `depth`,
 // as bits (unsigned maximum: NaN above infinity).
@@ -432,11 +467,10 @@ PartialsProduct::PartialsProduct(Operand b, Index depth, Index cols, bool stocha
     for (Index p = p0; p < p1; ++p)
       for (Index j = 0; j < blocks; ++j) {
         std::uint32_t* out = columnBits_.data() + (p * blocks + j) * kPanel;
-        const Stream32 stream = columnStreams_[static_cast<std::size_t>(j)];
-        for (Index l = 0; l < kPanel; ++l) {
-          const Index col = p * kPanel + l;
-          out[l] = col < cols_ ? draw32(stream, static_cast<std::uint32_t>(col)) >> kFieldShift : 0u;
-        }
+        const Index live = std::min<Index>(kPanel, cols_ - p * kPanel);
+        drawFields(columnStreams_[static_cast<std::size_t>(j)], static_cast<std::uint32_t>(p * kPanel), static_cast<std::size_t>(live), out,
+                   kernel_ != Kernel::Portable);
+        std::fill(out + live, out + kPanel, 0u);
       }
     std::uint32_t largest = 0;
     for (auto v = packed_.begin() + p0 * depth_ * kPanel; v != packed_.begin() + p1 * depth_ * kPanel; ++v)
@@ -535,14 +569,16 @@ void PartialsProduct::tiles(Operand a, Index r0, Index nr, float* c, Tile tile) 
     const Index chunkTiles = (qn + kRows - 1) / kRows;
     if (stochastic_) {
       tRowBits.resize(static_cast<std::size_t>(chunkTiles * blocks * kRows));
-      for (Index t = 0; t < chunkTiles; ++t)
-        for (Index j = 0; j < blocks; ++j) {
-          const Stream32 stream = rowStreams_[static_cast<std::size_t>(j)];
+      std::uint32_t fields[kChunkRows];
+      for (Index j = 0; j < blocks; ++j) {
+        drawFields(rowStreams_[static_cast<std::size_t>(j)], static_cast<std::uint32_t>(q0), static_cast<std::size_t>(qn), fields,
+                   kernel_ != Kernel::Portable);
+        for (Index t = 0; t < chunkTiles; ++t)
           for (int r = 0; r < kRows; ++r) {
-            const Index i = q0 + t * kRows + r;
-            tRowBits[static_cast<std::size_t>((t * blocks + j) * kRows + r)] = i < q0 + qn ? draw32(stream, static_cast<std::uint32_t>(i)) >> kFieldShift : 0u;
+            const Index i = t * kRows + r;
+            tRowBits[static_cast<std::size_t>((t * blocks + j) * kRows + r)] = i < qn ? fields[i] : 0u;
           }
-        }
+      }
     }
     if (packA) {
       tPackedA.resize(static_cast<std::size_t>(chunkTiles * kRows * depth_));
