@@ -23,6 +23,10 @@ using Index = std::ptrdiff_t;
 
 constexpr Index kDepth = 16;   // products an AMP unit sums before a partial is written
 constexpr int kPanel = 32;     // columns of a packed panel of op(B): two 16-lane vectors
+// Reduction indices of op(B)'s panels that the tiles pass over before the
+// next ones (a multiple of kDepth): 32 KB of a panel, which stays in the
+// first-level cache while a chunk's tiles pass over it.
+constexpr Index kStretch = 256;
 constexpr Index kChunkRows = 64;  // rows of op(A) that pass over a panel of op(B) before the next panel (a multiple of every tile's rows)
 
 constexpr std::uint32_t kSign = 0x80000000u;
@@ -75,6 +79,8 @@ struct TileOperands {
   Index rowStride, step;
   const float* panel;
   int width;
+  Index depth;   // reduction indices of this call (a stretch of the product's: tiles())
+  bool resume;   // the stretch is not the first: the accumulators start from C's values, not from zero
 };
 
 // The stochastic bits of a tile (13 random bits each): block j's column
@@ -128,10 +134,21 @@ constexpr int kTileRows512 = 8;   // rows of op(A) per AVX-512 tile (8 x 32 bloc
 // element. Without kChecked the caller has shown that no value exceeds
 // 65504 (PartialsProduct::bounded), and the tile does not look.
 template <bool kStochastic, bool kTransposed, bool kChecked>
-IPU_TARGET_AVX512 bool tile512(const TileOperands& o, Index depth, const TileStreams& st, float* c, Index ldc, int rows) {
+IPU_TARGET_AVX512 bool tile512(const TileOperands& o, const TileStreams& st, float* c, Index ldc, int rows) {
   // The accumulators, written by the first block (as 0 + its sum: the
-  // definition's zero start, which turns a sum of -0 into +0) before any read.
+  // definition's zero start, which turns a sum of -0 into +0) before any
+  // read, unless the call resumes a reduction: then they start as the
+  // partials that C holds (zero in rows and columns outside C).
   alignas(64) float acc[kTileRows512][kPanel];
+  const Index depth = o.depth;
+  const auto m0 = static_cast<__mmask16>(o.width >= 16 ? 0xFFFFu : (1u << o.width) - 1u);
+  const auto m1 = static_cast<__mmask16>(o.width >= 32 ? 0xFFFFu : o.width <= 16 ? 0u : (1u << (o.width - 16)) - 1u);
+  if (o.resume)
+#pragma GCC unroll 8
+    for (int r = 0; r < kTileRows512; ++r) {
+      _mm512_store_ps(acc[r], r < rows ? _mm512_maskz_loadu_ps(m0, c + r * ldc) : _mm512_setzero_ps());
+      _mm512_store_ps(acc[r] + 16, r < rows ? _mm512_maskz_loadu_ps(m1, c + r * ldc + 16) : _mm512_setzero_ps());
+    }
   const __m512 zero = _mm512_setzero_ps();
   __m512i largest = _mm512_setzero_si512();
   const float* ar[kTileRows512];
@@ -141,6 +158,7 @@ IPU_TARGET_AVX512 bool tile512(const TileOperands& o, Index depth, const TileStr
   Index j = 0;
   for (Index k0 = 0; k0 < depth; k0 += kDepth, ++j) {
     const Index k1 = std::min(depth, k0 + kDepth);
+    const bool first = j == 0 && !o.resume;
     __m512 part[kTileRows512][2];
 #pragma GCC unroll 8
     for (auto& row : part) row[0] = row[1] = _mm512_setzero_ps();
@@ -159,8 +177,8 @@ IPU_TARGET_AVX512 bool tile512(const TileOperands& o, Index depth, const TileStr
 #pragma GCC unroll 8
       for (int r = 0; r < kTileRows512; ++r) {
         const __m512i row = _mm512_set1_epi32(static_cast<int>(rowBits[r]));
-        const __m512 x0 = _mm512_add_ps(j == 0 ? zero : _mm512_load_ps(acc[r]), part[r][0]);
-        const __m512 x1 = _mm512_add_ps(j == 0 ? zero : _mm512_load_ps(acc[r] + 16), part[r][1]);
+        const __m512 x0 = _mm512_add_ps(first ? zero : _mm512_load_ps(acc[r]), part[r][0]);
+        const __m512 x1 = _mm512_add_ps(first ? zero : _mm512_load_ps(acc[r] + 16), part[r][1]);
         _mm512_store_ps(acc[r], roundStochastic16<kChecked>(x0, _mm512_xor_si512(column0, row), largest));
         _mm512_store_ps(acc[r] + 16, roundStochastic16<kChecked>(x1, _mm512_xor_si512(column1, row), largest));
       }
@@ -168,15 +186,13 @@ IPU_TARGET_AVX512 bool tile512(const TileOperands& o, Index depth, const TileStr
 #pragma GCC unroll 8
       for (int r = 0; r < kTileRows512; ++r)
         for (int v = 0; v < 2; ++v) {
-          const __m512 sum = _mm512_add_ps(j == 0 ? zero : _mm512_load_ps(acc[r] + 16 * v), part[r][v]);
+          const __m512 sum = _mm512_add_ps(first ? zero : _mm512_load_ps(acc[r] + 16 * v), part[r][v]);
           _mm512_store_ps(acc[r] + 16 * v, roundNearest16(sum));
         }
     }
   }
   if (kStochastic && kChecked && _mm512_cmpgt_epu32_mask(largest, _mm512_set1_epi32(static_cast<int>(kLargestHalf))) != 0)
     return false;
-  const auto m0 = static_cast<__mmask16>(o.width >= 16 ? 0xFFFFu : (1u << o.width) - 1u);
-  const auto m1 = static_cast<__mmask16>(o.width >= 32 ? 0xFFFFu : o.width <= 16 ? 0u : (1u << (o.width - 16)) - 1u);
   for (int r = 0; r < rows; ++r) {
     _mm512_mask_storeu_ps(c + r * ldc, m0, _mm512_load_ps(acc[r]));
     _mm512_mask_storeu_ps(c + r * ldc + 16, m1, _mm512_load_ps(acc[r] + 16));
@@ -214,8 +230,19 @@ constexpr int kTileCols256 = 16;  // columns per AVX2 tile (half a panel): 4 x 1
 // points at the tile's first column in its panel, st.position at the
 // tile's first column in C).
 template <bool kStochastic, bool kTransposed, bool kChecked>
-IPU_TARGET_AVX2 bool tile256(const TileOperands& o, Index depth, const TileStreams& st, float* c, Index ldc, int rows) {
-  alignas(32) float acc[kTileRows256][kTileCols256];   // written by the first block before any read (tile512)
+IPU_TARGET_AVX2 bool tile256(const TileOperands& o, const TileStreams& st, float* c, Index ldc, int rows) {
+  alignas(32) float acc[kTileRows256][kTileCols256];   // written by the first block before any read, or resumed (tile512)
+  const Index depth = o.depth;
+  const int width = std::min(o.width, kTileCols256);
+  if (o.resume)
+    for (int r = 0; r < kTileRows256; ++r) {
+      if (r < rows && width == kTileCols256) {
+        _mm256_store_ps(acc[r], _mm256_loadu_ps(c + r * ldc));
+        _mm256_store_ps(acc[r] + 8, _mm256_loadu_ps(c + r * ldc + 8));
+      } else {
+        for (int l = 0; l < kTileCols256; ++l) acc[r][l] = r < rows && l < width ? c[r * ldc + l] : 0.0f;
+      }
+    }
   const __m256 zero = _mm256_setzero_ps();
   __m256i largest = _mm256_setzero_si256();
   const float* ar[kTileRows256];
@@ -225,6 +252,7 @@ IPU_TARGET_AVX2 bool tile256(const TileOperands& o, Index depth, const TileStrea
   Index j = 0;
   for (Index k0 = 0; k0 < depth; k0 += kDepth, ++j) {
     const Index k1 = std::min(depth, k0 + kDepth);
+    const bool first = j == 0 && !o.resume;
     __m256 part[kTileRows256][2];
     for (auto& row : part) row[0] = row[1] = _mm256_setzero_ps();
     for (Index k = k0; k < k1; ++k) {
@@ -243,14 +271,14 @@ IPU_TARGET_AVX2 bool tile256(const TileOperands& o, Index depth, const TileStrea
       for (int r = 0; r < kTileRows256; ++r) {
         const __m256i row = _mm256_set1_epi32(static_cast<int>(rowBits[r]));
         for (int v = 0; v < 2; ++v) {
-          const __m256 x = _mm256_add_ps(j == 0 ? zero : _mm256_load_ps(acc[r] + 8 * v), part[r][v]);
+          const __m256 x = _mm256_add_ps(first ? zero : _mm256_load_ps(acc[r] + 8 * v), part[r][v]);
           _mm256_store_ps(acc[r] + 8 * v, roundStochastic8<kChecked>(x, _mm256_xor_si256(v == 0 ? column0 : column1, row), largest));
         }
       }
     } else {
       for (int r = 0; r < kTileRows256; ++r)
         for (int v = 0; v < 2; ++v) {
-          _mm256_store_ps(acc[r] + 8 * v, roundNearest8(_mm256_add_ps(j == 0 ? zero : _mm256_load_ps(acc[r] + 8 * v), part[r][v])));
+          _mm256_store_ps(acc[r] + 8 * v, roundNearest8(_mm256_add_ps(first ? zero : _mm256_load_ps(acc[r] + 8 * v), part[r][v])));
         }
     }
   }
@@ -258,7 +286,6 @@ IPU_TARGET_AVX2 bool tile256(const TileOperands& o, Index depth, const TileStrea
   if (kStochastic && kChecked &&
       _mm256_movemask_epi8(_mm256_cmpgt_epi32(largest, _mm256_set1_epi32(static_cast<int>(kLargestHalf)))) != 0)
     return false;
-  const int width = std::min(o.width, kTileCols256);
   for (int r = 0; r < rows; ++r) std::copy(acc[r], acc[r] + width, c + r * ldc);
   return true;
 }
@@ -395,35 +422,51 @@ PartialsProduct::~PartialsProduct() {
   if (tSpare.size() < kSpareBuffers) tSpare.push_back(std::move(packed_));
 }
 
+// Where the packed op(B) holds element (k, l) of panel p: the stretches of
+// kStretch reduction indices one after the other, each with every panel's
+// rows of it (the tiles read a stretch of all panels; laid out panel after
+// panel, the panels' stretches would sit a multiple of 128 KB apart and
+// share the second-level cache's sets).
+Index PartialsProduct::packedOffset(Index p, Index k) const {
+  const Index panels = (cols_ + kPanel - 1) / kPanel;
+  const Index k0 = k / kStretch * kStretch, length = std::min(kStretch, depth_ - k0);
+  return k0 * panels * kPanel + (p * length + k - k0) * kPanel;
+}
+
 // Panel p of op(B): its kPanel columns (zero past the last), read along op(B)'s
 // contiguous dimension.
 void PartialsProduct::packPanel(Index p) {
-  float* out = packed_.data() + p * depth_ * kPanel;
+  for (Index s0 = 0; s0 < depth_; s0 += kStretch) packPanel(p, s0, std::min(depth_, s0 + kStretch));
+}
+
+// Rows [kBegin, kEnd) of panel p, within one stretch.
+void PartialsProduct::packPanel(Index p, Index kBegin, Index kEnd) {
+  float* out = packed_.data() + packedOffset(p, kBegin) - kBegin * kPanel;   // row k at out + k * kPanel
   const Index col0 = p * kPanel;
   const Index width = std::min<Index>(kPanel, cols_ - col0);
   if (b_.colStride == 1 && width == kPanel) {
-    for (Index k = 0; k < depth_; ++k) {
+    for (Index k = kBegin; k < kEnd; ++k) {
       const float* in = b_.data + k * b_.rowStride + col0;
       for (Index l = 0; l < kPanel; ++l) out[k * kPanel + l] = in[l];   // a fixed-length copy, vectorised
     }
   } else if (b_.colStride == 1) {
-    for (Index k = 0; k < depth_; ++k)
+    for (Index k = kBegin; k < kEnd; ++k)
       for (Index l = 0; l < kPanel; ++l) out[k * kPanel + l] = l < width ? b_.data[k * b_.rowStride + col0 + l] : 0.0f;
   } else {
-    Index done = 0;   // reduction indices packed by 8 x 8 transpositions
+    Index done = kBegin;   // reduction indices packed by 8 x 8 transpositions
 #if IPU_X86_KERNELS
     if (b_.rowStride == 1 && width == kPanel && hostVectorIsa() != VectorIsa::None) {
-      done = depth_ / 8 * 8;
-      for (Index k0 = 0; k0 < done; k0 += 8)
+      done = kBegin + (kEnd - kBegin) / 8 * 8;
+      for (Index k0 = kBegin; k0 < done; k0 += 8)
         for (Index l0 = 0; l0 < kPanel; l0 += 8)
           transpose8x8(b_.data + (col0 + l0) * b_.colStride + k0, b_.colStride, out + k0 * kPanel + l0);
     }
 #endif
-    // Read along op(B)'s columns (contiguous), in stretches of the
-    // reduction short enough that the panel rows written stay in cache.
-    constexpr Index kStretch = 64;
-    for (Index k0 = done; k0 < depth_; k0 += kStretch) {
-      const Index k1 = std::min(depth_, k0 + kStretch);
+    // Read along op(B)'s columns (contiguous), a few reduction indices at a
+    // time, so that the panel rows written stay in cache.
+    constexpr Index kReadRows = 64;
+    for (Index k0 = done; k0 < kEnd; k0 += kReadRows) {
+      const Index k1 = std::min(kEnd, k0 + kReadRows);
       for (Index l = 0; l < kPanel; ++l) {
         if (l >= width) {
           for (Index k = k0; k < k1; ++k) out[k * kPanel + l] = 0.0f;
@@ -473,8 +516,9 @@ PartialsProduct::PartialsProduct(Operand b, Index depth, Index cols, bool stocha
         std::fill(out + live, out + kPanel, 0u);
       }
     std::uint32_t largest = 0;
-    for (auto v = packed_.begin() + p0 * depth_ * kPanel; v != packed_.begin() + p1 * depth_ * kPanel; ++v)
-      largest = std::max(largest, bitsOf(*v) & ~kSign);
+    for (Index s0 = 0; s0 < depth_; s0 += kStretch)   // the tasks' panels are contiguous in each stretch
+      for (auto v = packed_.begin() + packedOffset(p0, s0); v != packed_.begin() + packedOffset(p0, s0) + (p1 - p0) * std::min(kStretch, depth_ - s0) * kPanel; ++v)
+        largest = std::max(largest, bitsOf(*v) & ~kSign);
     taskMaxB[t] = largest;
   };
   if (parallel && tasks > 1 && depth_ * cols_ >= 64 * 1024) parallel(tasks, pack);
@@ -508,7 +552,6 @@ void PartialsProduct::portableRows(Operand a, Index r0, Index nr, float* c) cons
 void PartialsProduct::portableTile(Operand a, Index r0, Index nr, Index p, float* c) const {
   const Index col0 = p * kPanel;
   const int width = static_cast<int>(std::min<Index>(kPanel, cols_ - col0));
-  const float* pb = packed_.data() + p * depth_ * kPanel;
   const Index blocks = (depth_ + kDepth - 1) / kDepth;
   std::vector<std::uint32_t> row(stochastic_ ? static_cast<std::size_t>(blocks) : 0);   // the row's draw of each block
   for (Index i = r0; i < r0 + nr; ++i) {
@@ -519,7 +562,8 @@ void PartialsProduct::portableTile(Operand a, Index r0, Index nr, Index p, float
       float part[kPanel] = {};
       for (Index k = k0; k < std::min(depth_, k0 + kDepth); ++k) {
         const float aik = a.data[i * a.rowStride + k * a.colStride];
-        for (int l = 0; l < kPanel; ++l) part[l] = std::fma(aik, pb[k * kPanel + l], part[l]);
+        const float* bk = packed_.data() + packedOffset(p, k);
+        for (int l = 0; l < kPanel; ++l) part[l] = std::fma(aik, bk[l], part[l]);
       }
       const std::uint32_t* column = stochastic_ ? columnBits_.data() + (p * blocks + j) * kPanel : nullptr;
       for (int l = 0; l < width; ++l)
@@ -559,16 +603,24 @@ void PartialsProduct::tiles(Operand a, Index r0, Index nr, float* c, Tile tile) 
       for (Index k = 0; k < depth_; ++k)
         edge[static_cast<std::size_t>(r * depth_ + k)] = r0 + full + r < r0 + nr ? a.data[(r0 + full + r) * a.rowStride + k * a.colStride] : 0.0f;
   }
-  for (Index q0 = r0; q0 < r0 + nr; q0 += kChunkRows) {
-    const Index qn = std::min(kChunkRows, r0 + nr - q0);
+  // For each chunk of kChunkRows rows, before its first tiles: its rows'
+  // random bits of every block, per tile (TileStreams::rows), a transposed
+  // op(A) packed, and whether its tiles must check for values above 65504.
+  // (Just before: the pass over the chunk's op(A) brings it into the cache
+  // for its tiles; done for all chunks first, the product took a tenth longer.)
+  const Index blockTiles = (nr + kRows - 1) / kRows;
+  const Index chunks = (nr + kChunkRows - 1) / kChunkRows;
+  std::vector<char> checked(static_cast<std::size_t>(chunks), 0);
+  if (stochastic_) tRowBits.resize(static_cast<std::size_t>(blockTiles * blocks * kRows));
+  if (packA) tPackedA.resize(static_cast<std::size_t>(blockTiles * kRows * depth_));
+  auto prepare = [&](Index q0, Index qn) {
+    const Index chunkTiles = (qn + kRows - 1) / kRows;
+    const Index t0 = (q0 - r0) / kRows;   // the chunk's first tile in the block
     // The largest |op(A)| of the chunk (bits; unsigned maximum: NaN above
     // infinity), for bounded(): while packing a transposed op(A), else by a
-    // pass over the rows (which also brings them into the cache for the tiles).
+    // pass over the rows.
     std::uint32_t maxA = 0;
-    // The rows' random bits of every block, per tile (TileStreams::rows).
-    const Index chunkTiles = (qn + kRows - 1) / kRows;
     if (stochastic_) {
-      tRowBits.resize(static_cast<std::size_t>(chunkTiles * blocks * kRows));
       std::uint32_t fields[kChunkRows];
       for (Index j = 0; j < blocks; ++j) {
         drawFields(rowStreams_[static_cast<std::size_t>(j)], static_cast<std::uint32_t>(q0), static_cast<std::size_t>(qn), fields,
@@ -576,18 +628,17 @@ void PartialsProduct::tiles(Operand a, Index r0, Index nr, float* c, Tile tile) 
         for (Index t = 0; t < chunkTiles; ++t)
           for (int r = 0; r < kRows; ++r) {
             const Index i = t * kRows + r;
-            tRowBits[static_cast<std::size_t>((t * blocks + j) * kRows + r)] = i < qn ? fields[i] : 0u;
+            tRowBits[static_cast<std::size_t>(((t0 + t) * blocks + j) * kRows + r)] = i < qn ? fields[i] : 0u;
           }
       }
     }
     if (packA) {
-      tPackedA.resize(static_cast<std::size_t>(chunkTiles * kRows * depth_));
       for (Index k = 0; k < depth_; ++k) {
         const float* in = a.data + q0 + k * a.colStride;
         if (stochastic_)
           for (Index i = 0; i < qn; ++i) maxA = std::max(maxA, bitsOf(in[i]) & ~kSign);
         for (Index t = 0; t < chunkTiles; ++t) {
-          float* out = tPackedA.data() + (t * depth_ + k) * kRows;
+          float* out = tPackedA.data() + ((t0 + t) * depth_ + k) * kRows;
           const Index live = std::min<Index>(kRows, qn - t * kRows);
           std::copy_n(in + t * kRows, live, out);
           std::fill(out + live, out + kRows, 0.0f);
@@ -596,33 +647,77 @@ void PartialsProduct::tiles(Operand a, Index r0, Index nr, float* c, Tile tile) 
     } else if (stochastic_) {
       maxA = largestMagnitude(a, q0, qn, depth_);
     }
-    const bool checked = stochastic_ && !bounded(maxA);
-    // Panels outside the row tiles: a panel of op(B) stays in cache while the
-    // chunk's row tiles pass over it.
-    for (Index p = 0; p < panels; ++p)
-      for (int h = 0; h < kPanel; h += kCols) {
-        const Index col0 = p * kPanel + h;
-        if (col0 >= cols_) break;
-        TileOperands o{};
-        o.panel = packed_.data() + p * depth_ * kPanel + h;
-        o.width = static_cast<int>(std::min<Index>(kCols, cols_ - col0));
-        for (Index i0 = q0; i0 < q0 + qn; i0 += kRows) {
-          const int rows = static_cast<int>(std::min<Index>(kRows, q0 + qn - i0));
-          const bool inPlace = rows == kRows;
-          if (packA) {
-            o.a = tPackedA.data() + (i0 - q0) * depth_;
-            o.rowStride = 1;
-            o.step = kRows;
-          } else {
-            o.a = inPlace ? a.data + i0 * a.rowStride : edge.get();
-            o.rowStride = inPlace ? a.rowStride : depth_;
-            o.step = inPlace ? a.colStride : 1;
-          }
-          const TileStreams st{stochastic_ ? columnBits_.data() + p * blocks * kPanel + h : nullptr,
-                               stochastic_ ? tRowBits.data() + (i0 - q0) / kRows * blocks * kRows : nullptr};
-          if (!tile(o, packA || (inPlace && a.rowStride == 1), checked, st, c + i0 * cols_ + col0, rows)) portableTile(a, i0, rows, p, c);
+    checked[static_cast<std::size_t>((q0 - r0) / kChunkRows)] = stochastic_ && !bounded(maxA);
+  };
+  // The tiles: a stretch of kStretch reduction indices at a time over
+  // all chunks (a deep product's panels would not stay in the first-level
+  // cache whole, nor op(B) in the second); within it a chunk's row tiles
+  // pass over a panel of op(B) while it stays in cache. A tile resumes its
+  // accumulators from C where the previous stretch left them: the blocks,
+  // their order and their random bits are those of one pass, and so are the
+  // results (tested against the definition).
+  const Index stretches = (depth_ + kStretch - 1) / kStretch;
+  constexpr int kHalves = kPanel / kCols;
+  // Tiles (tile, panel, column offset) that a stretch left to portableTile,
+  // which computes the whole reduction: later stretches skip them.
+  std::vector<bool> elementwise(stretches > 1 ? static_cast<std::size_t>(blockTiles * panels * kHalves) : 0);
+  for (Index s = 0; s < stretches; ++s) {
+    const Index k0 = s * kStretch;
+    const Index j0 = k0 / kDepth;   // the stretch's first block
+    for (Index q0 = r0; q0 < r0 + nr; q0 += kChunkRows) {
+      const Index qn = std::min(kChunkRows, r0 + nr - q0);
+      if (s == 0) {
+        prepare(q0, qn);
+      } else {
+        // The chunk's op(A) in this stretch, fetched ahead of its tiles
+        // (which otherwise wait for it from the third-level cache: the whole
+        // of a deep product's op(A) does not stay in the second; the same
+        // pass that prepare() makes over the first stretch).
+        const Index kn = std::min(kStretch, depth_ - k0);
+        if (packA) {
+          const float* from = tPackedA.data() + (q0 - r0) * depth_;
+          for (Index t = 0; t < (qn + kRows - 1) / kRows; ++t)
+            for (Index e = 0; e < kn * kRows; e += 16) __builtin_prefetch(from + t * kRows * depth_ + k0 * kRows + e);
+        } else if (a.colStride == 1) {
+          for (Index i = q0; i < q0 + qn; ++i)
+            for (Index e = 0; e < kn; e += 16) __builtin_prefetch(a.data + i * a.rowStride + k0 + e);
         }
       }
+      const bool check = checked[static_cast<std::size_t>((q0 - r0) / kChunkRows)] != 0;
+      for (Index p = 0; p < panels; ++p)
+        for (int h = 0; h < kPanel; h += kCols) {
+          const Index col0 = p * kPanel + h;
+          if (col0 >= cols_) break;
+          TileOperands o{};
+          o.panel = packed_.data() + packedOffset(p, k0) + h;
+          o.width = static_cast<int>(std::min<Index>(kCols, cols_ - col0));
+          o.depth = std::min(kStretch, depth_ - k0);
+          o.resume = s > 0;
+          for (Index i0 = q0; i0 < q0 + qn; i0 += kRows) {
+            const Index t = (i0 - r0) / kRows;
+            const auto flag = static_cast<std::size_t>((t * panels + p) * kHalves + h / kCols);
+            if (stretches > 1 && elementwise[flag]) continue;
+            const int rows = static_cast<int>(std::min<Index>(kRows, q0 + qn - i0));
+            const bool inPlace = rows == kRows;
+            if (packA) {
+              o.a = tPackedA.data() + t * kRows * depth_;
+              o.rowStride = 1;
+              o.step = kRows;
+            } else {
+              o.a = inPlace ? a.data + i0 * a.rowStride : edge.get();
+              o.rowStride = inPlace ? a.rowStride : depth_;
+              o.step = inPlace ? a.colStride : 1;
+            }
+            o.a += k0 * o.step;
+            const TileStreams st{stochastic_ ? columnBits_.data() + (p * blocks + j0) * kPanel + h : nullptr,
+                                 stochastic_ ? tRowBits.data() + (t * blocks + j0) * kRows : nullptr};
+            if (!tile(o, packA || (inPlace && a.rowStride == 1), check, st, c + i0 * cols_ + col0, rows)) {
+              portableTile(a, i0, rows, p, c);
+              if (stretches > 1) elementwise[flag] = true;
+            }
+          }
+        }
+    }
   }
 }
 
@@ -643,14 +738,14 @@ bool PartialsProduct::bounded(std::uint32_t maxA) const {
 void PartialsProduct::avx512Rows([[maybe_unused]] Operand a, [[maybe_unused]] Index r0, [[maybe_unused]] Index nr,
                                  [[maybe_unused]] float* c) const {
 #if IPU_X86_KERNELS
-  const Index depth = depth_, ldc = cols_;
+  const Index ldc = cols_;
   const bool stochastic = stochastic_;
   tiles<kTileRows512, kPanel>(a, r0, nr, c, [&](const TileOperands& o, bool transposed, bool checked, const TileStreams& st, float* ct, int rows) {
     if (stochastic && checked)
-      return transposed ? tile512<true, true, true>(o, depth, st, ct, ldc, rows) : tile512<true, false, true>(o, depth, st, ct, ldc, rows);
+      return transposed ? tile512<true, true, true>(o, st, ct, ldc, rows) : tile512<true, false, true>(o, st, ct, ldc, rows);
     if (stochastic)
-      return transposed ? tile512<true, true, false>(o, depth, st, ct, ldc, rows) : tile512<true, false, false>(o, depth, st, ct, ldc, rows);
-    return transposed ? tile512<false, true, false>(o, depth, st, ct, ldc, rows) : tile512<false, false, false>(o, depth, st, ct, ldc, rows);
+      return transposed ? tile512<true, true, false>(o, st, ct, ldc, rows) : tile512<true, false, false>(o, st, ct, ldc, rows);
+    return transposed ? tile512<false, true, false>(o, st, ct, ldc, rows) : tile512<false, false, false>(o, st, ct, ldc, rows);
   });
 #endif
 }
@@ -658,14 +753,14 @@ void PartialsProduct::avx512Rows([[maybe_unused]] Operand a, [[maybe_unused]] In
 void PartialsProduct::avx2Rows([[maybe_unused]] Operand a, [[maybe_unused]] Index r0, [[maybe_unused]] Index nr,
                                [[maybe_unused]] float* c) const {
 #if IPU_X86_KERNELS
-  const Index depth = depth_, ldc = cols_;
+  const Index ldc = cols_;
   const bool stochastic = stochastic_;
   tiles<kTileRows256, kTileCols256>(a, r0, nr, c, [&](const TileOperands& o, bool transposed, bool checked, const TileStreams& st, float* ct, int rows) {
     if (stochastic && checked)
-      return transposed ? tile256<true, true, true>(o, depth, st, ct, ldc, rows) : tile256<true, false, true>(o, depth, st, ct, ldc, rows);
+      return transposed ? tile256<true, true, true>(o, st, ct, ldc, rows) : tile256<true, false, true>(o, st, ct, ldc, rows);
     if (stochastic)
-      return transposed ? tile256<true, true, false>(o, depth, st, ct, ldc, rows) : tile256<true, false, false>(o, depth, st, ct, ldc, rows);
-    return transposed ? tile256<false, true, false>(o, depth, st, ct, ldc, rows) : tile256<false, false, false>(o, depth, st, ct, ldc, rows);
+      return transposed ? tile256<true, true, false>(o, st, ct, ldc, rows) : tile256<true, false, false>(o, st, ct, ldc, rows);
+    return transposed ? tile256<false, true, false>(o, st, ct, ldc, rows) : tile256<false, false, false>(o, st, ct, ldc, rows);
   });
 #endif
 }

@@ -15,10 +15,11 @@
 //   pairwise independent bits (two elements differ in their row or their
 //   column draw) from (rows + columns) draws, not one per element.
 //
-// The kernels keep a tile of block sums in vector registers across the whole
-// reduction and round them there (AVX-512, or AVX2 with FMA, chosen at run
-// time by what the host has: vector_isa.h); without either, the same
-// definition is computed element by element. All give the same bits (tested).
+// The kernels keep a tile of block sums in vector registers and round them
+// there, a stretch of the reduction at a time (AVX-512, or AVX2 with FMA,
+// chosen at run time by what the host has: vector_isa.h); without either,
+// the same definition is computed element by element. All give the same
+// bits (tested).
 #pragma once
 
 #include <cstddef>
@@ -82,6 +83,8 @@ class PartialsProduct {
   void avx2Rows(Operand a, std::ptrdiff_t r0, std::ptrdiff_t nr, float* c) const;
   bool bounded(std::uint32_t maxA) const;
   void packPanel(std::ptrdiff_t p);
+  void packPanel(std::ptrdiff_t p, std::ptrdiff_t kBegin, std::ptrdiff_t kEnd);
+  std::ptrdiff_t packedOffset(std::ptrdiff_t p, std::ptrdiff_t k) const;
   template <int kRows, int kCols, typename Tile>
   void tiles(Operand a, std::ptrdiff_t r0, std::ptrdiff_t nr, float* c, Tile tile) const;
   void portableTile(Operand a, std::ptrdiff_t r0, std::ptrdiff_t nr, std::ptrdiff_t panel, float* c) const;
@@ -91,7 +94,7 @@ class PartialsProduct {
   bool stochastic_;
   Kernel kernel_;   // Avx512, Avx2 or Portable
   std::uint32_t maxB_ = 0;                       // the largest |op(B)|'s bits (NaN above infinity)
-  std::vector<float> packed_;                    // op(B) as panels of kPanel columns, depth rows each (zero beyond the last column)
+  std::vector<float> packed_;                    // op(B) as panels of kPanel columns (zero beyond the last column), by stretches of the reduction (packedOffset)
   std::vector<Stream32> rowStreams_, columnStreams_;   // block j's streams of row and of column draws
   std::vector<std::uint32_t> columnBits_;              // panel p, block j: its columns' random bits (the tiles' TileStreams::columns)
 };

@@ -363,10 +363,41 @@ void expectSameBits(const Mat& got, const Mat& want, const std::string& what) {
 }
 
 // A product's shape and the scale of its operands' values.
+// The operands of a product test: random halves of the given scale, with
+// two scales that ask for more.
 struct ProductShape {
   Eigen::Index rows, depth, cols;
-  double scale;
+  double scale;   // kSpecials, kLateOverflow: below
 };
+constexpr double kSpecials = 300.0;      // overflowing block sums; infinities and NaN, whose products reach infinity and NaN
+constexpr double kLateOverflow = -1.0;   // overflow only after the kernels' first stretch of the reduction
+
+void productOperands(const ProductShape& z, Stream& s, Mat& a, Mat& b) {
+  a = randomHalves(z.rows, z.depth, s, z.scale == kLateOverflow ? 1.0 : z.scale);
+  b = randomHalves(z.depth, z.cols, s, z.scale == kLateOverflow ? 1.0 : z.scale);
+  if (z.scale == kSpecials) {
+    a(0, 3) = std::numeric_limits<float>::infinity();
+    a(1, 0) = std::numeric_limits<float>::quiet_NaN();
+    a(12, 5) = std::numeric_limits<float>::infinity();   // a full tile, read in place
+    b(2, 4) = -std::numeric_limits<float>::infinity();
+  }
+  if (z.scale == kLateOverflow) {
+    // The product is deeper than the kernels' stretch of the reduction
+    // (256, more than two): in two rows (one in a full tile, read in place)
+    // a block of the second stretch sums to 65504 + 2^-8, just above the
+    // largest half, where the vector kernels leave the tile to the element-
+    // by-element computation of the whole reduction. Rounded (down but with
+    // probability 2^-13), the partials stay finite and come back down in the
+    // third stretch, which must not resume from the finished values.
+    for (Eigen::Index r : {2, 13}) {
+      a.row(r).setZero();
+      a(r, 300) = 65504.0f;
+      a(r, 301) = 0.00390625f;
+      a(r, 590) = -30000.0f;
+    }
+    for (Eigen::Index c = 0; c < z.cols; ++c) b(300, c) = b(301, c) = b(590, c) = 1.0f;
+  }
+}
 
 // The product kernel (fp16_product.h) against the element-by-element
 // definition, bit for bit, for every transposition, through Numerics on one
@@ -375,18 +406,14 @@ struct ProductShape {
 // in the subnormal range or below it, overflow, infinities and NaN.
 TEST(Fp16, PartialsProductMatchesDefinition) {
   Stream s(11);
-  const ProductShape shapes[] = {{1, 1, 1, 1.0},    {37, 70, 45, 1.0},  {130, 300, 70, 0.5}, {21, 16, 40, 300.0},
-                          {9, 40, 33, 2e-3}, {7, 20, 19, 1e-4}, {64, 33, 16, 40.0},  {200, 48, 96, 3e-3}};
+  const ProductShape shapes[] = {{1, 1, 1, 1.0},    {37, 70, 45, 1.0},  {130, 300, 70, 0.5}, {21, 16, 40, kSpecials},
+                          {9, 40, 33, 2e-3}, {7, 20, 19, 1e-4}, {64, 33, 16, 40.0},  {200, 48, 96, 3e-3},
+                          {24, 600, 40, kLateOverflow}};
   ThreadPool pool(3);
   for (const ProductShape& z : shapes)
     for (bool stochastic : {false, true}) {
-      Mat a = randomHalves(z.rows, z.depth, s, z.scale), b = randomHalves(z.depth, z.cols, s, z.scale);
-      if (z.scale == 300.0) {  // overflowing block sums; specials, whose products reach infinity and NaN
-        a(0, 3) = std::numeric_limits<float>::infinity();
-        a(1, 0) = std::numeric_limits<float>::quiet_NaN();
-        a(12, 5) = std::numeric_limits<float>::infinity();   // a full tile, read in place
-        b(2, 4) = -std::numeric_limits<float>::infinity();
-      }
+      Mat a, b;
+      productOperands(z, s, a, b);
       const std::uint64_t base = 1234;
       const std::uint64_t key = subKey(base, 0);   // a fresh Numerics' first tensor
       const Mat want = referencePartials(a, b, stochastic, key);
@@ -421,9 +448,10 @@ TEST(Fp16, PartialsProductMatchesDefinition) {
 // not tested.
 TEST(Fp16, PartialsProductKernelsAgree) {
   Stream s(23);
-  const ProductShape shapes[] = {{1, 1, 1, 1.0},   {37, 70, 45, 1.0}, {13, 33, 20, 0.5}, {21, 16, 40, 300.0},
+  const ProductShape shapes[] = {{1, 1, 1, 1.0},   {37, 70, 45, 1.0}, {13, 33, 20, 0.5}, {21, 16, 40, kSpecials},
                           {9, 40, 33, 2e-3}, {7, 20, 19, 1e-4}, {66, 47, 64, 2.0}, {200, 48, 96, 3e-3},
-                          {70, 300, 260, 1.0}};   // large enough that op(B) is packed by tasks
+                          {70, 300, 260, 1.0},   // large enough that op(B) is packed by tasks
+                          {24, 600, 40, kLateOverflow}};
   // Packing tasks run in reverse order, as host threads may run them.
   int packTasks = 0;
   const fp16::PartialsProduct::ParallelFor reversed = [&](std::size_t n, const std::function<void(std::size_t)>& task) {
@@ -440,13 +468,8 @@ TEST(Fp16, PartialsProductKernelsAgree) {
     ++tested;
     for (const ProductShape& z : shapes)
       for (bool stochastic : {false, true}) {
-        Mat a = randomHalves(z.rows, z.depth, s, z.scale), b = randomHalves(z.depth, z.cols, s, z.scale);
-        if (z.scale == 300.0) {
-          a(0, 3) = std::numeric_limits<float>::infinity();
-          a(1, 0) = std::numeric_limits<float>::quiet_NaN();
-          a(12, 5) = std::numeric_limits<float>::infinity();
-          b(2, 4) = -std::numeric_limits<float>::infinity();
-        }
+        Mat a, b;
+        productOperands(z, s, a, b);
         const std::uint64_t key = subKey(4321, static_cast<std::uint64_t>(z.rows));
         const Mat want = referencePartials(a, b, stochastic, key);
         const Mat at = a.transpose(), bt = b.transpose();
