@@ -50,6 +50,18 @@ void currentBlock(const UpdateSpan& sp, std::size_t i0, std::size_t n, float* ou
   std::copy(from, from + n, out);
 }
 
+// The stored weights of elements i0 .. i0 + n - 1, after the fp32 weights
+// were updated in place (the master copy when kept, else the stored weights
+// themselves): rounded to their type.
+void storeWeights(const UpdateSettings& s, const UpdateSpan& sp, std::size_t i0, std::size_t n) {
+  float* value = sp.value + i0;
+  if (!sp.state->master.empty()) {
+    const float* master = sp.state->master.data() + sp.first + i0;
+    std::copy(master, master + n, value);
+  }
+  roundBlock(value, n, s.fp16Weights, s.stochastic, s.key, sp.offset + i0);
+}
+
 // Write new fp32 weights w[0, n) of elements i0...: the master copy when
 // kept, and the stored weights rounded to their type.
 void writeBlock(const UpdateSettings& s, const UpdateSpan& sp, std::size_t i0, float* w, std::size_t n) {
@@ -173,27 +185,29 @@ void apply(const UpdateSettings& s, double ratio, UpdateSpan sp) {
     const float stepSize = static_cast<float>(s.lr / bc1);
     const float sb2 = static_cast<float>(std::sqrt(bc2));
     const float shrink = 1.0f - lr * wd;
-    float w[kBlock], m[kBlock], v[kBlock];
+    // In place (the moments, and the fp32 weights: the master copy when
+    // kept): the update is a pass over memory, which copies through local
+    // buffers made about 15% longer at hidden 512.
     for (std::size_t i0 = 0; i0 < sp.n; i0 += kBlock) {
       const std::size_t n = std::min(kBlock, sp.n - i0);
       const std::size_t at = sp.first + i0;
-      currentBlock(sp, i0, n, w);
+      float* w = sp.state->master.empty() ? sp.value + i0 : sp.state->master.data() + at;
+      float* m = st.m.data() + at;
+      float* v = st.v.data() + at;
       for (std::size_t i = 0; i < n; ++i) {
         float g = sp.grad[i0 + i] * s.gradScale;
         if (decoupled) w[i] = w[i] * shrink;
         else g = g + wd * w[i];
-        m[i] = st.m[at + i] * b1 + g * (1 - b1);
-        v[i] = st.v[at + i] * b2 + (1 - b2) * g * g;
+        m[i] = m[i] * b1 + g * (1 - b1);
+        v[i] = v[i] * b2 + (1 - b2) * g * g;
       }
       roundBlock(m, n, s.fp16State, false, 0, 0);
       roundBlock(v, n, s.fp16State, false, 0, 0);
-      std::copy(m, m + n, st.m.begin() + static_cast<std::ptrdiff_t>(at));
-      std::copy(v, v + n, st.v.begin() + static_cast<std::ptrdiff_t>(at));
       for (std::size_t i = 0; i < n; ++i) {
         const float denom = std::sqrt(v[i]) / sb2 + eps;
         w[i] = w[i] - stepSize * (m[i] / denom);
       }
-      writeBlock(s, sp, i0, w, n);
+      storeWeights(s, sp, i0, n);
     }
     return;
   }
