@@ -560,10 +560,10 @@ void PartialsProduct::portableTile(Operand a, Index r0, Index nr, Index p, float
     Index j = 0;
     for (Index k0 = 0; k0 < depth_; k0 += kDepth, ++j) {
       float part[kPanel] = {};
+      const float* pb = packed_.data() + packedOffset(p, k0) - k0 * kPanel;   // row k at pb + k * kPanel (a block lies in one stretch)
       for (Index k = k0; k < std::min(depth_, k0 + kDepth); ++k) {
         const float aik = a.data[i * a.rowStride + k * a.colStride];
-        const float* bk = packed_.data() + packedOffset(p, k);
-        for (int l = 0; l < kPanel; ++l) part[l] = std::fma(aik, bk[l], part[l]);
+        for (int l = 0; l < kPanel; ++l) part[l] = std::fma(aik, pb[k * kPanel + l], part[l]);
       }
       const std::uint32_t* column = stochastic_ ? columnBits_.data() + (p * blocks + j) * kPanel : nullptr;
       for (int l = 0; l < width; ++l)
