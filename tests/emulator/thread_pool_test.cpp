@@ -19,15 +19,19 @@ namespace {
 
 // The first min(n, threads) tasks wait for each other, so that they run on
 // different threads at once (a caller that ran every task itself would
-// test nothing); gives up after a second, which fails the test.
+// test nothing); gives up after 10 s (a loaded host schedules every thread
+// well within that), which fails the test. Waiting threads yield: there
+// may be more of them than cores.
 class Rendezvous {
  public:
   explicit Rendezvous(int parties) : parties_(parties) {}
   bool meet() {
     arrived_.fetch_add(1);
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
-    while (arrived_.load() < parties_)
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (arrived_.load() < parties_) {
       if (std::chrono::steady_clock::now() > until) return false;
+      std::this_thread::yield();
+    }
     return true;
   }
 
