@@ -255,10 +255,35 @@ void planMemory(PhaseContext& ctx) {
       for (std::size_t i = 0; i < ipu.layers.size(); ++i) p.layers[static_cast<std::size_t>(ipu.layers[i])].phase = phase[i];
     }
   const std::vector<ir::PhaseSegment> segments = phased ? ir::phaseSegments(p) : std::vector<ir::PhaseSegment>{};
+  const std::vector<double> segmentParameters = ir::segmentsParameters(p, segments, ctx.settings.shard);
   const double bw = ir::bytesOf(p.precision.weights), ba = ir::bytesOf(p.precision.accumulators);
   int k = ctx.settings.phases > 1 ? ctx.settings.phases : 1;
   p.fits = true;
-  for (auto& ipu : p.ipus) {
+  // The IPUs of a shard group hold the same layers, each its share of them,
+  // and so the same memory: computed for the group's first IPU and copied
+  // (a search plans thousands of candidates with 8 IPUs per group).
+  std::vector<int> computedFor;   // per pipeline IPU: the index in p.ipus of the IPU computed, or -1
+  for (std::size_t u = 0; u < p.ipus.size(); ++u) {
+    ir::Ipu& ipu = p.ipus[u];
+    if (ipu.ipu >= 0 && static_cast<std::size_t>(ipu.ipu) < computedFor.size() && computedFor[static_cast<std::size_t>(ipu.ipu)] >= 0) {
+      const ir::Ipu& same = p.ipus[static_cast<std::size_t>(computedFor[static_cast<std::size_t>(ipu.ipu)])];
+      if (same.layers == ipu.layers) {
+        ipu.memory = same.memory;
+        ipu.parameters = same.parameters;
+        ipu.phaseBytes = same.phaseBytes;
+        ipu.capacityBytes = same.capacityBytes;
+        ipu.streamingBytes = same.streamingBytes;
+        ipu.streamingCapacityBytes = same.streamingCapacityBytes;
+        ipu.fits = same.fits;
+        ipu.phases = same.phases;
+        p.fits = p.fits && ipu.fits;
+        continue;
+      }
+    }
+    if (ipu.ipu >= 0) {
+      if (computedFor.size() <= static_cast<std::size_t>(ipu.ipu)) computedFor.resize(static_cast<std::size_t>(ipu.ipu) + 1, -1);
+      computedFor[static_cast<std::size_t>(ipu.ipu)] = static_cast<int>(u);
+    }
     IpuMemory acc(ctx, ipu.ipu, S);
     for (int li : ipu.layers) acc.add(li, p.layers[static_cast<std::size_t>(li)].stage);
     ipu.phaseBytes.clear();
@@ -269,8 +294,8 @@ void planMemory(PhaseContext& ctx) {
       IpuMemory::PhasedResidency res;
       for (std::size_t i = 0; i < runs.size(); ++i) {
         const ir::PhaseSegment& seg = segments[static_cast<std::size_t>(runs[i].segment)];
-        const double here = ir::segmentParameters(p, seg, ctx.settings.shard);
-        const double next = i + 1 < runs.size() ? ir::segmentParameters(p, segments[static_cast<std::size_t>(runs[i + 1].segment)], ctx.settings.shard) : 0;
+        const double here = segmentParameters[static_cast<std::size_t>(runs[i].segment)];
+        const double next = i + 1 < runs.size() ? segmentParameters[static_cast<std::size_t>(runs[i + 1].segment)] : 0;
         const double accumulators = runs[i].backward ? here : 0;
         res.weights = std::max(res.weights, here + next);
         res.accumulators = std::max(res.accumulators, accumulators);

@@ -35,16 +35,25 @@ void planTraffic(PhaseContext& ctx) {
   }
 
   const std::vector<ir::PhaseSegment> segments = phased ? ir::phaseSegments(p) : std::vector<ir::PhaseSegment>{};
+  const std::vector<double> segmentParameters = ir::segmentsParameters(p, segments, m.shard);
+  // Phased: what the segment runs of each pipeline IPU load and accumulate
+  // (runtime/ir/phased.h), the same for every IPU of its shard group.
+  struct Loads {
+    double loaded = 0, accumulated = 0;
+  };
+  std::vector<Loads> loads;
+  if (phased)
+    for (const auto& seg : segments) loads.resize(std::max(loads.size(), static_cast<std::size_t>(seg.ipu) + 1));
+  for (std::size_t q = 0; q < loads.size(); ++q)
+    for (const auto& run : ir::segmentRuns(segments, static_cast<int>(q))) {
+      const double n = segmentParameters[static_cast<std::size_t>(run.segment)];
+      loads[q].loaded += n;
+      if (run.backward) loads[q].accumulated += n;
+    }
   for (const auto& ipu : p.ipus) {
     const double w = ipu.parameters;
-    // Phased: what the segment runs of this IPU load (runtime/ir/phased.h).
-    double loaded = 0, accumulated = 0;
-    if (phased)
-      for (const auto& run : ir::segmentRuns(segments, ipu.ipu)) {
-        const double n = ir::segmentParameters(p, segments[static_cast<std::size_t>(run.segment)], m.shard);
-        loaded += n;
-        if (run.backward) accumulated += n;
-      }
+    const Loads here = ipu.ipu >= 0 && static_cast<std::size_t>(ipu.ipu) < loads.size() ? loads[static_cast<std::size_t>(ipu.ipu)] : Loads{};
+    const double loaded = here.loaded, accumulated = here.accumulated;
     if (m.replicas > 1) {
       // RTS of the optimizer state: each replica updates its share, so the
       // gradients are reduce-scattered and the updated weights all-gathered

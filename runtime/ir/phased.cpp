@@ -42,6 +42,13 @@ double segmentParameters(const PhasePlan& p, const PhaseSegment& s, int shard) {
   return n;
 }
 
+std::vector<double> segmentsParameters(const PhasePlan& p, const std::vector<PhaseSegment>& segments, int shard) {
+  std::vector<double> out;
+  out.reserve(segments.size());
+  for (const PhaseSegment& s : segments) out.push_back(segmentParameters(p, s, shard));
+  return out;
+}
+
 bool readsHostInput(const PhasePlan& p, int li) {
   for (const auto& s : p.stages)
     if (s.index == 0 && !s.layers.empty()) return s.layers.front() == li;

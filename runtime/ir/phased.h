@@ -49,6 +49,9 @@ std::vector<SegmentRun> segmentRuns(const std::vector<PhaseSegment>& segments, i
 // its layers' own (divided over the group when shardable) and the weights they
 // share with a layer outside the segment (their copy of a tied tensor).
 double segmentParameters(const PhasePlan& p, const PhaseSegment& s, int shard);
+// segmentParameters of every segment, in order (what a plan's IPUs look up
+// for their runs).
+std::vector<double> segmentsParameters(const PhasePlan& p, const std::vector<PhaseSegment>& segments, int shard);
 
 // Whether layer `li` reads the micro batch itself rather than an activation:
 // the first layer of the first stage. Its input is host data, not streamed.
