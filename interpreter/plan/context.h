@@ -9,6 +9,7 @@
 #include "interpreter/check/program.h"
 #include "interpreter/plan/placement_function.h"
 #include "runtime/ir/execution_plan.h"
+#include "runtime/ir/phased.h"
 
 namespace ipu::plan {
 
@@ -29,6 +30,9 @@ struct PhaseContext {
   PlacementFunction* placement = nullptr;  // for `pipeline: lua f` (null: none available)
   bool placementFailed = false;            // no placement to judge (the Lua function failed)
   LayerExpansions* expansions = nullptr;   // expanded layers to reuse across variants (may be null)
+  // Phased: the plan's segments (runtime/ir/phased.h), set by planMemory once
+  // the layers have their phases, for the passes after it.
+  std::vector<ir::PhaseSegment> segments;
 };
 
 ir::SourceRef sourceRef(const base::SourceMap& sources, base::Span span);

@@ -254,7 +254,8 @@ void planMemory(PhaseContext& ctx) {
       const std::vector<int> phase = balancedPhases(w, k);
       for (std::size_t i = 0; i < ipu.layers.size(); ++i) p.layers[static_cast<std::size_t>(ipu.layers[i])].phase = phase[i];
     }
-  const std::vector<ir::PhaseSegment> segments = phased ? ir::phaseSegments(p) : std::vector<ir::PhaseSegment>{};
+  ctx.segments = phased ? ir::phaseSegments(p) : std::vector<ir::PhaseSegment>{};
+  const std::vector<ir::PhaseSegment>& segments = ctx.segments;
   const std::vector<double> segmentParameters = ir::segmentsParameters(p, segments, ctx.settings.shard);
   const double bw = ir::bytesOf(p.precision.weights), ba = ir::bytesOf(p.precision.accumulators);
   int k = ctx.settings.phases > 1 ? ctx.settings.phases : 1;

@@ -11,7 +11,7 @@ namespace ipu::plan {
 ir::PhasePlan planPhase(const check::PhaseSpec& phase, const check::MappingSpec& mapping, const ir::Mapping& settings,
                         const base::SourceMap& sources, base::Diagnostics* diags, PlacementFunction* placement,
                         LayerExpansions* expansions) {
-  PhaseContext ctx{phase, mapping, settings, sources, diags, {}, {}, {}, placement, false, expansions};
+  PhaseContext ctx{phase, mapping, settings, sources, diags, {}, {}, {}, placement, false, expansions, {}};
   expandLayers(ctx);
   placeLayers(ctx);
   planSchedule(ctx);

@@ -34,7 +34,7 @@ void planTraffic(PhaseContext& ctx) {
     tr.boundaries.push_back({static_cast<int>(s), bytes, bytes});
   }
 
-  const std::vector<ir::PhaseSegment> segments = phased ? ir::phaseSegments(p) : std::vector<ir::PhaseSegment>{};
+  const std::vector<ir::PhaseSegment>& segments = ctx.segments;   // planMemory's (empty unless phased)
   const std::vector<double> segmentParameters = ir::segmentsParameters(p, segments, m.shard);
   // Phased: what the segment runs of each pipeline IPU load and accumulate
   // (runtime/ir/phased.h), the same for every IPU of its shard group.
