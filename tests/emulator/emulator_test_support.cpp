@@ -81,6 +81,26 @@ std::unique_ptr<emu::PhaseTrainer> trainerFor(const ir::PhasePlan& phase, int th
   return std::move(t.value());
 }
 
+TrainedSteps runSteps(const ir::PhasePlan& phase, int steps, int threads) {
+  TrainedSteps out;
+  out.trainer = trainerFor(phase, threads);
+  if (!out.trainer) return out;
+  for (int i = 0; i < steps; ++i) {
+    auto s = out.trainer->step();
+    EXPECT_TRUE(s.ok()) << "step " << i << ": " << (s.ok() ? "" : s.error().message);
+    if (!s.ok()) return out;
+    out.steps.push_back(*s);
+  }
+  out.completed = true;
+  return out;
+}
+
+std::vector<double> TrainedSteps::losses() const {
+  std::vector<double> l;
+  for (const auto& s : steps) l.push_back(s.loss);
+  return l;
+}
+
 double maxRelativeDifference(const emu::NamedTensors& a, const emu::NamedTensors& b) {
   double worst = 0;
   EXPECT_EQ(a.size(), b.size());

@@ -2,7 +2,9 @@
 // front end (the session), and small scripts that vary one mapping feature.
 #pragma once
 
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "runtime/emulator/trainer.h"
 #include "runtime/ir/execution_plan.h"
@@ -36,6 +38,18 @@ ir::ExecutionPlan planOfExample(const std::string& name);
 ir::PhasePlan phaseOf(const std::string& script);
 
 std::unique_ptr<emu::PhaseTrainer> trainerFor(const ir::PhasePlan& phase, int threads = 2, long long seed = 7);
+
+// A short training run: `steps` steps of a fresh trainer (trainerFor), each
+// expected to succeed; their results, and the trainer after them for what a
+// test reads next (weights, gradients, evaluation). `trainer` is null when
+// it could not be built; `steps` stops at the first step that failed.
+struct TrainedSteps {
+  std::vector<emu::StepResult> steps;
+  std::unique_ptr<emu::PhaseTrainer> trainer;
+  bool completed = false;   // every step ran
+  std::vector<double> losses() const;
+};
+TrainedSteps runSteps(const ir::PhasePlan& phase, int steps, int threads = 2);
 
 // Largest |a - b| / max(1, |b|) over all elements of two canonical tensor lists.
 double maxRelativeDifference(const emu::NamedTensors& a, const emu::NamedTensors& b);

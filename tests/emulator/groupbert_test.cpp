@@ -38,16 +38,10 @@ struct Result {
 
 Result train(const TinyBert& tb, int threads = 2) {
   Result r;
-  auto t = trainerFor(phaseOf(scriptOf(tb)), threads);
-  if (!t) return r;
-  for (int i = 0; i < kSteps; ++i) {
-    auto s = t->step();
-    EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error().message);
-    if (!s.ok()) return r;
-    EXPECT_FALSE(s->skipped);
-    r.losses.push_back(s->loss);
-  }
-  r.weights = t->weights();
+  const TrainedSteps run = runSteps(phaseOf(scriptOf(tb)), kSteps, threads);
+  for (const auto& s : run.steps) EXPECT_FALSE(s.skipped);
+  r.losses = run.losses();
+  if (run.completed) r.weights = run.trainer->weights();
   return r;
 }
 

@@ -25,16 +25,9 @@ struct Result {
 
 Result train(const TinyBert& tb, int threads = 2) {
   Result r;
-  auto phase = phaseOf(tb.script());
-  auto t = trainerFor(phase, threads);
-  if (!t) return r;
-  for (int i = 0; i < kSteps; ++i) {
-    auto s = t->step();
-    EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error().message);
-    if (!s.ok()) return r;
-    r.losses.push_back(s->loss);
-  }
-  r.weights = t->weights();
+  const TrainedSteps run = runSteps(phaseOf(tb.script()), kSteps, threads);
+  r.losses = run.losses();
+  if (run.completed) r.weights = run.trainer->weights();
   return r;
 }
 

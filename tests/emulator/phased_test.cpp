@@ -75,18 +75,13 @@ struct Result {
 
 Result train(const ir::PhasePlan& phase) {
   Result r;
-  auto t = trainerFor(phase);
-  if (!t) return r;
-  for (int i = 0; i < kSteps; ++i) {
-    auto s = t->step();
-    EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error().message);
-    if (!s.ok()) return r;
-    r.losses.push_back(s->loss);
-  }
-  EXPECT_TRUE(t->copiesAgree());
-  r.weights = t->weights();
-  r.gradients = t->gradients();
-  r.evaluation = t->evaluate(16);
+  const TrainedSteps run = runSteps(phase, kSteps);
+  r.losses = run.losses();
+  if (!run.completed) return r;
+  EXPECT_TRUE(run.trainer->copiesAgree());
+  r.weights = run.trainer->weights();
+  r.gradients = run.trainer->gradients();
+  r.evaluation = run.trainer->evaluate(16);
   return r;
 }
 

@@ -53,17 +53,11 @@ std::string script(const std::string& norm, const std::string& mapping, int micr
 
 Result train(const std::string& text, int threads = 2) {
   Result r;
-  auto phase = phaseOf(text);
-  auto t = trainerFor(phase, threads);
-  if (!t) return r;
-  for (int i = 0; i < kSteps; ++i) {
-    auto s = t->step();
-    EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error().message);
-    if (!s.ok()) return r;
-    r.losses.push_back(s->loss);
-  }
-  r.weights = t->weights();
-  r.running = t->runningStatistics();
+  const TrainedSteps run = runSteps(phaseOf(text), kSteps, threads);
+  r.losses = run.losses();
+  if (!run.completed) return r;
+  r.weights = run.trainer->weights();
+  r.running = run.trainer->runningStatistics();
   return r;
 }
 
