@@ -6,30 +6,17 @@
 // gradients and the weights after it.
 // Usage: ipu_resnet_crosscheck OUT_DIR momentum|lars batch|group bottleneck|basic
 #include <cstdio>
-#include <sstream>
 #include <string>
 
-#include "interpreter/base/render.h"
 #include "interpreter/session/session.h"
 #include "runtime/emulator/conv_kernels.h"
 #include "runtime/emulator/tensor_file.h"
 #include "runtime/emulator/trainer.h"
+#include "tests/emulator/crosscheck_support.h"
 
 namespace {
 
-using ipu::emu::Mat;
-
-std::string num(double v) {
-  std::ostringstream s;
-  s.precision(17);
-  s << v;
-  return s.str();
-}
-
-int fail(const std::string& what) {
-  std::fprintf(stderr, "resnet crosscheck: %s\n", what.c_str());
-  return 1;
-}
+int fail(const std::string& what) { return ipu::crosscheck::fail("resnet crosscheck", what); }
 
 constexpr int kSteps = 3;
 
@@ -49,16 +36,10 @@ int main(int argc, char** argv) {
       "training t {\n mapping: one_ipu\n optimizer: " + optimizer + "\n seed: 5\n"
       " phase one { image_size: 64, micro_batch: 8, gradient_accumulation: 2, label_smoothing: 0.1, steps: 10, lr: 0.05 }\n}\n";
   ipu::session::Session s;
-  auto f = s.addSource("resnet_crosscheck.ipu", script);
-  const ipu::ir::ExecutionPlan* plan = s.plan(f);
-  std::string diags;
-  bool errors = false;
-  for (const auto& d : s.diagnostics().all()) {
-    diags += ipu::base::renderHuman(d, s.sources(), false);
-    errors |= d.severity == ipu::base::Severity::Error;
-  }
-  if (plan == nullptr || errors) return fail("the script did not plan:\n" + diags);
-  const ipu::ir::PhasePlan& phase = plan->runs.at(0).phases.at(0);
+  std::string error;
+  const ipu::ir::PhasePlan* planned = ipu::crosscheck::planFirstPhase(s, "resnet_crosscheck.ipu", script, &error);
+  if (planned == nullptr) return fail(error);
+  const ipu::ir::PhasePlan& phase = *planned;
 
   ipu::emu::TrainerSettings ts;
   ts.seed = 5;
@@ -72,10 +53,10 @@ int main(int argc, char** argv) {
   initial.set("optimizer", opt);
   initial.set("norm", norm);
   initial.set("norm_groups", "2");
-  initial.set("label_smoothing", num(phase.labelSmoothing));
-  initial.set("momentum", num(phase.optimizer.momentum));
-  initial.set("weight_decay", num(phase.optimizer.weightDecay));
-  initial.set("trust_coefficient", num(phase.optimizer.trustCoefficient));
+  initial.set("label_smoothing", ipu::crosscheck::exact(phase.labelSmoothing));
+  initial.set("momentum", ipu::crosscheck::exact(phase.optimizer.momentum));
+  initial.set("weight_decay", ipu::crosscheck::exact(phase.optimizer.weightDecay));
+  initial.set("trust_coefficient", ipu::crosscheck::exact(phase.optimizer.trustCoefficient));
   // The layers in order: op, stride (blocks) and the image side they read.
   const auto& layers = trainer.model().layers();
   initial.set("layers", std::to_string(layers.size()));
@@ -83,7 +64,7 @@ int main(int argc, char** argv) {
     const auto& l = *layers[i].plan;
     std::string stride = "1";
     for (const auto& a : l.attributes)
-      if (a.name == "stride") stride = num(a.number);
+      if (a.name == "stride") stride = ipu::crosscheck::exact(a.number);
     initial.set("layer." + std::to_string(i), l.name + " " + ipu::ir::opName(l) + " " + stride);
   }
   for (const auto& p : trainer.model().params()) initial.set("class." + p.name, ipu::ir::nameOf(p.spec.cls));
@@ -97,21 +78,16 @@ int main(int argc, char** argv) {
     for (std::size_t m = 0; m < mbs.size(); ++m) {
       const auto& mb = mbs[m];
       const std::string p = "mb" + std::to_string(m) + ".";
-      batch.set(p + "class_count", num(mb.classCount));
-      batch.set(p + "label_smoothing", num(mb.labelSmoothing));
+      batch.set(p + "class_count", ipu::crosscheck::exact(mb.classCount));
+      batch.set(p + "label_smoothing", ipu::crosscheck::exact(mb.labelSmoothing));
       batch.tensors.emplace_back(p + "features", mb.features);
-      Mat labels(1, static_cast<Eigen::Index>(mb.classLabel.size()));
-      for (std::size_t i = 0; i < mb.classLabel.size(); ++i) labels(0, static_cast<Eigen::Index>(i)) = static_cast<float>(mb.classLabel[i]);
-      batch.tensors.emplace_back(p + "labels", labels);
+      batch.tensors.emplace_back(p + "labels", ipu::crosscheck::row(mb.classLabel));
     }
     if (auto ok = ipu::emu::writeTensorFile(out + "/batch" + std::to_string(k) + ".ipt", batch); !ok) return fail(ok.error().message);
     auto r = trainer.step();
     if (!r) return fail(r.error().message);
     ipu::emu::TensorFile step;
-    step.set("loss", num(r->loss));
-    step.set("lr", num(r->lr));
-    for (auto& [name, g] : trainer.gradients()) step.tensors.emplace_back("grad/" + name, g);
-    for (auto& [name, w] : trainer.weights()) step.tensors.emplace_back("after/" + name, w);
+    ipu::crosscheck::addStep(step, *r, trainer);
     // Batch norm's running statistics after the step ("running_mean/<unit>", "running_var/<unit>").
     for (auto& t : trainer.runningStatistics()) step.tensors.push_back(std::move(t));
     if (auto ok = ipu::emu::writeTensorFile(out + "/step" + std::to_string(k) + ".ipt", step); !ok) return fail(ok.error().message);

@@ -5,37 +5,18 @@
 // micro batches, loss, learning rate, reduced gradients and the weights after
 // the optimizer step. Usage: ipu_emulator_sequence_crosscheck OUT_DIR groupbert|vit STEPS
 #include <cstdio>
-#include <sstream>
 #include <string>
 
-#include "interpreter/base/render.h"
 #include "interpreter/session/session.h"
 #include "runtime/emulator/data.h"
 #include "runtime/emulator/emulator.h"
 #include "runtime/emulator/tensor_file.h"
 #include "runtime/emulator/trainer.h"
+#include "tests/emulator/crosscheck_support.h"
 
 namespace {
 
-using ipu::emu::Mat;
-
-Mat row(const std::vector<int>& v) {
-  Mat m(1, static_cast<Eigen::Index>(v.size()));
-  for (std::size_t i = 0; i < v.size(); ++i) m(0, static_cast<Eigen::Index>(i)) = static_cast<float>(v[i]);
-  return m;
-}
-
-std::string num(double v) {
-  std::ostringstream s;
-  s.precision(17);
-  s << v;
-  return s.str();
-}
-
-int fail(const std::string& what) {
-  std::fprintf(stderr, "sequence crosscheck: %s\n", what.c_str());
-  return 1;
-}
+int fail(const std::string& what) { return ipu::crosscheck::fail("sequence crosscheck", what); }
 
 const char* kPod =
     "chip small_chip = GC200 with { tiles: 16, memory: 256 MB, code_base: 1 MB }\n"
@@ -71,16 +52,10 @@ int main(int argc, char** argv) {
   const int steps = std::atoi(argv[3]);
   if ((model != "groupbert" && model != "vit") || steps < 1 || steps > 10) return fail("usage: ipu_emulator_sequence_crosscheck OUT_DIR groupbert|vit STEPS");
   ipu::session::Session s;
-  auto f = s.addSource("sequence_crosscheck.ipu", script(model));
-  const ipu::ir::ExecutionPlan* plan = s.plan(f);
-  std::string diags;
-  bool errors = false;
-  for (const auto& d : s.diagnostics().all()) {
-    diags += ipu::base::renderHuman(d, s.sources(), false);
-    errors |= d.severity == ipu::base::Severity::Error;
-  }
-  if (plan == nullptr || errors) return fail("the script did not plan:\n" + diags);
-  const ipu::ir::PhasePlan& phase = plan->runs.at(0).phases.at(0);
+  std::string error;
+  const ipu::ir::PhasePlan* planned = ipu::crosscheck::planFirstPhase(s, "sequence_crosscheck.ipu", script(model), &error);
+  if (planned == nullptr) return fail(error);
+  const ipu::ir::PhasePlan& phase = *planned;
 
   std::shared_ptr<const ipu::emu::TextCorpus> corpus;
   if (model == "groupbert") {
@@ -111,24 +86,21 @@ int main(int argc, char** argv) {
       const std::string p = "mb" + std::to_string(i) + ".";
       step.set(p + "samples", std::to_string(mb.samples));
       step.set(p + "seq", std::to_string(mb.seq));
-      step.set(p + "mlm_count", num(mb.mlmCount));
-      step.set(p + "class_count", num(mb.classCount));
-      step.set(p + "label_smoothing", num(mb.labelSmoothing));
+      step.set(p + "mlm_count", ipu::crosscheck::exact(mb.mlmCount));
+      step.set(p + "class_count", ipu::crosscheck::exact(mb.classCount));
+      step.set(p + "label_smoothing", ipu::crosscheck::exact(mb.labelSmoothing));
       const std::pair<const char*, const std::vector<int>*> ints[] = {
           {"tokens", &mb.tokens},         {"segments", &mb.segments},       {"positions", &mb.positions},
           {"sequence_ids", &mb.sequenceIds}, {"masked_row", &mb.maskedRow}, {"masked_label", &mb.maskedLabel},
           {"classified_row", &mb.classifiedRow}, {"class_label", &mb.classLabel}};
       for (const auto& [name, v] : ints)
-        if (!v->empty()) step.tensors.emplace_back(p + name, row(*v));
+        if (!v->empty()) step.tensors.emplace_back(p + name, ipu::crosscheck::row(*v));
       if (mb.features.size() > 0) step.tensors.emplace_back(p + "features", mb.features);
     }
     auto r = trainer.step();
     if (!r) return fail(r.error().message);
     if (!r->completed || r->skipped) return fail("step " + std::to_string(k + 1) + " did not update");
-    step.set("loss", num(r->loss));
-    step.set("lr", num(r->lr));
-    for (auto& [name, g] : trainer.gradients()) step.tensors.emplace_back("grad/" + name, g);
-    for (auto& [name, w] : trainer.weights()) step.tensors.emplace_back("after/" + name, w);
+    ipu::crosscheck::addStep(step, *r, trainer);
     if (auto ok = ipu::emu::writeTensorFile(out + "/step" + std::to_string(k + 1) + ".ipt", step); !ok) return fail(ok.error().message);
     std::printf("step %d loss %.9g lr %g\n", k + 1, r->loss, r->lr);
   }
