@@ -25,16 +25,21 @@ int fail(const std::string& tool, const std::string& what) {
   return 1;
 }
 
-const ir::PhasePlan* planFirstPhase(session::Session& session, const std::string& name, const std::string& script, std::string* error) {
+const ir::ExecutionPlan* planScript(session::Session& session, const std::string& name, const std::string& script, std::string* diagnostics) {
   const auto file = session.addSource(name, script);
   const ir::ExecutionPlan* plan = session.plan(file);
-  std::string diagnostics;
   bool errors = false;
   for (const auto& d : session.diagnostics().all()) {
-    diagnostics += base::renderHuman(d, session.sources(), false);
+    *diagnostics += base::renderHuman(d, session.sources(), false);
     errors |= d.severity == base::Severity::Error;
   }
-  if (plan == nullptr || errors || plan->runs.empty() || plan->runs[0].phases.empty()) {
+  return errors ? nullptr : plan;
+}
+
+const ir::PhasePlan* planFirstPhase(session::Session& session, const std::string& name, const std::string& script, std::string* error) {
+  std::string diagnostics;
+  const ir::ExecutionPlan* plan = planScript(session, name, script, &diagnostics);
+  if (plan == nullptr || plan->runs.empty() || plan->runs[0].phases.empty()) {
     *error = "the script did not plan:\n" + diagnostics;
     return nullptr;
   }

@@ -23,6 +23,11 @@ std::string exact(double v);
 // Prints "<tool>: <what>" on stderr; returns the exit status 1.
 int fail(const std::string& tool, const std::string& what);
 
+// `script` checked and planned in `session`; null when the front end
+// reports errors. *diagnostics: everything it reported, rendered. (The
+// emulator's tests plan their scripts with it too.)
+const ir::ExecutionPlan* planScript(session::Session& session, const std::string& name, const std::string& script, std::string* diagnostics);
+
 // The first phase of the first run of `script`, planned in `session`; null,
 // with the rendered diagnostics in *error, when the front end reports errors.
 const ir::PhasePlan* planFirstPhase(session::Session& session, const std::string& name, const std::string& script, std::string* error);

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "interpreter/base/render.h"
+#include "tests/emulator/crosscheck_support.h"
 #include "interpreter/session/session.h"
 #include "runtime/emulator/data.h"
 #include "runtime/emulator/emulator.h"
@@ -26,16 +26,10 @@ ir::ExecutionPlan planOfExample(const std::string& name) {
 
 ir::ExecutionPlan planOf(const std::string& script) {
   session::Session s;
-  auto f = s.addSource(sourceDir() + "/tests/emulator/test.ipu", script);
-  const ir::ExecutionPlan* plan = s.plan(f);
   std::string rendered;
-  bool errors = false;
-  for (const auto& d : s.diagnostics().all()) {
-    rendered += base::renderHuman(d, s.sources(), false);
-    errors |= d.severity == base::Severity::Error;
-  }
-  EXPECT_FALSE(errors) << rendered;
-  if (plan == nullptr || errors) return {};
+  const ir::ExecutionPlan* plan = crosscheck::planScript(s, sourceDir() + "/tests/emulator/test.ipu", script, &rendered);
+  EXPECT_TRUE(plan != nullptr) << rendered;
+  if (plan == nullptr) return {};
   return *plan;
 }
 
