@@ -41,9 +41,8 @@ void planTraffic(PhaseContext& ctx) {
   struct Loads {
     double loaded = 0, accumulated = 0;
   };
-  std::vector<Loads> loads;
-  if (phased)
-    for (const auto& seg : segments) loads.resize(std::max(loads.size(), static_cast<std::size_t>(seg.ipu) + 1));
+  std::vector<Loads> loads;   // per pipeline IPU that has segments
+  for (const auto& seg : segments) loads.resize(std::max(loads.size(), static_cast<std::size_t>(seg.ipu) + 1));
   for (std::size_t q = 0; q < loads.size(); ++q)
     for (const auto& run : ir::segmentRuns(segments, static_cast<int>(q))) {
       const double n = segmentParameters[static_cast<std::size_t>(run.segment)];

@@ -42,11 +42,15 @@ inline Stream32 stream32(std::uint64_t key, std::uint32_t high) {
   return {static_cast<std::uint32_t>(m) | 1u, static_cast<std::uint32_t>(m >> 32)};
 }
 
+// lowbias32's two multipliers (its shifts are 16, 15, 16); the vector
+// kernels' copies of hash32 (fp16.cpp, fp16_product.cpp) use them too.
+constexpr std::uint32_t kHash32Mul1 = 0x7FEB352DU, kHash32Mul2 = 0x846CA68BU;
+
 inline std::uint32_t hash32(std::uint32_t x) {
   x ^= x >> 16;
-  x *= 0x7FEB352DU;
+  x *= kHash32Mul1;
   x ^= x >> 15;
-  x *= 0x846CA68BU;
+  x *= kHash32Mul2;
   return x ^ (x >> 16);
 }
 

@@ -252,8 +252,8 @@ void roundStochasticPortable(float* data, std::size_t n, std::uint64_t key, std:
 IPU_TARGET_AVX512 inline __m512i splat32(std::uint32_t v) { return _mm512_set1_epi32(static_cast<int>(v)); }
 // hash32 (counter_rng.h) on 16 lanes.
 IPU_TARGET_AVX512 inline __m512i hash16(__m512i x) {
-  x = _mm512_mullo_epi32(_mm512_xor_si512(x, _mm512_srli_epi32(x, 16)), splat32(0x7FEB352Du));
-  x = _mm512_mullo_epi32(_mm512_xor_si512(x, _mm512_srli_epi32(x, 15)), splat32(0x846CA68Bu));
+  x = _mm512_mullo_epi32(_mm512_xor_si512(x, _mm512_srli_epi32(x, 16)), splat32(kHash32Mul1));
+  x = _mm512_mullo_epi32(_mm512_xor_si512(x, _mm512_srli_epi32(x, 15)), splat32(kHash32Mul2));
   return _mm512_xor_si512(x, _mm512_srli_epi32(x, 16));
 }
 

@@ -227,8 +227,8 @@ constexpr int kTileRows256 = 4;   // rows per AVX2 tile
 constexpr int kTileCols256 = 16;  // columns per AVX2 tile (half a panel): 4 x 16 block sums in 8 of the 16 registers
 
 // tile512 with AVX2: kTileRows256 rows by kTileCols256 columns (o.panel
-// points at the tile's first column in its panel, st.position at the
-// tile's first column in C).
+// points at the tile's first column in its panel, st.columns at that
+// column's random bits).
 template <bool kStochastic, bool kTransposed, bool kChecked>
 IPU_TARGET_AVX2 bool tile256(const TileOperands& o, const TileStreams& st, float* c, Index ldc, int rows) {
   alignas(32) float acc[kTileRows256][kTileCols256];   // written by the first block before any read, or resumed (tile512)
@@ -325,8 +325,8 @@ IPU_TARGET_AVX2 void transpose8x8(const float* column, Index stride, float* out)
 
 // hash32 (counter_rng.h) on 8 lanes.
 IPU_TARGET_AVX2 inline __m256i hash8(__m256i x) {
-  x = _mm256_mullo_epi32(_mm256_xor_si256(x, _mm256_srli_epi32(x, 16)), _mm256_set1_epi32(0x7FEB352D));
-  x = _mm256_mullo_epi32(_mm256_xor_si256(x, _mm256_srli_epi32(x, 15)), _mm256_set1_epi32(static_cast<int>(0x846CA68Bu)));
+  x = _mm256_mullo_epi32(_mm256_xor_si256(x, _mm256_srli_epi32(x, 16)), _mm256_set1_epi32(static_cast<int>(kHash32Mul1)));
+  x = _mm256_mullo_epi32(_mm256_xor_si256(x, _mm256_srli_epi32(x, 15)), _mm256_set1_epi32(static_cast<int>(kHash32Mul2)));
   return _mm256_xor_si256(x, _mm256_srli_epi32(x, 16));
 }
 
@@ -492,13 +492,14 @@ PartialsProduct::PartialsProduct(Operand b, Index depth, Index cols, bool stocha
   const auto tasks = static_cast<std::size_t>((panels + perTask - 1) / perTask);
   std::vector<std::uint32_t> taskMaxB(tasks, 0);   // the largest |op(B)|'s bits of each task's panels, for bounded()
   const Index blocks = (depth_ + kDepth - 1) / kDepth;
+  std::vector<Stream32> columnStreams;   // block j's stream of column draws (drawn into columnBits_ here)
   if (stochastic_) {
     const std::uint64_t rowKey = subKey(key, 0), columnKey = subKey(key, 1);
     rowStreams_.resize(static_cast<std::size_t>(blocks));
-    columnStreams_.resize(static_cast<std::size_t>(blocks));
+    columnStreams.resize(static_cast<std::size_t>(blocks));
     for (Index j = 0; j < blocks; ++j) {
       rowStreams_[static_cast<std::size_t>(j)] = stream32(rowKey, static_cast<std::uint32_t>(j));
-      columnStreams_[static_cast<std::size_t>(j)] = stream32(columnKey, static_cast<std::uint32_t>(j));
+      columnStreams[static_cast<std::size_t>(j)] = stream32(columnKey, static_cast<std::uint32_t>(j));
     }
     columnBits_.resize(static_cast<std::size_t>(panels * blocks * kPanel));
   }
@@ -511,7 +512,7 @@ PartialsProduct::PartialsProduct(Operand b, Index depth, Index cols, bool stocha
       for (Index j = 0; j < blocks; ++j) {
         std::uint32_t* out = columnBits_.data() + (p * blocks + j) * kPanel;
         const Index live = std::min<Index>(kPanel, cols_ - p * kPanel);
-        drawFields(columnStreams_[static_cast<std::size_t>(j)], static_cast<std::uint32_t>(p * kPanel), static_cast<std::size_t>(live), out,
+        drawFields(columnStreams[static_cast<std::size_t>(j)], static_cast<std::uint32_t>(p * kPanel), static_cast<std::size_t>(live), out,
                    kernel_ != Kernel::Portable);
         std::fill(out + live, out + kPanel, 0u);
       }

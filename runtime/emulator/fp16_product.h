@@ -95,7 +95,7 @@ class PartialsProduct {
   Kernel kernel_;   // Avx512, Avx2 or Portable
   std::uint32_t maxB_ = 0;                       // the largest |op(B)|'s bits (NaN above infinity)
   std::vector<float> packed_;                    // op(B) as panels of kPanel columns (zero beyond the last column), by stretches of the reduction (packedOffset)
-  std::vector<Stream32> rowStreams_, columnStreams_;   // block j's streams of row and of column draws
+  std::vector<Stream32> rowStreams_;                   // block j's stream of row draws
   std::vector<std::uint32_t> columnBits_;              // panel p, block j: its columns' random bits (the tiles' TileStreams::columns)
 };
 
