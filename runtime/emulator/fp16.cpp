@@ -192,10 +192,31 @@ IPU_TARGET_AVX512 std::size_t roundNearestAvx512(float* data, std::size_t n) {
 
 }  // namespace
 
-void roundNearest(float* data, std::size_t n) {
+bool kernelSupported(Kernel kernel) {
+  switch (kernel) {
+    case Kernel::Best:
+    case Kernel::Portable: return true;
+    case Kernel::Avx512: return hostVectorIsa() == VectorIsa::Avx512;
+    case Kernel::Avx2: return hostVectorIsa() == VectorIsa::Avx512 || hostVectorIsa() == VectorIsa::Avx2;
+  }
+  return false;
+}
+
+#if IPU_X86_KERNELS
+namespace {
+
+// Whether a buffer rounding asked to use `kernel` runs the AVX-512 kernel.
+bool bufferAvx512(Kernel kernel) {
+  return (kernel == Kernel::Best || kernel == Kernel::Avx512) && hostVectorIsa() == VectorIsa::Avx512;
+}
+
+}  // namespace
+#endif
+
+void roundNearest(float* data, std::size_t n, [[maybe_unused]] Kernel kernel) {
   std::size_t done = 0;
 #if IPU_X86_KERNELS
-  if (hostVectorIsa() == VectorIsa::Avx512) done = roundNearestAvx512(data, n);
+  if (bufferAvx512(kernel)) done = roundNearestAvx512(data, n);
 #endif
   roundNearestPortable(data + done, n - done);
 }
@@ -319,10 +340,10 @@ IPU_TARGET_AVX512 std::size_t roundStochasticAvx512(float* data, std::size_t n, 
 
 }  // namespace
 
-void roundStochastic(float* data, std::size_t n, std::uint64_t key, std::size_t offset) {
+void roundStochastic(float* data, std::size_t n, std::uint64_t key, std::size_t offset, [[maybe_unused]] Kernel kernel) {
   std::size_t done = 0;
 #if IPU_X86_KERNELS
-  if (hostVectorIsa() == VectorIsa::Avx512) done = roundStochasticAvx512(data, n, key, offset);
+  if (bufferAvx512(kernel)) done = roundStochasticAvx512(data, n, key, offset);
 #endif
   roundStochasticPortable(data + done, n - done, key, offset + done);
 }

@@ -29,9 +29,20 @@ inline float roundStochastic(float x, std::uint32_t random) { return toFloat(fro
 // every element a kernel writes).
 std::uint32_t roundingDraw(std::uint64_t key, std::uint64_t n);
 
+// Which of the hand-written vector kernels computes: the widest the host
+// supports (Best), a given one, or element by element (Portable). Every
+// kernel gives the same bits (the tests run each one the host has on the
+// same inputs); a kernel the host lacks computes as Portable. The buffer
+// roundings below have an AVX-512 kernel only (Avx2 computes them element by
+// element); the products with fp16 partials (fp16_product.h) have both.
+enum class Kernel { Best, Avx512, Avx2, Portable };
+
+// Whether the host runs `kernel` (Best and Portable: always).
+bool kernelSupported(Kernel kernel);
+
 // Round `n` floats in place; stochastic rounding rounds element i with
 // roundingDraw(key, offset + i).
-void roundNearest(float* data, std::size_t n);
-void roundStochastic(float* data, std::size_t n, std::uint64_t key, std::size_t offset = 0);
+void roundNearest(float* data, std::size_t n, Kernel kernel = Kernel::Best);
+void roundStochastic(float* data, std::size_t n, std::uint64_t key, std::size_t offset = 0, Kernel kernel = Kernel::Best);
 
 }  // namespace ipu::emu::fp16

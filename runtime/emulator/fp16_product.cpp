@@ -392,16 +392,6 @@ std::vector<float> packedBuffer(std::size_t n) {
 
 }  // namespace
 
-bool kernelSupported(Kernel kernel) {
-  switch (kernel) {
-    case Kernel::Best:
-    case Kernel::Portable: return true;
-    case Kernel::Avx512: return hostVectorIsa() == VectorIsa::Avx512;
-    case Kernel::Avx2: return hostVectorIsa() == VectorIsa::Avx512 || hostVectorIsa() == VectorIsa::Avx2;
-  }
-  return false;
-}
-
 namespace {
 
 // The kernel that computes a product asked to use `kernel` on this host.

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "runtime/emulator/counter_rng.h"
+#include "runtime/emulator/fp16.h"
 
 namespace ipu::emu::fp16 {
 
@@ -49,13 +50,9 @@ struct Operand {
   std::ptrdiff_t rowStride, colStride;
 };
 
-// How a product is computed: the widest vector kernel the host supports
-// (Best), a given one, or element by element (Portable); all give the same
-// bits (tested). A vector kernel the host lacks computes as Portable.
-enum class Kernel { Best, Avx512, Avx2, Portable };
-
-// Whether the host runs `kernel` (Best and Portable: always).
-bool kernelSupported(Kernel kernel);
+// How a product is computed: fp16::Kernel (fp16.h): the widest vector kernel
+// the host supports (Best), a given one, or element by element (Portable);
+// all give the same bits (tested).
 
 // One product C = op(A) op(B), op(A) rows x depth and op(B) depth x cols:
 // op(B), packed for the kernel, and the rounding streams, prepared once and

@@ -114,6 +114,19 @@ TEST(Fp16, MatchesReferenceOnRandomFloats) {
 }
 
 // The buffer routines' fast path agrees with the element conversions.
+// The kernels the host runs, for tests that run each (a kernel the host
+// lacks is reported, not tested).
+std::vector<fp16::Kernel> hostKernels() {
+  std::vector<fp16::Kernel> out;
+  for (fp16::Kernel k : {fp16::Kernel::Avx512, fp16::Kernel::Avx2, fp16::Kernel::Portable}) {
+    if (fp16::kernelSupported(k)) out.push_back(k);
+    else std::printf("  kernel %d: not supported by this host, not tested\n", static_cast<int>(k));
+  }
+  return out;
+}
+
+// Every buffer rounding kernel the host runs (AVX-512; element by element)
+// gives the element conversions' bits.
 TEST(Fp16, BufferRoundingMatchesElementConversion) {
   Stream s(5);
   std::vector<float> x;
@@ -126,41 +139,44 @@ TEST(Fp16, BufferRoundingMatchesElementConversion) {
   for (float edge : {65504.0f, 65519.99f, 65520.0f, 6.1035156e-05f, 6.1035152e-05f, -65519.0f, 1e-40f, -1e-42f,
                      std::ldexp(1.0f, -25), std::ldexp(3.0f, -25), -std::ldexp(5.0f, -26), 0.0f, -0.0f})
     x.push_back(edge);
-  std::vector<float> a = x, b = x;
-  fp16::roundNearest(a.data(), a.size());
   const std::uint64_t key = 77;
-  fp16::roundStochastic(b.data(), b.size(), key);
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    const float nearest = fp16::toFloat(fp16::fromFloat(x[i]));
-    const float stochastic = fp16::toFloat(fp16::fromFloatStochastic(x[i], draw32(key, i)));
-    // Bit for bit, NaN payloads included.
-    ASSERT_EQ(bits(a[i]), bits(nearest)) << x[i];
-    ASSERT_EQ(bits(b[i]), bits(stochastic)) << x[i];
+  for (fp16::Kernel kernel : hostKernels()) {
+    SCOPED_TRACE("kernel " + std::to_string(static_cast<int>(kernel)));
+    std::vector<float> a = x, b = x;
+    fp16::roundNearest(a.data(), a.size(), kernel);
+    fp16::roundStochastic(b.data(), b.size(), key, 0, kernel);
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const float nearest = fp16::toFloat(fp16::fromFloat(x[i]));
+      const float stochastic = fp16::toFloat(fp16::fromFloatStochastic(x[i], draw32(key, i)));
+      // Bit for bit, NaN payloads included.
+      ASSERT_EQ(bits(a[i]), bits(nearest)) << x[i];
+      ASSERT_EQ(bits(b[i]), bits(stochastic)) << x[i];
+    }
+    // A part of a tensor (a row block, a chunk) rounded on its own draws the
+    // positions it has in the whole tensor.
+    std::vector<float> c = x;
+    const std::size_t from = 1001;
+    fp16::roundStochastic(c.data(), from, key, 0, kernel);
+    fp16::roundStochastic(c.data() + from, c.size() - from, key, from, kernel);
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      if (std::isnan(b[i])) continue;
+      ASSERT_EQ(bits(c[i]), bits(b[i])) << i;
+    }
+    // Positions that cross 2^32 (where the generator's stream words change:
+    // the vector kernel leaves such a range to the element path, which takes
+    // the words of each position's own high half).
+    const std::size_t near = (std::size_t{1} << 32) - 1000;
+    std::vector<float> d(x.begin(), x.begin() + 5000);
+    fp16::roundStochastic(d.data(), d.size(), key, near, kernel);
+    for (std::size_t i = 0; i < d.size(); ++i)
+      ASSERT_EQ(bits(d[i]), bits(fp16::toFloat(fp16::fromFloatStochastic(x[i], draw32(key, near + i))))) << near + i;
   }
-  // A part of a tensor (a row block, a chunk) rounded on its own draws the
-  // positions it has in the whole tensor.
-  std::vector<float> c = x;
-  const std::size_t from = 1001;
-  fp16::roundStochastic(c.data(), from, key);
-  fp16::roundStochastic(c.data() + from, c.size() - from, key, from);
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    if (std::isnan(b[i])) continue;
-    ASSERT_EQ(bits(c[i]), bits(b[i])) << i;
-  }
-  // Positions that cross 2^32 (where the generator's stream words change:
-  // the vector kernel leaves such a range to the element path, which takes
-  // the words of each position's own high half).
-  const std::size_t near = (std::size_t{1} << 32) - 1000;
-  std::vector<float> d(x.begin(), x.begin() + 5000);
-  fp16::roundStochastic(d.data(), d.size(), key, near);
-  for (std::size_t i = 0; i < d.size(); ++i)
-    ASSERT_EQ(bits(d[i]), bits(fp16::toFloat(fp16::fromFloatStochastic(x[i], draw32(key, near + i))))) << near + i;
 }
 
 // Buffers of values that are already binary16 (normal, subnormal, zero),
 // some vectors with one value that is not, agree with the element
-// conversions too (the AVX-512 kernel skips the draws of vectors that round
-// to themselves).
+// conversions too, in every kernel the host runs (the AVX-512 kernel skips
+// the draws of vectors that round to themselves).
 TEST(Fp16, BufferRoundingOfHalfValuesMatchesElementConversion) {
   Stream s(8);
   std::vector<float> x;
@@ -173,12 +189,14 @@ TEST(Fp16, BufferRoundingOfHalfValuesMatchesElementConversion) {
     x.push_back(f);
   }
   for (std::size_t i = 0; i < x.size(); i += 48) x[i] = static_cast<float>(s.normal());   // one inexact value in every third vector of 16
-  std::vector<float> b = x;
   const std::uint64_t key = 78;
-  fp16::roundStochastic(b.data(), b.size(), key);
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    const float stochastic = fp16::toFloat(fp16::fromFloatStochastic(x[i], draw32(key, i)));
-    ASSERT_EQ(bits(b[i]), bits(stochastic)) << i << ": " << x[i];
+  for (fp16::Kernel kernel : hostKernels()) {
+    std::vector<float> b = x;
+    fp16::roundStochastic(b.data(), b.size(), key, 0, kernel);
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const float stochastic = fp16::toFloat(fp16::fromFloatStochastic(x[i], draw32(key, i)));
+      ASSERT_EQ(bits(b[i]), bits(stochastic)) << "kernel " << static_cast<int>(kernel) << ", " << i << ": " << x[i];
+    }
   }
 }
 
