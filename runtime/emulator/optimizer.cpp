@@ -74,6 +74,14 @@ float decay(const UpdateSettings& s) { return s.excluded ? 0.0f : static_cast<fl
 
 }  // namespace
 
+MomentCoefficients::MomentCoefficients(const ir::Optimizer& o, long long t)
+    : beta1(static_cast<float>(o.beta1)),
+      beta2(static_cast<float>(o.beta2)),
+      keep1(static_cast<float>(1.0 - o.beta1)),
+      keep2(static_cast<float>(1.0 - o.beta2)),
+      correction1(o.biasCorrection ? 1.0 - std::pow(o.beta1, static_cast<double>(t)) : 1.0),
+      correction2(o.biasCorrection ? 1.0 - std::pow(o.beta2, static_cast<double>(t)) : 1.0) {}
+
 bool needsTrustRatio(const ir::Optimizer& o) {
   switch (o.kind) {
     case ir::OptimizerKind::Lamb:
@@ -91,12 +99,10 @@ NormSums prepare(const UpdateSettings& s, UpdateSpan sp) {
   const ir::Optimizer& o = *s.optimizer;
   const float wd = decay(s);
   if (o.kind == ir::OptimizerKind::Lamb) {
-    const float b1 = static_cast<float>(o.beta1), b2 = static_cast<float>(o.beta2);
+    const MomentCoefficients c(o, s.t);
     const float eps = static_cast<float>(o.epsilon);
-    const double bc1 = o.biasCorrection ? 1.0 - std::pow(o.beta1, static_cast<double>(s.t)) : 1.0;
-    const double bc2 = o.biasCorrection ? 1.0 - std::pow(o.beta2, static_cast<double>(s.t)) : 1.0;
-    const float sb2 = static_cast<float>(std::sqrt(bc2));
-    const float ib1 = static_cast<float>(1.0 / bc1);
+    const float sb2 = static_cast<float>(std::sqrt(c.correction2));
+    const float ib1 = static_cast<float>(1.0 / c.correction1);
     auto& st = *sp.state;
     if (sp.u->size() < sp.first + sp.n) sp.u->resize(sp.first + sp.n);
     float w[kBlock], m[kBlock], v[kBlock], u[kBlock];
@@ -105,8 +111,8 @@ NormSums prepare(const UpdateSettings& s, UpdateSpan sp) {
       const std::size_t at = sp.first + i0;
       for (std::size_t i = 0; i < n; ++i) {
         const float g = sp.grad[i0 + i] * s.gradScale;
-        m[i] = st.m[at + i] * b1 + g * (1 - b1);
-        v[i] = st.v[at + i] * b2 + (1 - b2) * g * g;
+        m[i] = st.m[at + i] * c.beta1 + g * c.keep1;
+        v[i] = st.v[at + i] * c.beta2 + c.keep2 * g * g;
       }
       roundBlock(m, n, s.fp16State, false, 0, 0);
       roundBlock(v, n, s.fp16State, false, 0, 0);
@@ -178,12 +184,10 @@ void apply(const UpdateSettings& s, double ratio, UpdateSpan sp) {
   }
   if (o.kind == ir::OptimizerKind::Adam || o.kind == ir::OptimizerKind::AdamW) {
     const bool decoupled = o.kind == ir::OptimizerKind::AdamW;
-    const float b1 = static_cast<float>(o.beta1), b2 = static_cast<float>(o.beta2);
+    const MomentCoefficients c(o, s.t);
     const float eps = static_cast<float>(o.epsilon);
-    const double bc1 = o.biasCorrection ? 1.0 - std::pow(o.beta1, static_cast<double>(s.t)) : 1.0;
-    const double bc2 = o.biasCorrection ? 1.0 - std::pow(o.beta2, static_cast<double>(s.t)) : 1.0;
-    const float stepSize = static_cast<float>(s.lr / bc1);
-    const float sb2 = static_cast<float>(std::sqrt(bc2));
+    const float stepSize = static_cast<float>(s.lr / c.correction1);
+    const float sb2 = static_cast<float>(std::sqrt(c.correction2));
     const float shrink = 1.0f - lr * wd;
     // In place (the moments, and the fp32 weights: the master copy when
     // kept): the update is a pass over memory, which copies through local
@@ -198,8 +202,8 @@ void apply(const UpdateSettings& s, double ratio, UpdateSpan sp) {
         float g = sp.grad[i0 + i] * s.gradScale;
         if (decoupled) w[i] = w[i] * shrink;
         else g = g + wd * w[i];
-        m[i] = m[i] * b1 + g * (1 - b1);
-        v[i] = v[i] * b2 + (1 - b2) * g * g;
+        m[i] = m[i] * c.beta1 + g * c.keep1;
+        v[i] = v[i] * c.beta2 + c.keep2 * g * g;
       }
       roundBlock(m, n, s.fp16State, false, 0, 0);
       roundBlock(v, n, s.fp16State, false, 0, 0);

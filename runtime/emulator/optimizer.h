@@ -65,6 +65,19 @@ struct UpdateSpan {
   std::vector<float>* u = nullptr;
 };
 
+// The coefficients of Adam's, AdamW's and LAMB's moments at update t:
+// m = beta1 m + keep1 g, v = beta2 v + keep2 g^2 in fp32, where beta1, beta2,
+// keep1 = 1 - beta1 and keep2 = 1 - beta2 are each computed in double from
+// the script's values and rounded to fp32 once (1 - fp32(beta2) would be
+// 1.3e-5 relative off for 0.999, and every update 6.4e-6 too large), and the
+// bias corrections 1 - beta^t are in double (1 without bias correction).
+// docs/emulator.md, "Optimizers".
+struct MomentCoefficients {
+  MomentCoefficients(const ir::Optimizer& o, long long t);
+  float beta1, beta2, keep1, keep2;
+  double correction1, correction2;
+};
+
 bool needsTrustRatio(const ir::Optimizer& o);
 // Pass 1 (LAMB, LARS): update moments/direction and return partial sums.
 NormSums prepare(const UpdateSettings& s, UpdateSpan span);

@@ -122,6 +122,45 @@ TEST(Optimizers, SgdMomentumAdamAdamW) {
   EXPECT_NEAR(e.w[0], 2 + 0.01, 1e-6);   // L2 decay enters the gradient: -0.5 + 0.2 is still negative
 }
 
+// The moments' coefficients are the script's betas rounded to fp32 once, and
+// 1 - beta computed in double then rounded (docs/emulator.md, "Moments in
+// fp32"). Over the first updates from zero moments, m_hat / sqrt(v_hat) is
+// exactly g / |g| for every t, so Adam's, AdamW's and LAMB's step is lr times
+// the sign of g, to within a few roundings (U = 2^-24). Computing 1 - beta2 in
+// fp32 from fp32(0.999) makes every such step 6.4e-6 (107 U) too large: this
+// test fails then.
+TEST(Optimizers, MomentCoefficientsAreTheExactBetasRoundedOnce) {
+  const double u = std::ldexp(1.0, -24);
+  for (double beta2 : {0.999, 0.98, 0.9999}) {
+    ir::Optimizer o;
+    o.beta1 = 0.9;
+    o.beta2 = beta2;
+    o.epsilon = 1e-30;   // negligible: the step is the ratio alone
+    o.weightDecay = 0;
+    const MomentCoefficients c(o, 3);
+    EXPECT_EQ(c.keep2, static_cast<float>(1.0 - beta2));
+    EXPECT_EQ(c.keep1, static_cast<float>(1.0 - 0.9));
+    EXPECT_EQ(c.correction2, 1.0 - std::pow(beta2, 3.0));
+    for (ir::OptimizerKind kind : {ir::OptimizerKind::Adam, ir::OptimizerKind::AdamW, ir::OptimizerKind::Lamb}) {
+      o.kind = kind;
+      Case k{{0, 0}, {0.37f, -1.25f}, {{0, 0}, {0, 0}, {}}, {}};
+      for (long long t = 1; t <= 3; ++t) {
+        UpdateSettings s = settings(o, 1.0);
+        s.t = t;
+        const std::vector<float> before = k.w;
+        step(s, k);
+        // LAMB's trust ratio: 1 with zero weights, else ||w|| / ||u||, u
+        // being the signs (norm sqrt 2).
+        const double norm = std::hypot(static_cast<double>(before[0]), static_cast<double>(before[1]));
+        const double r = kind == ir::OptimizerKind::Lamb && norm > 0 ? norm / std::sqrt(2.0) : 1.0;
+        const double d0 = static_cast<double>(k.w[0]) - before[0], d1 = static_cast<double>(k.w[1]) - before[1];
+        EXPECT_NEAR(d0, -r, 16 * u * r) << static_cast<int>(kind) << " t=" << t << " beta2=" << beta2;
+        EXPECT_NEAR(d1, r, 16 * u * r) << static_cast<int>(kind) << " t=" << t << " beta2=" << beta2;
+      }
+    }
+  }
+}
+
 TEST(Optimizers, MasterWeightsKeepUpdatesFp16WouldLose) {
   ir::Optimizer sgd;
   sgd.kind = ir::OptimizerKind::Sgd;
