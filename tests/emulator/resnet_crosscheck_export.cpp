@@ -3,9 +3,11 @@
 // end, then writes, in the emulator's tensor file format (docs/emulator.md,
 // "Files"), the initial weights and, for each of three optimizer steps, the
 // step's data (two micro batches of eight 64x64 images), loss, reduced
-// gradients and the weights after it.
+// gradients and the weights after it, and the emulator's decisions at the
+// network's kinks (every ReLU's output, the stem max pool's choices).
 // Usage: ipu_resnet_crosscheck OUT_DIR momentum|lars batch|group bottleneck|basic
 #include <cstdio>
+#include <map>
 #include <string>
 
 #include "interpreter/session/session.h"
@@ -19,6 +21,61 @@ namespace {
 int fail(const std::string& what) { return ipu::crosscheck::fail("resnet crosscheck", what); }
 
 constexpr int kSteps = 3;
+
+// The emulator's decisions at the kinks of one step's forward pass, for the
+// reference to follow where an input lies within rounding of a kink (a ReLU
+// input near 0, two nearly equal maxima of a pooling window): there the side
+// an fp32 program lands on depends on its order of operations, and either side
+// is right. The forward pass is replayed through the model's own kernels, on
+// the weights the step starts from and its micro batches, in fp32 on one
+// thread as the trainer runs it here; its loss must equal the trainer's bit
+// for bit, or these would not be the trainer's decisions. Tensors, per micro
+// batch m and layer L: "mb<m>.<L>.relu<j>" (the j-th ReLU's output in forward
+// order: the stem's, then a block's chain and its final ReLU) and
+// "mb<m>.<L>.pool" (the max pool's chosen input column per output).
+struct Kinks {
+  ipu::emu::TensorFile file;
+  double loss = 0;
+};
+
+ipu::emu::Expected<Kinks> replayKinks(const ipu::emu::PhaseTrainer& trainer, const std::vector<ipu::emu::MicroBatch>& mbs) {
+  const ipu::emu::Model& model = trainer.model();
+  std::map<std::string, ipu::emu::Mat> weights;
+  for (auto& [name, w] : trainer.weights()) weights.emplace(name, w);
+  Kinks out;
+  for (std::size_t m = 0; m < mbs.size(); ++m) {
+    ipu::emu::Mat x;
+    ipu::emu::Numerics nx;
+    for (const auto& layer : model.layers()) {
+      ipu::emu::ShardParams p(1);
+      for (int id : layer.params) p[0].push_back(&weights.at(model.params()[static_cast<std::size_t>(id)].name));
+      ipu::emu::Saved saved;
+      ipu::emu::Mat y;
+      ipu::emu::HeadResult head;
+      layer.kernel->forward(x, mbs[m], p, nx, saved, y, layer.head ? &head : nullptr);
+      const std::string op = ipu::ir::opName(*layer.plan);
+      const std::string prefix = "mb" + std::to_string(m) + "." + layer.plan->name + ".";
+      const auto& s = saved.mats;
+      if (op == "conv_stem") {
+        // Saved: xhat, rstd, ReLU output, pool argmax (conv_kernels.cpp).
+        out.file.tensors.emplace_back(prefix + "relu0", s.at(2));
+        out.file.tensors.emplace_back(prefix + "pool", s.at(3));
+      } else if (op == "bottleneck" || op == "basic_block") {
+        // Saved: per chain unit i xhat, rstd, output after its ReLU (none
+        // for the last unit); the projection's two; the block's output.
+        const std::size_t units = (s.size() - 3) / 3;
+        int j = 0;
+        for (std::size_t i = 0; i + 1 < units; ++i) out.file.tensors.emplace_back(prefix + "relu" + std::to_string(j++), s.at(3 * i + 2));
+        out.file.tensors.emplace_back(prefix + "relu" + std::to_string(j), s.back());
+      } else if (!layer.head) {
+        return ipu::emu::Error{"", "the cross-check does not know where layer " + layer.plan->name + " (" + op + ") has kinks", "", {}};
+      }
+      if (layer.head) out.loss += head.loss;
+      else x = std::move(y);
+    }
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -84,8 +141,15 @@ int main(int argc, char** argv) {
       batch.tensors.emplace_back(p + "labels", ipu::crosscheck::row(mb.classLabel));
     }
     if (auto ok = ipu::emu::writeTensorFile(out + "/batch" + std::to_string(k) + ".ipt", batch); !ok) return fail(ok.error().message);
+    auto kinks = replayKinks(trainer, mbs);
+    if (!kinks) return fail(kinks.error().message);
     auto r = trainer.step();
     if (!r) return fail(r.error().message);
+    if (kinks->loss != r->loss)
+      return fail("the replayed forward pass of step " + std::to_string(k + 1) + " has loss " + ipu::crosscheck::exact(kinks->loss) +
+                  ", the trainer's " + ipu::crosscheck::exact(r->loss) + ": its kink decisions would not be the trainer's");
+    if (auto ok = ipu::emu::writeTensorFile(out + "/kinks" + std::to_string(k) + ".ipt", kinks->file); !ok)
+      return fail(ok.error().message);
     ipu::emu::TensorFile step;
     ipu::crosscheck::addStep(step, *r, trainer);
     // Batch norm's running statistics after the step ("running_mean/<unit>", "running_var/<unit>").
