@@ -43,13 +43,20 @@ sys.path.insert(0, os.path.join(ROOT, "tools"))
 sys.path.insert(0, HERE)
 import ipu_export  # noqa: E402  (the documented reader)
 
-# Tolerances (the reasoning of torch_crosscheck.py): fp32 on both sides in
-# different orders. Losses to 1e-5 relative; gradients to 1e-4 of each
-# tensor's largest element (floor: 1e-4 of the model's largest gradient, for
-# tensors whose exact gradient is 0); weights after an optimizer step written
-# in float64 NumPy to 2e-6 absolute, 100x below one step's change.
-LOSS_RTOL = 1e-5
-GRAD_RTOL = 1e-4
+# Tolerances. PyTorch's side is evaluated in float64 from the exported fp32
+# weights and batches, and the export's fp32 losses and gradients must be
+# within the cross-checks' tolerances of it, derived from fp32 rounding
+# (crosscheck_reference.py: losses 128 U relative, gradients of each
+# tensor's largest element, U = 2^-24), but for gradients 4 times the
+# cross-checks' 256 U: these runs go on for two steps on batches of 8
+# samples, and at step 2 the NSP classifier's gradient is a sum over the 8
+# samples that cancels to 1/34 of the step before, while its rounding error
+# stays that of its terms (measured 282 U of the result). Still below a 1e-4
+# error (1,678 U). Weights after an optimizer step written in float64 NumPy to
+# 2e-6 absolute, 100x below one step's change.
+from crosscheck_reference import GRAD_FLOOR, LOSS_RTOL  # noqa: E402
+from crosscheck_reference import GRAD_RTOL as CROSSCHECK_GRAD_RTOL  # noqa: E402
+GRAD_RTOL = 4 * CROSSCHECK_GRAD_RTOL
 WEIGHT_ATOL = 2e-6
 MOMENT_RTOL = 1e-4
 # Two mappings of one global batch: the sums run in another order (replicas'
@@ -237,12 +244,12 @@ def check_mlp(ex):
     before = ex.initial
     worst = 0.0
     for s in ex.steps:
-        x = torch.from_numpy(np.array(s.batch["features"]))
+        x = torch.from_numpy(np.array(s.batch["features"], dtype=np.float64))
         y = torch.from_numpy(np.array(s.batch["labels"], dtype=np.int64))
         if tuple(x.shape) != (m["mapping"]["global_batch"], m["data"]["features"]) or y.min() < 0 or y.max() >= m["data"]["classes"]:
             fail(f"step {s.step}: MLP batch {tuple(x.shape)}, labels {int(y.min())}..{int(y.max())}")
             return
-        W = {n: torch.from_numpy(np.array(w)).requires_grad_(True) for n, w in before.items()}
+        W = {n: torch.from_numpy(np.array(w, dtype=np.float64)).requires_grad_(True) for n, w in before.items()}
         h = x
         for l in dense:
             h = h @ W[l["name"] + ".w"] + W[l["name"] + ".b"]
@@ -252,8 +259,10 @@ def check_mlp(ex):
         loss.backward()
         if abs(loss.item() - s.loss) > LOSS_RTOL * abs(s.loss):
             fail(f"step {s.step}: loss torch {loss.item():.9g}, export {s.loss:.9g}")
+        largest = max(w.grad.abs().max().item() for w in W.values())
         for n, w in W.items():
-            err = (w.grad - torch.from_numpy(np.array(s.gradients[n]))).abs().max().item() / w.grad.abs().max().item()
+            scale = max(w.grad.abs().max().item(), GRAD_FLOOR * largest)
+            err = (w.grad - torch.from_numpy(np.array(s.gradients[n], dtype=np.float64))).abs().max().item() / scale
             worst = max(worst, err)
             if err > GRAD_RTOL:
                 fail(f"step {s.step}: gradient of {n} differs by {err:.3g} of its largest element")
@@ -284,15 +293,15 @@ def check_gradients(ex):
         mb["masked_label"] = b["mlm_labels"][mb["masked_row"]]
         mb["class_label"] = b["nsp_labels"][mb["classified_row"]]
         assert int(b["tokens"][mb["classified_row"][0]]) == sp["cls"]
-        W = {n: torch.from_numpy(np.array(w)).requires_grad_(True) for n, w in before.items()}
+        W = {n: torch.from_numpy(np.array(w, dtype=np.float64)).requires_grad_(True) for n, w in before.items()}
         loss = loss_of(W, mb, layers=layers, heads=heads)
         loss.backward()
         if abs(loss.item() - s.loss) > LOSS_RTOL * abs(s.loss):
             fail(f"step {s.step}: loss torch {loss.item():.9g}, export {s.loss:.9g}")
         largest = max(w.grad.abs().max().item() for w in W.values())
         for n, w in W.items():
-            scale = max(w.grad.abs().max().item(), 1e-4 * largest)
-            err = (w.grad - torch.from_numpy(np.array(s.gradients[n]))).abs().max().item() / scale
+            scale = max(w.grad.abs().max().item(), GRAD_FLOOR * largest)
+            err = (w.grad - torch.from_numpy(np.array(s.gradients[n], dtype=np.float64))).abs().max().item() / scale
             worst = max(worst, err)
             if err > GRAD_RTOL:
                 fail(f"step {s.step}: gradient of {n} differs by {err:.3g} of its largest element")
