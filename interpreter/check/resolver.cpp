@@ -120,9 +120,12 @@ hw::Pod Resolver::pod(const Record& rec) {
         const auto* ipus = list("loo_ipus");
         const auto* acc = list("loo_accumulation");
         const auto* err = list("loo_error");
+        const auto* groupErr = list("logo_error");   // absent from calibrations fitted before it: the row's own error then
         if (fam != nullptr && ipus != nullptr && acc != nullptr && err != nullptr)
-          for (std::size_t i = 0; i < fam->size() && i < ipus->size() && i < acc->size() && i < err->size(); ++i)
-            chip.calibration.rows.push_back({(*fam)[i].text, (*ipus)[i].number, (*acc)[i].number, (*err)[i].number});
+          for (std::size_t i = 0; i < fam->size() && i < ipus->size() && i < acc->size() && i < err->size(); ++i) {
+            const double logo = groupErr != nullptr && i < groupErr->size() ? (*groupErr)[i].number : (*err)[i].number;
+            chip.calibration.rows.push_back({(*fam)[i].text, (*ipus)[i].number, (*acc)[i].number, (*err)[i].number, logo});
+          }
       }
     }
   }

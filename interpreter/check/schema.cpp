@@ -176,6 +176,9 @@ struct Schemas {
         opt("loo_accumulation", listOf(number(Dim::none())), Value::ofList({}), "per fitted row: its gradient accumulation"),
         opt("loo_error", listOf(signedNumber()), Value::ofList({}),
             "per fitted row: its leave-one-out error (predicted / measured - 1, fitted without the row)"),
+        opt("logo_error", listOf(signedNumber()), Value::ofList({}),
+            "per fitted row: its leave-one-group-out error (predicted / measured - 1, fitted without the row's "
+            "configuration group); `ipu estimate`'s intervals come from these"),
     };
 
     chip.kind = "chip";

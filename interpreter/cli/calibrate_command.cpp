@@ -120,12 +120,13 @@ int calibrate(const std::string& table, const std::string& output, base::ColorMo
   }
 
   std::ostringstream report;
-  report << "row                                      chip        measured   predicted   error   left out   error\n";
+  report << "row                                      chip        measured   predicted   error   left out   error   group out   error\n";
   for (const auto& r : fit.residuals) {
-    char buf[200];
-    std::snprintf(buf, sizeof buf, "%-40s %-8s %11s %11s %+6.1f%% %10s %+6.1f%%\n", r.label.c_str(), r.chip.c_str(),
+    char buf[240];
+    std::snprintf(buf, sizeof buf, "%-40s %-8s %11s %11s %+6.1f%% %10s %+6.1f%% %11s %+6.1f%%\n", r.label.c_str(), r.chip.c_str(),
                   throughputText(r.measured).c_str(), throughputText(r.predicted).c_str(), 100 * r.error(),
-                  throughputText(r.looPredicted).c_str(), 100 * r.looError());
+                  throughputText(r.looPredicted).c_str(), 100 * r.looError(), throughputText(r.logoPredicted).c_str(),
+                  100 * r.logoError());
     report << buf;
   }
   auto summary = [&](const char* what, const cost::ErrorSummary& s) {
@@ -134,6 +135,9 @@ int calibrate(const std::string& table, const std::string& output, base::ColorMo
   };
   summary("in sample (fitted on every row)", fit.inSample);
   summary("leave-one-out (each row predicted by the fit on the others)", fit.leaveOneOut);
+  summary(("leave-one-group-out (each of " + std::to_string(fit.groups) +
+           " configuration groups predicted by the fit on the other groups)").c_str(),
+          fit.leaveOneGroupOut);
   for (const auto& n : fit.notes) report << "note: " << n << "\n";
   std::cerr << report.str();
 
@@ -172,6 +176,7 @@ int calibrate(const std::string& table, const std::string& output, base::ColorMo
     listOf("loo_ipus", [](const hw::Calibration::Row& r) { return fixed(r.ipus, 0); });
     listOf("loo_accumulation", [](const hw::Calibration::Row& r) { return fixed(r.accumulation, 0); });
     listOf("loo_error", [](const hw::Calibration::Row& r) { return fixed(r.looError, 4); });
+    listOf("logo_error", [](const hw::Calibration::Row& r) { return fixed(r.logoError, 4); });
     module << "}\n";
   }
   // Canonical formatting, so the module passes `ipu fmt --check`.

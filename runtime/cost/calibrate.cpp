@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <limits>
 #include <thread>
@@ -173,7 +174,14 @@ ErrorSummary summarise(std::vector<double> errors) {
 
 }  // namespace
 
-FitResult fitCalibration(std::vector<Measurement> rows, const std::string& source, double attentionFactor, bool leaveOneOut) {
+std::string configurationGroup(const ir::PhasePlan& phase) {
+  char params[32];
+  std::snprintf(params, sizeof params, "%.3g", phase.parameters);
+  return familyOf(phase) + " " + params + " params, " + std::to_string(std::max(1, phase.mapping.pipelineIpus)) + " IPUs x t " +
+         std::to_string(std::max(1, phase.mapping.shard)) + ", micro batch " + std::to_string(phase.batch.microBatch);
+}
+
+FitResult fitCalibration(std::vector<Measurement> rows, const std::string& source, double attentionFactor, bool crossValidate) {
   FitResult out;
   // Chips in the table, and which kinds of work each one's rows exercise.
   std::vector<std::string> chips;
@@ -207,33 +215,56 @@ FitResult fitCalibration(std::vector<Measurement> rows, const std::string& sourc
   const Vec best = pb.fit(starts);
   if (best.empty()) return out;  // no start gave a finite loss: no parameters (the caller reports it)
 
-  // Each left-out fit is independent of the others, so they run on every
-  // host core, each thread on its own copy of the rows (a fit writes the
-  // calibration into its rows). The result does not depend on the threads.
-  std::vector<double> loo(rows.size(), 0);
-  if (leaveOneOut && rows.size() > 1) {
+  // Cross-validation: folds of rows left out of the fit, each predicted by
+  // the fit on the other rows. A fold is one row (leave-one-out) or one
+  // configuration group (leave-one-group-out). The folds' fits are
+  // independent of each other, so they run on every host core, each thread on
+  // its own copy of the rows (a fit writes the calibration into its rows).
+  // The result does not depend on the threads.
+  std::vector<std::string> groupOf(rows.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) groupOf[i] = configurationGroup(rows[i].phase);
+  std::vector<std::string> groupNames;
+  for (const auto& g : groupOf)
+    if (std::find(groupNames.begin(), groupNames.end(), g) == groupNames.end()) groupNames.push_back(g);
+  out.groups = groupNames.size();
+  std::vector<std::vector<std::size_t>> folds;
+  for (std::size_t i = 0; i < rows.size(); ++i) folds.push_back({i});
+  const std::size_t firstGroupFold = folds.size();
+  for (const auto& g : groupNames) {
+    std::vector<std::size_t> members;
+    for (std::size_t i = 0; i < rows.size(); ++i)
+      if (groupOf[i] == g) members.push_back(i);
+    folds.push_back(std::move(members));
+  }
+  std::vector<double> loo(rows.size(), 0), logo(rows.size(), 0);
+  if (crossValidate && rows.size() > 1) {
     std::atomic<std::size_t> next{0};
     auto worker = [&] {
       std::vector<Measurement> own = rows;
       FitProblem local{own, chips, software, source, attentionFactor, std::vector<bool>(own.size(), true)};
-      for (std::size_t i = next++; i < own.size(); i = next++) {
+      for (std::size_t f = next++; f < folds.size(); f = next++) {
+        const auto& fold = folds[f];
+        if (fold.size() == rows.size()) continue;   // one group only: nothing to fit on
         local.use.assign(own.size(), true);
-        local.use[i] = false;
-        // Warm-started from the full fit (the optimum without one row of many
-        // is near it); Nelder-Mead then moves to the optimum of the other rows,
-        // so the row left out does not decide its own prediction.
+        for (std::size_t i : fold) local.use[i] = false;
+        // Warm-started from the full fit (the optimum without a few rows of
+        // many is near it); Nelder-Mead then moves to the optimum of the other
+        // rows, so the rows left out do not decide their own prediction.
         Vec x = local.fit({best});
         local.apply(x);
-        // A framework no other row ran is unknown to this fit: the row gets the
-        // default step overhead, as `ipu estimate` gives an unknown framework.
-        const std::string fw = frameworkOf(own[i].phase.software);
-        bool seen = false;
-        for (std::size_t j = 0; j < own.size(); ++j) seen = seen || (j != i && frameworkOf(own[j].phase.software) == fw);
-        if (!seen) own[i].phase.pod.machine.chip.calibration.softwareStepOverhead.erase(fw);
-        loo[i] = predict(own[i]);
+        for (std::size_t i : fold) {
+          // A framework no row of the fit ran is unknown to it: the row gets
+          // the default step overhead, as `ipu estimate` gives an unknown
+          // framework.
+          const std::string fw = frameworkOf(own[i].phase.software);
+          bool seen = false;
+          for (std::size_t j = 0; j < own.size(); ++j) seen = seen || (local.use[j] && frameworkOf(own[j].phase.software) == fw);
+          if (!seen) own[i].phase.pod.machine.chip.calibration.softwareStepOverhead.erase(fw);
+          (f < firstGroupFold ? loo : logo)[i] = predict(own[i]);
+        }
       }
     };
-    const std::size_t threads = std::max<std::size_t>(1, std::min<std::size_t>(std::thread::hardware_concurrency(), rows.size()));
+    const std::size_t threads = std::max<std::size_t>(1, std::min<std::size_t>(std::thread::hardware_concurrency(), folds.size()));
     std::vector<std::thread> pool;
     for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
     worker();
@@ -241,30 +272,35 @@ FitResult fitCalibration(std::vector<Measurement> rows, const std::string& sourc
   }
 
   pb.apply(best);
-  std::vector<double> errs, looErrs;
+  std::vector<double> errs, looErrs, logoErrs;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     Measurement& r = rows[i];
     Residual res;
     res.label = r.label;
     res.chip = r.phase.pod.machine.chip.name;
     res.family = familyOf(r.phase);
+    res.group = groupOf[i];
     res.ipus = r.phase.ipusUsed;
     res.accumulation = static_cast<double>(r.phase.batch.gradientAccumulation);
     res.measured = r.samplesPerSecond;
     res.predicted = predict(r);
     res.looPredicted = loo[i];
+    res.logoPredicted = logo[i];
     errs.push_back(res.error());
     if (loo[i] > 0) looErrs.push_back(res.looError());
+    if (logo[i] > 0) logoErrs.push_back(res.logoError());
     out.residuals.push_back(res);
   }
   out.inSample = summarise(errs);
   out.leaveOneOut = summarise(looErrs);
+  out.leaveOneGroupOut = summarise(logoErrs);
   out.meanAbsoluteError = out.inSample.mean;
   out.maxAbsoluteError = out.inSample.worst;
   for (std::size_t k = 0; k < chips.size(); ++k) {
     hw::Calibration cal = pb.calibration(best, k);
     for (const auto& r : out.residuals)
-      if (r.chip == chips[k] && r.looPredicted > 0) cal.rows.push_back({r.family, r.ipus, r.accumulation, r.looError()});
+      if (r.chip == chips[k] && r.looPredicted > 0)
+        cal.rows.push_back({r.family, r.ipus, r.accumulation, r.looError(), r.logoPredicted > 0 ? r.logoError() : r.looError()});
     out.chips[chips[k]] = cal;
     if (!hasMatmul[chips[k]])
       out.notes.push_back(chips[k] + ": no matmul in its measurements, so its matmul efficiency is not determined");

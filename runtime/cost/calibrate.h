@@ -31,11 +31,14 @@ struct Residual {
   std::string label;
   std::string chip;
   std::string family;           // familyOf(phase)
+  std::string group;            // configurationGroup(phase)
   double ipus = 0, accumulation = 0;
   double measured = 0, predicted = 0;
   double looPredicted = 0;      // predicted by the fit on every other row (0 when not computed)
+  double logoPredicted = 0;     // predicted by the fit on every other group's rows (0 when not computed)
   double error() const { return predicted / measured - 1; }
   double looError() const { return looPredicted / measured - 1; }
+  double logoError() const { return logoPredicted / measured - 1; }
 };
 
 // Mean, median and worst absolute relative error over the rows.
@@ -48,15 +51,27 @@ struct FitResult {
   std::vector<Residual> residuals;
   ErrorSummary inSample;
   ErrorSummary leaveOneOut;     // zero when not computed
+  ErrorSummary leaveOneGroupOut;   // zero when not computed
+  std::size_t groups = 0;       // configuration groups among the rows
   double meanAbsoluteError = 0; // in sample (inSample.mean)
   double maxAbsoluteError = 0;  // in sample (inSample.worst)
   std::vector<std::string> notes;  // parameters the data could not determine
 };
 
-// Fits the parameters on every row, then (with `leaveOneOut`) once more per
-// row without it, and predicts the row left out: the honest figure of how the
-// model does on a configuration it was not fitted on.
+// The configuration a row measures, for grouped cross-validation: the model
+// (its kinds of layers and its parameter count), the pipeline's shape (IPUs
+// per pipeline, tensor sharding) and the micro batch. Rows that differ only
+// in framework, release, chip, pod size or accumulation are one group: a row
+// left out on its own leaves its near-copies in the fit, which then predicts
+// it from them rather than from the model.
+std::string configurationGroup(const ir::PhasePlan& phase);
+
+// Fits the parameters on every row, then (with `crossValidate`) once more per
+// row without it, predicting the row left out, and once more per
+// configuration group without the group's rows, predicting them: the honest
+// figure of how the model does on a configuration it was not fitted on is the
+// last (leave-one-group-out).
 FitResult fitCalibration(std::vector<Measurement> rows, const std::string& source, double attentionFactor = 0.5,
-                         bool leaveOneOut = true);
+                         bool crossValidate = true);
 
 }  // namespace ipu::cost

@@ -410,6 +410,57 @@ std::string familyOf(const ir::PhasePlan& phase) {
   return out;
 }
 
+ComparableErrors comparableErrors(const std::vector<hw::Calibration::Row>& rows, const std::string& family, double ipus,
+                                  double accumulation, std::size_t skip) {
+  ComparableErrors out;
+  std::vector<std::pair<double, std::size_t>> near;   // (distance, row) of the model's kind
+  std::size_t others = 0;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (i == skip) continue;
+    ++others;
+    const auto& r = rows[i];
+    if (r.family != family) continue;
+    const double d = std::fabs(std::log2(std::max(1.0, r.ipus) / std::max(1.0, ipus))) +
+                     0.5 * std::fabs(std::log2(std::max(1.0, r.accumulation) / std::max(1.0, accumulation)));
+    near.emplace_back(d, i);
+  }
+  auto nominal = [](std::size_t n) {
+    const std::size_t j = std::max<std::size_t>(1, (n + 1) / 10);
+    return std::to_string(static_cast<int>(std::lround(100.0 * static_cast<double>(n + 1 - 2 * std::min(j, n)) /
+                                                       static_cast<double>(n + 1))));
+  };
+  if (near.size() < kFewestIntervalRows) {
+    for (std::size_t i = 0; i < rows.size(); ++i)
+      if (i != skip) out.errors.push_back(rows[i].logoError);
+    out.basis = "the leave-one-group-out errors of all " + std::to_string(others) + " rows of the calibration, nominally " +
+                nominal(out.errors.size()) + "%";
+    return out;
+  }
+  std::stable_sort(near.begin(), near.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  const std::size_t k = std::min(kIntervalRows, near.size());
+  for (std::size_t i = 0; i < k; ++i) out.errors.push_back(rows[near[i].second].logoError);
+  out.basis = "the leave-one-group-out errors of the " + std::to_string(k) + " calibration rows of this model's kind" +
+              (k < near.size() ? " nearest in IPUs and accumulation" : "") + ", nominally " + nominal(k) + "%";
+  return out;
+}
+
+ErrorRange likelyErrorRange(std::vector<double> errors) {
+  ErrorRange r;
+  if (errors.empty()) return r;
+  std::sort(errors.begin(), errors.end());
+  // A prediction interval from order statistics: a new value exchangeable
+  // with n others falls between the j-th smallest and the j-th largest of
+  // them with probability (n + 1 - 2j) / (n + 1); j = floor((n + 1) / 10),
+  // at least 1, makes that 80% or a little more (min to max of 9 values:
+  // exactly 80%). (Percentiles of the sample would cover less: the 10th to
+  // 90th of 10 values, about 64%.)
+  const std::size_t n = errors.size();
+  const std::size_t j = std::max<std::size_t>(1, (n + 1) / 10);
+  r.low = std::min(0.0, errors[std::min(j - 1, n - 1)]);
+  r.high = std::max(0.0, errors[n >= j ? n - j : 0]);
+  return r;
+}
+
 namespace {
 
 std::string fmt(const char* f, double v) {
@@ -426,27 +477,14 @@ void placeInCalibration(const ir::PhasePlan& phase, PhaseEstimate& e) {
   std::vector<const hw::Calibration::Row*> same;
   for (const auto& r : rows)
     if (r.family == family) same.push_back(&r);
-  // Fewer than three rows of the family say little about its spread: then
-  // the spread of every row, which is wider.
-  constexpr std::size_t kEnough = 3;
-  std::vector<const hw::Calibration::Row*> basis = same;
-  if (basis.size() < kEnough) {
-    basis.clear();
-    for (const auto& r : rows) basis.push_back(&r);
-    e.intervalBasis = "the leave-one-out errors of all " + std::to_string(basis.size()) + " rows of the calibration";
-  } else {
-    e.intervalBasis = "the leave-one-out errors of the " + std::to_string(basis.size()) + " calibration rows of this model's kind";
-  }
-  double lo = 0, hi = 0;
-  for (const auto* r : basis) {
-    lo = std::min(lo, r->looError);
-    hi = std::max(hi, r->looError);
-  }
-  // predicted = measured x (1 + error), so measured = predicted / (1 + error).
-  e.throughputLow = e.samplesPerSecond / (1 + hi);
-  e.throughputHigh = e.samplesPerSecond / (1 + lo);
-
   const double ipus = phase.ipusUsed, ga = static_cast<double>(std::max<long long>(1, phase.batch.gradientAccumulation));
+  const ComparableErrors comparable = comparableErrors(rows, family, ipus, ga);
+  const ErrorRange range = likelyErrorRange(comparable.errors);
+  e.intervalBasis = comparable.basis;
+  // predicted = measured x (1 + error), so measured = predicted / (1 + error).
+  e.throughputLow = e.samplesPerSecond / (1 + range.high);
+  e.throughputHigh = e.samplesPerSecond / (1 + range.low);
+
   if (same.empty()) {
     e.coverageWarnings.push_back("no calibration row has this model's kinds of layers (" + family +
                                  "): the estimate extrapolates the fit to another model");

@@ -89,6 +89,31 @@ struct PhaseEstimate {
   std::vector<std::string> coverageWarnings; // how the phase is far from every calibration row
 };
 
+// The range of relative errors (predicted / measured - 1) a prediction is
+// likely in, from the cross-validated errors of comparable rows: between
+// their j-th smallest and j-th largest, j = max(1, floor((n + 1) / 10)), a
+// prediction interval of nominal coverage 80% (or a little more) for a row
+// like them; widened to include 0.
+struct ErrorRange {
+  double low = 0, high = 0;
+};
+ErrorRange likelyErrorRange(std::vector<double> errors);
+// The rows an interval comes from: up to kIntervalRows rows of the model's
+// kind (familyOf), the nearest in IPUs and gradient accumulation (a factor
+// of 2 in IPUs counts as much as a factor of 4 in accumulation); every row
+// of the chip when the kind has fewer than kFewestIntervalRows (another
+// model's errors then stand in for its own). With n < 9 rows of the kind the
+// interval is their min to max, nominally (n - 1) / (n + 1): the basis says
+// so. `skip`: a row to leave out (the coverage test).
+inline constexpr std::size_t kIntervalRows = 9;   // min to max of 9: nominal 80%
+inline constexpr std::size_t kFewestIntervalRows = 3;
+struct ComparableErrors {
+  std::vector<double> errors;   // their leave-one-group-out errors
+  std::string basis;            // which rows, in words
+};
+ComparableErrors comparableErrors(const std::vector<hw::Calibration::Row>& rows, const std::string& family, double ipus,
+                                  double accumulation, std::size_t skip = static_cast<std::size_t>(-1));
+
 // The kinds of layers of a phase's model ("attention+embedding+ffn+..."): what
 // makes two rows of a calibration table comparable.
 std::string familyOf(const ir::PhasePlan& phase);

@@ -127,6 +127,7 @@ Json chip(const hw::Chip& c) {
       row["ipus"] = r.ipus;
       row["accumulation"] = r.accumulation;
       row["loo_error"] = r.looError;
+      row["logo_error"] = r.logoError;
       rows.push(std::move(row));
     }
     cal["rows"] = std::move(rows);

@@ -36,6 +36,9 @@ struct Calibration {
     double ipus = 0;             // IPUs used
     double accumulation = 0;     // gradient accumulation
     double looError = 0;
+    // Predicted / measured - 1 with the row's whole configuration group left
+    // out of the fit (cost::configurationGroup): what the intervals use.
+    double logoError = 0;
   };
   std::vector<Row> rows;
 };

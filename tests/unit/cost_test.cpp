@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -125,6 +126,73 @@ TEST(Calibration, LeaveOneOutErrorOnThePublishedTable) {
       EXPECT_LE(std::fabs(r.looError()), 0.20) << r.label;
     }
   }
+
+  // Grouped cross-validation: each configuration group (model, pipeline
+  // shape, micro batch) predicted by a fit without any of its rows. Its
+  // near-copies no longer help, so it is worse than leave-one-out; the
+  // figures are those docs/cost-model.md quotes (mean 11.8%, worst 70.3%,
+  // against the targets of 10% and 25% that the model does not meet yet),
+  // here as bounds a change must not cross.
+  EXPECT_GE(fit.groups, 8u);
+  EXPECT_LT(fit.groups, rows.size());
+  for (const auto& r : fit.residuals) {
+    ASSERT_GT(r.logoPredicted, 0) << r.label;
+    EXPECT_FALSE(r.group.empty()) << r.label;
+  }
+  EXPECT_GE(fit.leaveOneGroupOut.mean, fit.leaveOneOut.mean);
+  EXPECT_LE(fit.leaveOneGroupOut.mean, 0.13);
+  EXPECT_LE(fit.leaveOneGroupOut.median, 0.08);
+
+  // The intervals' nominal coverage, 80%: each calibration row's own
+  // leave-one-group-out error falls inside the interval made, as `ipu
+  // estimate` makes it, from the other rows' errors, for about 80% of rows.
+  int covered = 0, total = 0;
+  for (const auto& [chip, cal] : fit.chips)
+    for (std::size_t i = 0; i < cal.rows.size(); ++i) {
+      const auto& row = cal.rows[i];
+      const cost::ErrorRange range =
+          cost::likelyErrorRange(cost::comparableErrors(cal.rows, row.family, row.ipus, row.accumulation, i).errors);
+      covered += row.logoError >= range.low && row.logoError <= range.high;
+      ++total;
+    }
+  ASSERT_EQ(total, static_cast<int>(rows.size()));
+  const double coverage = static_cast<double>(covered) / total;
+  std::printf("interval coverage on the table: %d of %d rows (%.0f%%)\n", covered, total, 100 * coverage);
+  EXPECT_GE(coverage, 0.70);
+  EXPECT_LE(coverage, 0.90);
+}
+
+// The likely range: the j-th smallest to the j-th largest of n errors, j =
+// max(1, floor((n + 1) / 10)), widened to include 0; the comparable rows: the
+// model's kind nearest in IPUs and accumulation, or all rows when the kind
+// has too few.
+TEST(Calibration, IntervalsFromComparableRows) {
+  std::vector<double> errors;
+  for (int i = 1; i <= 19; ++i) errors.push_back(0.01 * i);   // 0.01 .. 0.19: j = 2
+  cost::ErrorRange r = cost::likelyErrorRange(errors);
+  EXPECT_NEAR(r.low, 0.0, 1e-12);     // the 2nd smallest is 0.02 > 0: widened to 0
+  EXPECT_NEAR(r.high, 0.18, 1e-12);   // the 2nd largest
+  r = cost::likelyErrorRange({-0.3, -0.1, 0.0, 0.1, 0.2});
+  EXPECT_NEAR(r.low, -0.3, 1e-12);    // j = 1: min to max
+  EXPECT_NEAR(r.high, 0.2, 1e-12);
+  std::vector<hw::Calibration::Row> rows;
+  for (int i = 0; i < 12; ++i) rows.push_back({"bert", static_cast<double>(16 << (i % 4)), 32, 0, 0.01 * i});
+  rows.push_back({"resnet", 16, 1, 0, 0.9});
+  cost::ComparableErrors c = cost::comparableErrors(rows, "bert", 16, 32);
+  ASSERT_EQ(c.errors.size(), cost::kIntervalRows);
+  for (double e : c.errors) EXPECT_NE(e, 0.9);   // never another kind's row while the kind has enough
+  // The three rows at 16 IPUs come first (logo errors 0, 0.04, 0.08), then 32 IPUs.
+  EXPECT_EQ(c.errors[0], 0.0);
+  EXPECT_EQ(c.errors[1], 0.04);
+  EXPECT_NE(c.basis.find("nominally 80%"), std::string::npos) << c.basis;
+  c = cost::comparableErrors(rows, "resnet", 16, 1);
+  EXPECT_EQ(c.errors.size(), rows.size());        // too few of its kind: every row
+  c = cost::comparableErrors(rows, "resnet", 16, 1, 12);
+  EXPECT_EQ(c.errors.size(), rows.size() - 1);    // the skipped row left out
+  for (int i = 0; i < 4; ++i) rows.push_back({"vit", 64, 8, 0, -0.02 * i});
+  c = cost::comparableErrors(rows, "vit", 64, 8);
+  EXPECT_EQ(c.errors.size(), 4u);                 // 4 of its kind: those, min to max
+  EXPECT_NE(c.basis.find("nominally 60%"), std::string::npos) << c.basis;
 }
 
 // The breakdown adds up to the step, and throughput follows from it.
