@@ -166,7 +166,7 @@ int calibrate(const std::string& table, const std::string& output, base::ColorMo
       for (const auto& kv : cal.softwareStepOverhead) module << (i++ ? ", " : "") << fixed(kv.second * 1e3, 3) << " ms";
       module << "]\n";
     }
-    // The rows' leave-one-out errors: the intervals and coverage warnings of `ipu estimate`.
+    // The rows' cross-validated errors: `ipu estimate`'s intervals (logo_error) and coverage warnings.
     auto listOf = [&](const char* name, auto value) {
       module << "  " << name << ": [";
       for (std::size_t i = 0; i < cal.rows.size(); ++i) module << (i ? ", " : "") << value(cal.rows[i]);

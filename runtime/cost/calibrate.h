@@ -47,7 +47,7 @@ struct ErrorSummary {
 };
 
 struct FitResult {
-  std::map<std::string, hw::Calibration> chips;  // by chip name, with their rows' leave-one-out errors
+  std::map<std::string, hw::Calibration> chips;  // by chip name, with their rows' cross-validated errors
   std::vector<Residual> residuals;
   ErrorSummary inSample;
   ErrorSummary leaveOneOut;     // zero when not computed

@@ -81,9 +81,9 @@ struct PhaseEstimate {
   bool fits = true;            // every IPU's memory fits (the plan's verdict)
   std::string calibration;     // where the parameters came from
   std::vector<std::string> assumptions;
-  // The range the throughput is likely in: the leave-one-out errors of the
-  // calibration rows comparable to this phase (same kinds of layers), or of
-  // all rows when too few are. Empty (0, 0) without such rows.
+  // The range the throughput is likely in: from the leave-one-group-out
+  // errors of the calibration rows comparable to this phase
+  // (comparableErrors, likelyErrorRange below). Empty (0, 0) without rows.
   double throughputLow = 0, throughputHigh = 0;
   std::string intervalBasis;                 // which rows the interval comes from
   std::vector<std::string> coverageWarnings; // how the phase is far from every calibration row

@@ -91,7 +91,7 @@ TEST(CostModel, PredictsThePublishedTable) {
     double error = e.samplesPerSecond / row.measured - 1;
     within += std::fabs(error) < 0.10;
     sumAbs += std::fabs(error);
-    // Every row's interval comes from the calibration's leave-one-out errors.
+    // Every row's interval comes from the calibration's cross-validated errors and contains the estimate.
     EXPECT_LT(e.throughputLow, e.samplesPerSecond) << row.label;
     EXPECT_GT(e.throughputHigh, e.samplesPerSecond) << row.label;
   }
