@@ -16,11 +16,12 @@
 
 #include "interpreter/check/prelude.h"
 #include "interpreter/session/session.h"
+#include "runtime/ir/mapping_fields.h"
 #include "runtime/cost/cost_model.h"
 
 namespace {
 
-using ipu::session::MappingVariant;
+using MappingVariant = ipu::plan::MappingValue;
 
 // CPU time of this thread: the machine is shared, and wall-clock time would
 // measure the neighbours too.
@@ -60,7 +61,6 @@ std::string writeVariant(const std::string& text, const MappingVariant& v) {
   std::ostringstream out;
   std::string line;
   bool inMapping = false, done = false, inPipeline = false;
-  const char* rc[] = {"none", "every_layer", "stage_inputs"};
   while (std::getline(in, line)) {
     std::string t = trimmed(line);
     if (!done && !inMapping && t.rfind("mapping ", 0) == 0 && t.back() == '{') {
@@ -78,14 +78,9 @@ std::string writeVariant(const std::string& text, const MappingVariant& v) {
         continue;
       }
       if (t == "}") {
-        out << "  pipeline: balanced(" << v.pipelineIpus << ")\n  shard: " << v.shard << "\n  replicas: " << v.replicas
-            << "\n  phases: " << v.phases << "\n  recompute: " << rc[static_cast<int>(v.recompute)]
-            << "\n  optimizer_state: " << (v.optimizerStateStreaming ? "streaming" : "on_chip")
-            << "\n  weights: " << (v.weightsStreaming ? "streaming" : "on_chip")
-            << "\n  available_memory_proportion: " << v.availableMemoryProportion.at(0) << "\n";
-        if (v.rtsWeights || v.rtsOptimizerState)
-          out << "  replicated_tensor_sharding: [" << (v.rtsWeights ? "weights" : "")
-              << (v.rtsWeights && v.rtsOptimizerState ? ", " : "") << (v.rtsOptimizerState ? "optimizer_state" : "") << "]\n";
+        out << "  pipeline: balanced(" << v.pipelineIpus << ")\n";
+        // Every setting through the table of mapping fields, as `ipu search --write` prints them.
+        for (const auto& l : ipu::ir::settingLines(v.settings, /*all=*/true)) out << "  " << l << "\n";
         out << "}\n";
         inMapping = false;
         done = true;
@@ -130,17 +125,17 @@ void run(const Example& ex) {
     MappingVariant v = written;
     v.placement = MappingVariant::Placement::Balanced;
     v.pipelineIpus = pick(ex.pipelines);
-    v.shard = pick(ex.shards);
-    int maxR = ex.podIpus / (v.pipelineIpus * v.shard);
-    v.replicas = 1;
-    for (int k = static_cast<int>(rng() % 7); k > 0 && v.replicas * 2 <= maxR; --k) v.replicas *= 2;
-    v.phases = pick(ex.phases);
-    v.recompute = static_cast<ipu::ir::Recompute>(rng() % 3);
-    v.optimizerStateStreaming = rng() % 2;
-    v.weightsStreaming = rng() % 4 == 0;
-    v.rtsWeights = rng() % 3 == 0;
-    v.rtsOptimizerState = rng() % 2;
-    v.availableMemoryProportion = {0.25};
+    v.settings.shard = pick(ex.shards);
+    int maxR = ex.podIpus / (v.pipelineIpus * v.settings.shard);
+    v.settings.replicas = 1;
+    for (int k = static_cast<int>(rng() % 7); k > 0 && v.settings.replicas * 2 <= maxR; --k) v.settings.replicas *= 2;
+    v.settings.phases = pick(ex.phases);
+    v.settings.recompute = static_cast<ipu::ir::Recompute>(rng() % 3);
+    v.settings.optimizerStateStreaming = rng() % 2;
+    v.settings.weightsStreaming = rng() % 4 == 0;
+    v.settings.rtsWeights = rng() % 3 == 0;
+    v.settings.rtsOptimizerState = rng() % 2;
+    v.settings.availableMemoryProportion = {0.25};
     v.batch.microBatch = pick(ex.microBatches);
     auto t0 = Clock::now();
     ipu::session::PlannedVariant p = base.planVariant(v, 0, 0, ipu::session::Detail::Verdict);

@@ -53,6 +53,7 @@ struct MappingSpec {
   PipelineKind pipelineKind = PipelineKind::Single;  // as written; mapping.pipelineKind is the same
   std::vector<StageSpec> stages;  // Explicit: in the order written
   int pipelineIpus = 1;           // p
+  Span pipelineSpan;              // where the `pipeline:` value was written (none when not written)
   std::string luaFunction;
   bool placementErrors = false;   // the pipeline had errors: checks that build on it are skipped
   ir::Mapping mapping;            // t, r, phases, recompute, offload, RTS, AMP

@@ -9,6 +9,8 @@
 
 #include "interpreter/check/batch.h"
 #include "interpreter/check/codes.h"
+#include "interpreter/check/mapping_rules.h"
+#include "runtime/ir/mapping_fields.h"
 
 namespace ipu::check {
 
@@ -63,7 +65,40 @@ bool flag(const Record& rec, const std::string& name, bool dflt) {
 
 ir::DType dtype(const std::string& s) { return s == "fp16" ? ir::DType::FP16 : ir::DType::FP32; }
 
-bool isPowerOfTwo(long long n) { return n > 0 && (n & (n - 1)) == 0; }
+// A mapping field's value as the checker holds it, in the terms of its row.
+ir::FieldValue fieldValue(const ir::MappingFieldRow& row, const Value& v) {
+  ir::FieldValue out = row.defaultValue;
+  auto each = [&](auto&& f) {
+    if (v.kind == ValueKind::List)
+      for (const auto& x : *v.list) f(x);
+    else f(v);
+  };
+  switch (row.form) {
+    case ir::FieldForm::Count:
+      if (v.isNumber()) out.count = static_cast<long long>(v.number);
+      break;
+    case ir::FieldForm::CountOrAll:
+      if (v.kind == ValueKind::Symbol && v.text == "all") out.count = ir::FieldValue::kAll;
+      else if (v.isNumber()) out.count = static_cast<long long>(v.number);
+      break;
+    case ir::FieldForm::Choice:
+      if (v.kind == ValueKind::Symbol || v.kind == ValueKind::String) out.symbols = {v.text};
+      break;
+    case ir::FieldForm::Choices: {
+      out.symbols.clear();
+      std::vector<std::string> chosen;
+      each([&](const Value& x) { chosen.push_back(x.text); });
+      for (const auto& s : row.symbols)  // in the row's order, each once
+        if (std::find(chosen.begin(), chosen.end(), s) != chosen.end()) out.symbols.push_back(s);
+      break;
+    }
+    case ir::FieldForm::Fractions:
+      out.fractions.clear();
+      each([&](const Value& x) { out.fractions.push_back(x.number); });
+      break;
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -321,21 +356,15 @@ std::shared_ptr<const MappingSpec> Resolver::mapping(const Value& v) {
   if (spec->pod.ipus() <= 0) hardwareErrors = true;
   ir::Mapping& mp = spec->mapping;
   mp.name = rec.name;
-  mp.shard = static_cast<int>(num(rec, "shard", 1));
-  mp.replicas = static_cast<int>(num(rec, "replicas", 1));
-  mp.phases = static_cast<int>(num(rec, "phases", 1));
-  // The schema admits only the policies' names (a wrong one is reported there).
-  mp.recompute = ir::recomputeFromName(sym(rec, "recompute", "none")).value_or(ir::Recompute::None);
-  mp.optimizerStateStreaming = sym(rec, "optimizer_state", "on_chip") == "streaming";
-  mp.weightsStreaming = sym(rec, "weights", "on_chip") == "streaming";
-  if (const Value* rts = rec.get("replicated_tensor_sharding")) {
-    auto note = [&](const Value& x) {
-      if (x.text == "weights") mp.rtsWeights = true;
-      if (x.text == "optimizer_state") mp.rtsOptimizerState = true;
-    };
-    if (rts->kind == ValueKind::List)
-      for (const auto& x : *rts->list) note(x);
-    else note(*rts);
+  // Every setting a user writes, through the one table of mapping fields
+  // (runtime/ir/mapping_fields.h); a field not written keeps its default. The
+  // schema has admitted only values of the field's form.
+  for (const auto& row : ir::mappingFields()) {
+    if (row.written != ir::FieldWritten::ByUser) continue;
+    const Value* written = rec.get(row.name);
+    ir::FieldValue value = row.defaultValue;
+    if (written != nullptr && !written->isUnknown()) value = fieldValue(row, *written);
+    row.set(mp, value);
   }
 
   if (const Value* sv = rec.get("search"); sv != nullptr && sv->kind == ValueKind::Record) {
@@ -349,6 +378,7 @@ std::shared_ptr<const MappingSpec> Resolver::mapping(const Value& v) {
 
   // Placement.
   const Value* pipe = rec.get("pipeline");
+  if (pipe != nullptr) spec->pipelineSpan = pipe->span;
   if (pipe == nullptr || pipe->isUnknown()) {
     spec->pipelineKind = MappingSpec::PipelineKind::Single;
     spec->pipelineIpus = 1;
@@ -359,16 +389,6 @@ std::shared_ptr<const MappingSpec> Resolver::mapping(const Value& v) {
   } else if (pipe->pipeline->kind == PipelineValue::Kind::Balanced) {
     spec->pipelineKind = MappingSpec::PipelineKind::Balanced;
     spec->pipelineIpus = static_cast<int>(pipe->pipeline->ipus);
-    std::size_t layers = spec->model->layers.size();
-    if (static_cast<std::size_t>(spec->pipelineIpus) > layers) {
-      ev_.error(code::kBalancedTooDeep, pipe->span,
-                "`balanced(" + std::to_string(spec->pipelineIpus) + ")` asks for more IPUs than `" + spec->model->name +
-                    "` has layers (" + std::to_string(layers) + ")",
-                "use at most balanced(" + std::to_string(layers) + ")");
-      spec->pipelineIpus = static_cast<int>(std::max<std::size_t>(1, layers));
-      mp.pipelineIpus = spec->pipelineIpus;
-      return spec;  // the IPU count below would only restate this error
-    }
   } else {
     spec->pipelineKind = MappingSpec::PipelineKind::Explicit;
     placeExplicit(*pipe->pipeline, *spec);
@@ -376,64 +396,18 @@ std::shared_ptr<const MappingSpec> Resolver::mapping(const Value& v) {
   mp.pipelineIpus = spec->pipelineIpus;
   mp.pipelineKind = spec->pipelineKind;
 
-  // Available memory proportion: one value, or one per pipeline IPU.
-  if (const Value* amp = rec.get("available_memory_proportion"); amp != nullptr && !amp->isUnknown()) {
-    if (amp->kind == ValueKind::List) {
-      for (const auto& x : *amp->list) mp.availableMemoryProportion.push_back(x.number);
-      if (spec->pipelineIpus > 0 && mp.availableMemoryProportion.size() != static_cast<std::size_t>(spec->pipelineIpus))
-        ev_.error(code::kAmpLength, spec->spanOf("available_memory_proportion"),
-                  "`available_memory_proportion` lists " + std::to_string(mp.availableMemoryProportion.size()) +
-                      " values for " + std::to_string(spec->pipelineIpus) + " pipeline IPUs",
-                  "give one value, or one per IPU of the pipeline");
-    } else {
-      mp.availableMemoryProportion.push_back(amp->number);
-    }
-  } else {
-    mp.availableMemoryProportion.push_back(0.6);
+  // The rules every mapping keeps (mapping_rules.h), as variants and search candidates are checked.
+  MappingRuleContext rules;
+  rules.origin = MappingOrigin::Written;
+  rules.hardwareKnown = !hardwareErrors;
+  rules.fieldErrors = rec.hadErrors;
+  if (!validateMapping(*spec, rules, ev_.diags()) && spec->pipelineKind == MappingSpec::PipelineKind::Balanced &&
+      static_cast<std::size_t>(spec->pipelineIpus) > spec->model->layers.size()) {
+    // balanced(p) deeper than the model: plan what it can hold, so later checks have a placement.
+    spec->pipelineIpus = static_cast<int>(std::max<std::size_t>(1, spec->model->layers.size()));
+    mp.pipelineIpus = spec->pipelineIpus;
+    return spec;
   }
-
-  // t x p x r against the pod.
-  const hw::Pod& pd = spec->pod;
-  long long perReplica = static_cast<long long>(mp.shard) * std::max(1, spec->pipelineIpus);
-  long long used = perReplica * mp.replicas;
-  if (hardwareErrors) {
-    // reported where the hardware is declared
-  } else if (spec->pipelineIpus > 0 && used > pd.ipus()) {
-    long long fit = pd.ipus() / std::max(1LL, perReplica);
-    std::string help = fit >= 1 ? "with t = " + std::to_string(mp.shard) + " and p = " + std::to_string(spec->pipelineIpus) +
-                                      ", `" + pd.name + "` holds at most " + std::to_string(fit) + " replica" +
-                                      (fit == 1 ? "" : "s") + "; use `replicas: " + std::to_string(fit) + "` or a larger pod"
-                                : "a replica needs " + std::to_string(perReplica) + " IPUs; use a pod with at least that many";
-    ev_.error(code::kTooManyIpus, spec->spanOf("replicas"),
-              "mapping `" + rec.name + "` needs t x p x r = " + std::to_string(mp.shard) + " x " +
-                  std::to_string(spec->pipelineIpus) + " x " + std::to_string(mp.replicas) + " = " + std::to_string(used) +
-                  " IPUs, but `" + pd.name + "` has " + std::to_string(pd.ipus()),
-              help);
-  } else if (spec->pipelineIpus > 0) {
-    if (pd.powerOfTwoReplicas && !isPowerOfTwo(mp.replicas)) {
-      long long lo = 1;
-      while (lo * 2 <= mp.replicas) lo *= 2;
-      ev_.error(code::kReplicasPowerOfTwo, spec->spanOf("replicas"),
-                "`replicas: " + std::to_string(mp.replicas) + "` is not a power of two; `" + pd.name +
-                    "` runs replicas in rings of 1, 2, 4, 8, ...",
-                "use `replicas: " + std::to_string(lo) + "` or `replicas: " + std::to_string(lo * 2) + "`");
-    }
-    if (pd.powerOfTwoReplicas && !isPowerOfTwo(perReplica) && !rec.hadErrors && !spec->placementErrors)
-      ev_.warning(code::kReplicaIpusPowerOfTwo, spec->spanOf("pipeline"),
-                  "each replica uses " + std::to_string(perReplica) +
-                      " IPUs, not a power of two: the partition rounds up and the rest idle",
-                  "a pipeline over a power-of-two number of IPUs uses them all");
-    if (used < pd.ipus() && mp.replicas * 2 * perReplica <= pd.ipus() && !rec.hadErrors && !spec->placementErrors &&
-        rec.get("search") == nullptr)  // a search chooses how many IPUs to use
-      ev_.warning(code::kPodUnderused, spec->spanOf("replicas"),
-                  "mapping `" + rec.name + "` uses " + std::to_string(used) + " of `" + pd.name + "`'s " +
-                      std::to_string(pd.ipus()) + " IPUs",
-                  "`replicas: " + std::to_string(pd.ipus() / perReplica) + "` would use the whole pod");
-  }
-  if ((mp.rtsWeights || mp.rtsOptimizerState) && mp.replicas == 1 && !rec.hadErrors)
-    ev_.warning(code::kRtsOneReplica, spec->spanOf("replicated_tensor_sharding"),
-                "replicated tensor sharding has no effect with one replica",
-                "remove `replicated_tensor_sharding`, or use more `replicas`");
   batchNormReplicas(rec, *spec);
   return spec;
 }
@@ -456,22 +430,9 @@ static bool usesBatchNorm(const LayerFacts& l) {
 void Resolver::batchNormReplicas(const Record& rec, MappingSpec& spec) {
   const Value* bn = rec.get("batch_norm_replicas");
   if (bn == nullptr || bn->isUnknown()) return;
-  ir::Mapping& mp = spec.mapping;
-  if (bn->kind == ValueKind::Symbol && bn->text == "all") mp.batchNormReplicas = ir::Mapping::kAllReplicas;
-  else if (bn->isNumber()) mp.batchNormReplicas = static_cast<int>(bn->number);
-  else return;
+  const ir::Mapping& mp = spec.mapping;  // read, and checked against the replicas, with the other settings
   const Span at = spec.spanOf("batch_norm_replicas");
-  if (mp.batchNormReplicas > 1 && mp.replicas % mp.batchNormReplicas != 0) {
-    std::string divisors;
-    for (int d = 1; d <= mp.replicas; ++d)
-      if (mp.replicas % d == 0) divisors += (divisors.empty() ? "" : ", ") + std::to_string(d);
-    ev_.error(code::kBatchNormReplicas, at,
-              "`batch_norm_replicas: " + std::to_string(mp.batchNormReplicas) + "` does not divide the mapping's " +
-                  std::to_string(mp.replicas) + " replicas",
-              "batch norm's statistics span groups of consecutive replicas; use a divisor of " + std::to_string(mp.replicas) +
-                  " (" + divisors + ") or `all`");
-    return;
-  }
+  if (mp.batchNormReplicas > 1 && mp.replicas % mp.batchNormReplicas != 0) return;  // reported by validateMapping
   const bool spans = mp.batchNormReplicas == ir::Mapping::kAllReplicas || mp.batchNormReplicas > 1;
   if (!spans || spec.model == nullptr) return;
   bool any = false;

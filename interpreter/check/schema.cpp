@@ -1,6 +1,7 @@
 #include "interpreter/check/schema.h"
 
 #include "runtime/ir/kinds.h"
+#include "runtime/ir/mapping_fields.h"
 #include "runtime/ir/schedule.h"
 
 namespace ipu::check {
@@ -139,6 +140,38 @@ Field opt(std::string name, Type t, Value d, std::string doc, std::string defaul
   return f;
 }
 
+// A row of the table of mapping fields as a schema field.
+Field fieldOf(const ir::MappingFieldRow& row, const Type& fractions, const Type& countOrAll) {
+  Type t;
+  Value dflt;
+  switch (row.form) {
+    case ir::FieldForm::Count:
+      t = whole(true, Dim::none(), static_cast<double>(row.maxCount));
+      dflt = Value::integral(row.defaultValue.count);
+      break;
+    case ir::FieldForm::CountOrAll:
+      t = countOrAll;
+      dflt = Value::integral(row.defaultValue.count);
+      break;
+    case ir::FieldForm::Choice:
+      t = enumOf(row.symbols);
+      dflt = Value::symbol(row.defaultValue.symbols.front());
+      break;
+    case ir::FieldForm::Choices: {
+      std::vector<std::string> s = {"none"};
+      s.insert(s.end(), row.symbols.begin(), row.symbols.end());
+      t = enumOf(std::move(s), true);
+      dflt = Value::symbol(ir::fieldText(row, row.defaultValue));
+      break;
+    }
+    case ir::FieldForm::Fractions:
+      t = fractions;
+      dflt = Value::num(row.defaultValue.fractions.front());
+      break;
+  }
+  return opt(row.name, std::move(t), std::move(dflt), row.doc);
+}
+
 const std::vector<std::string> kDtypes = {"fp16", "fp32"};
 
 struct Schemas {
@@ -269,30 +302,24 @@ struct Schemas {
     mapping.fields = {
         req("model", simple(TypeKind::Model), "the model it maps (also written `mapping m for MODEL on POD`)"),
         req("pod", record("pod"), "the pod it runs on"),
-        opt("pipeline", simple(TypeKind::Pipeline), Value(),
-            "which layers run on which IPU: `pipeline { ipu 0: ... }`, `balanced(p)` or `lua f`", "everything on IPU 0"),
-        opt("shard", whole(true, Dim::none(), kMaxCount), Value::integral(1),
-            "tensor sharding `t`: IPUs each pipeline stage is split over"),
-        opt("replicas", whole(true, Dim::none(), kMaxCount), Value::integral(1), "data-parallel replicas `r`"),
-        opt("phases", whole(true, Dim::none(), kMaxCount), Value::integral(1),
-            "phased execution: sub-graphs per IPU whose state streams in and out of Streaming Memory"),
-        opt("recompute", kindOf(ir::kRecomputes, ir::name), Value::symbol("none"),
-            "recomputation: keep only checkpoints and recompute activations in the backward pass"),
-        opt("optimizer_state", enumOf({"on_chip", "streaming"}), Value::symbol("on_chip"),
-            "where optimizer state (and fp32 master weights) live"),
-        opt("weights", enumOf({"on_chip", "streaming"}), Value::symbol("on_chip"), "where weights live between uses"),
-        opt("replicated_tensor_sharding", enumOf({"none", "weights", "optimizer_state"}, true), Value::symbol("none"),
-            "shard identical tensors across replicas (RTS)"),
-        opt("batch_norm_replicas", wholeOrAll, Value::integral(1),
-            "distributed batch norm: replicas whose micro batches share batch-norm statistics, a divisor of `replicas` "
-            "(consecutive replicas form a group), or `all`"),
-        opt("available_memory_proportion", amp, Value::num(0.6),
-            "share of tile memory matmuls and convolutions may use for temporaries, overall or per IPU"),
+        opt("pipeline", simple(TypeKind::Pipeline), Value(), ir::mappingField(ir::MappingField::Pipeline).doc,
+            "everything on IPU 0"),
+        // shard, replicas, ... from the table of mapping fields (below)
         opt("search", structOf(&search), Value(),
             "let `ipu` choose the mapping: the fastest that fits each phase using it (docs/search.md); "
             "the settings written beside it are kept fixed",
             "none"),
     };
+
+    // The settings a user writes come from the one table of mapping fields
+    // (runtime/ir/mapping_fields.h), in its order, before `search`.
+    {
+      std::vector<Field> settings;
+      for (const auto& row : ir::mappingFields())
+        if (row.written == ir::FieldWritten::ByUser) settings.push_back(fieldOf(row, amp, wholeOrAll));
+      auto at = mapping.fields.end() - 1;  // `search`
+      mapping.fields.insert(at, settings.begin(), settings.end());
+    }
 
     lossScale.kind = "loss_scale";
     lossScale.fields = {

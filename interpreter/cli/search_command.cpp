@@ -20,6 +20,7 @@
 #include "interpreter/cli/output_file.h"
 #include "interpreter/search/search.h"
 #include "interpreter/session/session.h"
+#include "runtime/ir/mapping_fields.h"
 
 #include "interpreter/cli/command.h"
 
@@ -138,11 +139,12 @@ std::string candidateLine(const search::Candidate& c) {
   return s;
 }
 
-nlohmann::json toJson(const search::Candidate& c) {
-  nlohmann::json j;
-  j["shard"] = c.shard;
-  j["pipeline_ipus"] = c.pipeline;
-  j["replicas"] = c.replicas;
+// A candidate's settings under the names of the table of mapping fields (the
+// plan JSON's and the language's), then what the search adds.
+nlohmann::json toJson(const check::PhaseSpec& phase, const search::Candidate& c) {
+  ir::Json settings = ir::Json::object();
+  ir::writeMappingJson(search::mappingOf(phase, c).mapping, settings);
+  nlohmann::json j = nlohmann::json::parse(settings.dump(0));
   j["micro_batch"] = c.microBatch;
   j["gradient_accumulation"] = c.gradientAccumulation;
   j["split"] = search::name(c.split);
@@ -150,12 +152,6 @@ nlohmann::json toJson(const search::Candidate& c) {
   nlohmann::json stages = nlohmann::json::array();
   for (const auto& [ipu, layers] : c.stages) stages.push_back({{"ipu", ipu}, {"layers", layers}});
   j["stages"] = stages;
-  j["recompute"] = ir::name(c.recompute);
-  j["optimizer_state"] = c.optimizerStateStreaming ? "streaming" : "on_chip";
-  j["weights"] = c.weightsStreaming ? "streaming" : "on_chip";
-  j["phases"] = c.phases;
-  j["rts_optimizer_state"] = c.rtsOptimizerState;
-  j["rts_weights"] = c.rtsWeights;
   j["ipus_used"] = c.ipusUsed;
   j["fits"] = c.fits;
   j["step_time_s"] = c.stepTime;
@@ -348,21 +344,21 @@ int searchCommand(const std::vector<std::string>& args) {
         j["seconds"] = r.seconds;
         j["candidates_per_s"] = perSecond;
         j["top"] = nlohmann::json::array();
-        for (const auto& c : r.top) j["top"].push_back(toJson(c));
+        for (const auto& c : r.top) j["top"].push_back(toJson(ph, c));
         j["pareto"] = nlohmann::json::array();
         for (std::size_t k = 0; k < r.pareto.size(); ++k) {
-          nlohmann::json row = toJson(r.pareto[k]);
+          nlohmann::json row = toJson(ph, r.pareto[k]);
           row["at_most_ipus"] = r.paretoLimits[k];
           j["pareto"].push_back(row);
         }
         if (r.declared) {
-          j["declared"] = toJson(*r.declared);
+          j["declared"] = toJson(ph, *r.declared);
           j["declared"]["name"] = ph.mapping->name;
           if (!r.top.empty() && r.declared->fits && r.top.front().stepTime > 0)
             j["speedup_over_declared"] = r.declared->stepTime / r.top.front().stepTime;
         }
         if (r.top.empty()) {
-          if (r.leastMemory) j["least_memory"] = toJson(*r.leastMemory);
+          if (r.leastMemory) j["least_memory"] = toJson(ph, *r.leastMemory);
           j["relax"] = r.relax;
         }
         out["phases"].push_back(j);

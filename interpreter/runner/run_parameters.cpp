@@ -1,5 +1,6 @@
 #include "interpreter/runner/run_parameters.h"
 
+#include "runtime/ir/mapping_fields.h"
 #include "runtime/ir/plan_hash.h"
 
 #include <cstdint>
@@ -28,14 +29,9 @@ std::map<std::string, std::string> phaseValues(const ir::PhasePlan& p) {
   if (p.seqLen > 0) num("seq_len", static_cast<double>(p.seqLen));
   num("parameters", p.parameters);
   text("mapping.name", p.mapping.name);
-  num("mapping.shard", p.mapping.shard);
-  num("mapping.pipeline_ipus", p.mapping.pipelineIpus);
-  num("mapping.replicas", p.mapping.replicas);
-  num("mapping.phases", p.mapping.phases);
-  text("mapping.pipeline", ir::nameOf(p.mapping.pipelineKind));
-  text("mapping.recompute", ir::name(p.mapping.recompute));
-  flag("mapping.optimizer_state_streaming", p.mapping.optimizerStateStreaming);
-  flag("mapping.weights_streaming", p.mapping.weightsStreaming);
+  // Every setting under its name in the table of mapping fields (the
+  // language's, the plan JSON's, `--fix`'s): `mapping.optimizer_state = streaming`.
+  for (const auto& row : ir::mappingFields()) v["mapping." + std::string(row.name)] = ir::fieldText(row, row.get(p.mapping));
   num("mapping.ipus_used", p.ipusUsed);
   text("precision.name", p.precision.name);
   text("precision.compute", ir::name(p.precision.compute));

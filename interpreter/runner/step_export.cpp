@@ -18,6 +18,7 @@
 #include "runtime/emulator/trainer.h"
 #include "runtime/files/regular_file.h"
 #include "runtime/files/safe_write.h"
+#include "runtime/ir/mapping_fields.h"
 
 namespace ipu::runner {
 
@@ -262,21 +263,18 @@ Json lrJson(const ir::LrSchedule& lr) {
   return j;
 }
 
+// The mapping's settings under the names of the plan (the table of mapping
+// fields), then the batch and the resolved batch-norm group.
 Json mappingJson(const ir::PhasePlan& ph) {
   const ir::Mapping& m = ph.mapping;
-  Json j = Json::object();
-  j["name"] = m.name;
-  j["pipeline_ipus"] = m.pipelineIpus;
-  j["shard"] = m.shard;
-  j["replicas"] = m.replicas;
+  ir::Json settings = ir::Json::object();
+  settings["name"] = m.name;
+  ir::writeMappingJson(m, settings);
+  Json j = static_cast<const nlohmann::ordered_json&>(settings);
   j["micro_batch"] = ph.batch.microBatch;
   j["gradient_accumulation"] = ph.batch.gradientAccumulation;
   j["global_batch"] = ph.batch.globalBatch;
-  j["recompute"] = ir::name(m.recompute);
-  j["optimizer_state_streaming"] = m.optimizerStateStreaming;
-  j["rts_optimizer_state"] = m.rtsOptimizerState;
-  j["rts_weights"] = m.rtsWeights;
-  j["batch_norm_replicas"] = m.batchNormGroup();   // resolved: `all` is the replica count
+  j["batch_norm_group"] = m.batchNormGroup();  // the replicas sharing statistics (`all` resolved)
   return j;
 }
 

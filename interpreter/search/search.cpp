@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "interpreter/plan/expand_layers.h"
+#include "interpreter/plan/mapping_value.h"
 #include "interpreter/plan/planner.h"
 #include "interpreter/search/layer_costs.h"
 #include "runtime/cost/cost_model.h"
@@ -41,23 +42,28 @@ const char* name(Split s) {
   return "single";
 }
 
-namespace {
-
-std::optional<long long> wholeNumber(const std::string& v, long long lo, long long hi) {
-  if (v.empty() || v.size() > 12) return std::nullopt;
-  long long x = 0;
-  for (char c : v) {
-    if (c < '0' || c > '9') return std::nullopt;
-    x = x * 10 + (c - '0');
-  }
-  if (x < lo || x > hi) return std::nullopt;
-  return x;
+void Fixed::fix(ir::MappingField field, const ir::Mapping& from) {
+  ir::mappingField(field).set(values, ir::mappingField(field).get(from));
+  fields.insert(field);
 }
 
-std::optional<bool> placeNamed(const std::string& v) {
-  if (v == "on_chip") return false;
-  if (v == "streaming") return true;
-  return std::nullopt;
+bool Fixed::admits(const ir::Mapping& m) const {
+  for (ir::MappingField f : fields) {
+    const ir::MappingFieldRow& row = ir::mappingField(f);
+    if (row.get(values) != row.get(m)) return false;
+  }
+  return true;
+}
+
+namespace {
+
+// What `--fix` accepts besides the table's fields, for messages.
+std::string fixKeys() {
+  std::string keys;
+  for (const auto& row : ir::mappingFields())
+    if (row.written == ir::FieldWritten::ByUser || row.field == ir::MappingField::PipelineIpus)
+      keys += std::string(keys.empty() ? "" : ", ") + (row.field == ir::MappingField::PipelineIpus ? "pipeline" : row.name);
+  return keys + ", micro_batch or split";
 }
 
 }  // namespace
@@ -65,57 +71,49 @@ std::optional<bool> placeNamed(const std::string& v) {
 std::optional<std::string> applyFix(Fixed& f, const std::string& keyValue) {
   const auto eq = keyValue.find('=');
   if (eq == std::string::npos) return "`--fix` takes KEY=VALUE, e.g. `--fix replicas=4`";
-  const std::string key = keyValue.substr(0, eq), v = keyValue.substr(eq + 1);
-  auto count = [&](std::optional<int>& slot) -> std::optional<std::string> {
-    auto x = wholeNumber(v, 1, 1 << 20);
-    if (!x) return "`" + key + "` takes a whole number from 1, not `" + v + "`";
-    slot = static_cast<int>(*x);
-    return std::nullopt;
-  };
-  if (key == "shard") return count(f.shard);
-  if (key == "pipeline" || key == "pipeline_ipus") return count(f.pipeline);
-  if (key == "replicas") return count(f.replicas);
-  if (key == "phases") return count(f.phases);
+  std::string key = keyValue.substr(0, eq), v = keyValue.substr(eq + 1);
   if (key == "micro_batch") {
-    auto x = wholeNumber(v, 1, 1LL << 40);
-    if (!x) return "`micro_batch` takes a whole number from 1, not `" + v + "`";
-    f.microBatch = *x;
-    return std::nullopt;
-  }
-  if (key == "recompute") {
-    if (v == "none") f.recompute = ir::Recompute::None;
-    else if (v == "every_layer") f.recompute = ir::Recompute::EveryLayer;
-    else if (v == "stage_inputs") f.recompute = ir::Recompute::Stage;
-    else return "`recompute` takes none, every_layer or stage_inputs, not `" + v + "`";
-    return std::nullopt;
-  }
-  if (key == "optimizer_state" || key == "weights") {
-    auto x = placeNamed(v);
-    if (!x) return "`" + key + "` takes on_chip or streaming, not `" + v + "`";
-    (key == "weights" ? f.weightsStreaming : f.optimizerStateStreaming) = *x;
-    return std::nullopt;
-  }
-  if (key == "replicated_tensor_sharding" || key == "rts") {
-    if (v == "none") f.rtsOptimizerState = false, f.rtsWeights = false;
-    else if (v == "optimizer_state") f.rtsOptimizerState = true, f.rtsWeights = false;
-    else if (v == "weights") f.rtsOptimizerState = false, f.rtsWeights = true;
-    else if (v == "both" || v == "weights,optimizer_state" || v == "optimizer_state,weights") f.rtsOptimizerState = true, f.rtsWeights = true;
-    else return "`" + key + "` takes none, optimizer_state, weights or both, not `" + v + "`";
+    long long x = 0;
+    bool ok = !v.empty() && v.size() <= 13;
+    for (char c : v) ok = ok && c >= '0' && c <= '9';
+    if (ok) x = std::stoll(v);
+    if (!ok || x < 1 || x > (1LL << 40)) return "`micro_batch` takes a whole number from 1, not `" + v + "`";
+    if (f.microBatch && *f.microBatch != x)
+      return "`micro_batch` is fixed twice, to " + std::to_string(*f.microBatch) + " and to " + v + "; give it once";
+    f.microBatch = x;
     return std::nullopt;
   }
   if (key == "split") {
-    if (v == "optimal") f.split = Split::Optimal;
-    else if (v == "balanced") f.split = Split::Balanced;
+    std::optional<Split> s;
+    if (v == "optimal") s = Split::Optimal;
+    else if (v == "balanced") s = Split::Balanced;
     else return "`split` takes optimal or balanced, not `" + v + "`";
+    if (f.split && *f.split != *s) return "`split` is fixed twice, to " + std::string(name(*f.split)) + " and to " + v + "; give it once";
+    f.split = s;
     return std::nullopt;
   }
-  return "unknown choice `" + key + "`: fix shard, pipeline, replicas, micro_batch, recompute, optimizer_state, weights, "
-         "replicated_tensor_sharding, phases or split";
+  // Names the search has always taken for table fields.
+  if (key == "pipeline") key = "pipeline_ipus";
+  if (key == "rts") key = "replicated_tensor_sharding";
+  if (key == "replicated_tensor_sharding" && v == "both") v = "[weights, optimizer_state]";
+  const ir::MappingFieldRow* row = ir::mappingFieldNamed(key);
+  if (row == nullptr || (row->written != ir::FieldWritten::ByUser && row->field != ir::MappingField::PipelineIpus))
+    return "unknown choice `" + key + "`: fix " + fixKeys();
+  std::string problem;
+  std::optional<ir::FieldValue> value = ir::parseField(*row, v, problem);
+  if (!value) return problem;
+  if (f.has(row->field) && row->get(f.values) != *value)
+    return "`" + keyValue.substr(0, eq) + "` is fixed twice, to " + ir::fieldText(*row, row->get(f.values)) + " and to " +
+           ir::fieldText(*row, *value) + "; give it once";
+  row->set(f.values, *value);
+  f.fields.insert(row->field);
+  return std::nullopt;
 }
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using Field = ir::MappingField;
 
 // The heads tied back to an earlier layer (BERT's MLM head to the embedding)
 // close the pipeline on the embedding's IPU, as Graphcore places them: the
@@ -363,20 +361,12 @@ class Searcher {
 
  private:
   bool fixedAnything() const {
-    const Fixed& f = o_.fixed;
-    return f.shard || f.pipeline || f.replicas || f.phases || f.microBatch || f.recompute || f.optimizerStateStreaming ||
-           f.weightsStreaming || f.rtsOptimizerState || f.rtsWeights || f.split;
+    return o_.fixed.any();
   }
 
   bool allowed(const Candidate& c) const {
     const Fixed& f = o_.fixed;
-    return (!f.shard || *f.shard == c.shard) && (!f.pipeline || *f.pipeline == c.pipeline) &&
-           (!f.replicas || *f.replicas == c.replicas) && (!f.microBatch || *f.microBatch == c.microBatch) &&
-           (!f.recompute || *f.recompute == c.recompute) &&
-           (!f.optimizerStateStreaming || *f.optimizerStateStreaming == c.optimizerStateStreaming) &&
-           (!f.weightsStreaming || *f.weightsStreaming == c.weightsStreaming) &&
-           (!f.rtsOptimizerState || *f.rtsOptimizerState == c.rtsOptimizerState) &&
-           (!f.rtsWeights || *f.rtsWeights == c.rtsWeights) && (!f.phases || *f.phases == c.phases) &&
+    return f.admits(mappingOf(phase_, c).mapping) && (!f.microBatch || *f.microBatch == c.microBatch) &&
            (!f.split || *f.split == c.split);
   }
 
@@ -436,11 +426,11 @@ class Searcher {
       }
     divisors.insert(divisors.end(), large.rbegin(), large.rend());
     for (int t = 1; t <= maxIpus_; t *= 2) {
-      if (f.shard && *f.shard != t) continue;
+      if (f.has(Field::Shard) && f.values.shard != t) continue;
       for (int p = 1; t * p <= maxIpus_ && p <= chain_; ++p) {
-        if (f.pipeline && *f.pipeline != p) continue;
+        if (f.has(Field::PipelineIpus) && f.values.pipelineIpus != p) continue;
         for (int r = 1; t * p * r <= maxIpus_; ++r) {
-          if (gb_ % r != 0 || (f.replicas && *f.replicas != r)) continue;
+          if (gb_ % r != 0 || (f.has(Field::Replicas) && f.values.replicas != r)) continue;
           if (declared_.pod.powerOfTwoReplicas && (r & (r - 1)) != 0) continue;  // the pod runs replicas in rings of 2^k
           // Declared batch-norm groups must divide the replicas (IPU1112).
           if (declared_.mapping.batchNormReplicas > 1 && r % declared_.mapping.batchNormReplicas != 0) continue;
@@ -448,7 +438,7 @@ class Searcher {
           for (long long b : divisors) {
             if (perReplica % b != 0 || (f.microBatch && *f.microBatch != b)) continue;
             for (ir::Recompute rc : recomputes) {
-              if (f.recompute && *f.recompute != rc) continue;
+              if (f.has(Field::Recompute) && f.values.recompute != rc) continue;
               // Bound from the layers' times unsharded: sharding over t IPUs
               // divides a layer's time by at most t.
               const std::vector<double>* times = layerTimes(1, b, rc);
@@ -494,9 +484,10 @@ class Searcher {
             if (rtsW && v.phases == 1 && !v.weightsStream) continue;  // RTS of weights only matters when they stream
             // Phased execution streams the optimizer state anyway: `on_chip` would be the same candidate.
             if ((v.phases > 1 || v.weightsStream) && !os) continue;
-            if ((f.optimizerStateStreaming && *f.optimizerStateStreaming != os) ||
-                (f.rtsOptimizerState && *f.rtsOptimizerState != rtsO) || (f.rtsWeights && *f.rtsWeights != rtsW) ||
-                (f.weightsStreaming && *f.weightsStreaming != v.weightsStream) || (f.phases && *f.phases != v.phases))
+            const ir::Mapping& x = f.values;
+            if ((f.has(Field::OptimizerState) && x.optimizerStateStreaming != os) ||
+                (f.has(Field::ReplicatedTensorSharding) && (x.rtsOptimizerState != rtsO || x.rtsWeights != rtsW)) ||
+                (f.has(Field::Weights) && x.weightsStreaming != v.weightsStream) || (f.has(Field::Phases) && x.phases != v.phases))
               continue;
             out.push_back(v);
           }
@@ -684,11 +675,17 @@ class Searcher {
       return false;
     }
     ++counts_.evaluated;
-    setBatch(*ph, c.microBatch, c.replicas);
-    if (c.split == Split::Declared) ph->batch = phase_.batch;
-    check::MappingSpec spec = mappingOf(phase_, c);
-    ir::Mapping settings = spec.mapping;
-    ir::PhasePlan plan = plan::planPhase(*ph, spec, settings, sources_, nullptr, nullptr, &expansions_);
+    // The candidate as the one mapping value: validated and its batch derived
+    // as the same mapping written in the script would be.
+    plan::PreparedMapping prepared = plan::prepareMapping(phase_, mappingValue(phase_, c));
+    if (!prepared.ok) {
+      if (problem != nullptr)
+        *problem = prepared.diagnostics.all().empty() ? "the candidate is not a valid mapping"
+                                                      : prepared.diagnostics.all().front().message;
+      return false;
+    }
+    ph->batch = prepared.batch;
+    ir::PhasePlan plan = plan::planPhase(*ph, *prepared.spec, prepared.spec->mapping, sources_, nullptr, nullptr, &expansions_);
     cost::PhaseEstimate e = cost::estimatePhase(plan);
     if (!e.ok) {
       if (problem != nullptr)
@@ -781,38 +778,40 @@ class Searcher {
 
 }  // namespace
 
-check::MappingSpec mappingOf(const check::PhaseSpec& phase, const Candidate& c) {
-  const check::MappingSpec& declared = *phase.mapping;
-  check::MappingSpec spec = declared;
-  ir::Mapping& m = spec.mapping;
-  if (c.split != Split::Declared) {
-    m.shard = c.shard;
-    m.replicas = c.replicas;
-    m.pipelineIpus = c.pipeline;
-    m.phases = c.phases;
-    m.recompute = c.recompute;
-    m.optimizerStateStreaming = c.optimizerStateStreaming;
-    m.weightsStreaming = c.weightsStreaming;
-    m.rtsOptimizerState = c.rtsOptimizerState;
-    m.rtsWeights = c.rtsWeights;
-    // available_memory_proportion is kept as declared (one value for every
-    // IPU, or one per IPU when the pipeline has as many); otherwise its first value.
-    if (m.availableMemoryProportion.size() > 1 && static_cast<int>(m.availableMemoryProportion.size()) != c.pipeline)
-      m.availableMemoryProportion.resize(1);
-    spec.pipelineIpus = c.pipeline;
-    spec.stages.clear();
-    if (c.pipeline <= 1) {
-      spec.pipelineKind = check::MappingSpec::PipelineKind::Single;
-      spec.pipelineIpus = 1;
-    } else if (c.split == Split::Balanced && c.stages.empty()) {
-      spec.pipelineKind = check::MappingSpec::PipelineKind::Balanced;
-    } else {
-      spec.pipelineKind = check::MappingSpec::PipelineKind::Explicit;
-      for (const auto& [ipu, layers] : c.stages) spec.stages.push_back(check::StageSpec{ipu, {}, layers});
-    }
+plan::MappingValue mappingValue(const check::PhaseSpec& phase, const Candidate& c) {
+  plan::MappingValue v = plan::valueOf(phase);  // the declared mapping and batch
+  if (c.split == Split::Declared) return v;
+  ir::Mapping& m = v.settings;
+  m.shard = c.shard;
+  m.replicas = c.replicas;
+  m.phases = c.phases;
+  m.recompute = c.recompute;
+  m.optimizerStateStreaming = c.optimizerStateStreaming;
+  m.weightsStreaming = c.weightsStreaming;
+  m.rtsOptimizerState = c.rtsOptimizerState;
+  m.rtsWeights = c.rtsWeights;
+  // available_memory_proportion is kept as declared (one value for every
+  // IPU, or one per IPU when the pipeline has as many); otherwise its first value.
+  if (m.availableMemoryProportion.size() > 1 && static_cast<int>(m.availableMemoryProportion.size()) != c.pipeline)
+    m.availableMemoryProportion.resize(1);
+  if (c.pipeline <= 1) {
+    v.placement = plan::MappingValue::Placement::Single;
+  } else if (c.split == Split::Balanced && c.stages.empty()) {
+    v.placement = plan::MappingValue::Placement::Balanced;
+    v.pipelineIpus = c.pipeline;
+  } else {
+    v.placement = plan::MappingValue::Placement::Explicit;
+    v.stages = c.stages;
   }
-  m.pipelineIpus = spec.pipelineIpus;
-  return spec;
+  // The global batch is the phase's; the candidate chooses the micro batch.
+  v.batch = {};
+  v.batch.microBatch = c.microBatch;
+  v.batch.globalBatch = phase.batch.globalBatch;
+  return v;
+}
+
+check::MappingSpec mappingOf(const check::PhaseSpec& phase, const Candidate& c) {
+  return *plan::specOf(*phase.mapping, mappingValue(phase, c));
 }
 
 std::string mappingSource(const check::PhaseSpec& phase, const Candidate& c, const std::string& mappingName) {
@@ -829,46 +828,24 @@ std::string mappingSource(const check::PhaseSpec& phase, const Candidate& c, con
     for (const auto& [ipu, layers] : c.stages) line("  ipu " + std::to_string(ipu) + ": " + phase.model->structure->describe(layers));
     line("}");
   }
-  if (c.shard > 1) line("shard: " + std::to_string(c.shard));
-  if (c.replicas > 1) line("replicas: " + std::to_string(c.replicas));
-  if (c.phases > 1) line("phases: " + std::to_string(c.phases));
-  if (c.recompute != ir::Recompute::None) line(std::string("recompute: ") + ir::name(c.recompute));
-  if (c.optimizerStateStreaming) line("optimizer_state: streaming");
-  if (c.weightsStreaming) line("weights: streaming");
-  if (c.rtsOptimizerState && c.rtsWeights) line("replicated_tensor_sharding: [weights, optimizer_state]");
-  else if (c.rtsOptimizerState) line("replicated_tensor_sharding: optimizer_state");
-  else if (c.rtsWeights) line("replicated_tensor_sharding: weights");
-  check::MappingSpec spec = mappingOf(phase, c);
-  if (spec.mapping.batchNormReplicas == ir::Mapping::kAllReplicas) line("batch_norm_replicas: all");
-  else if (spec.mapping.batchNormReplicas > 1) line("batch_norm_replicas: " + std::to_string(spec.mapping.batchNormReplicas));
-  const auto& amp = spec.mapping.availableMemoryProportion;
-  if (!amp.empty()) {
-    std::string list;
-    char buf[32];
-    for (std::size_t i = 0; i < amp.size(); ++i) {
-      std::snprintf(buf, sizeof buf, "%.2f", amp[i]);
-      list += (i ? ", " : "") + std::string(buf);
-    }
-    line("available_memory_proportion: " + (amp.size() == 1 ? list : "[" + list + "]"));
-  }
+  // Every other setting through the table of mapping fields, as the checker reads it back.
+  for (const auto& text : ir::settingLines(mappingOf(phase, c).mapping)) line(text);
   s += "}\n";
   return s;
 }
 
 bool applyCandidate(check::PhaseSpec& phase, check::Evaluator& evaluator, const Candidate& c) {
+  plan::PreparedMapping prepared = plan::prepareMapping(phase, mappingValue(phase, c));
+  if (!prepared.ok) return false;
   LayerCosts costs(evaluator, phase);
   check::PhaseSpec* costed = costs.phaseFor(c.microBatch);
   if (costed == nullptr) return false;
   auto layers = costed->layers;
-  auto mapping = std::make_shared<check::MappingSpec>(mappingOf(phase, c));
   phase.layers = std::move(layers);
   phase.lr = costed->lr;
   phase.steps = costed->steps;
-  phase.mapping = mapping;
-  phase.batch.microBatch = c.microBatch;
-  phase.batch.gradientAccumulation = c.gradientAccumulation;
-  phase.batch.replicas = c.replicas;
-  phase.batch.derived = ir::DerivedBatch::GradientAccumulation;
+  phase.mapping = prepared.spec;
+  phase.batch = prepared.batch;
   return true;
 }
 
@@ -880,7 +857,18 @@ PhaseResult searchPhase(const check::PhaseSpec& phase, check::Evaluator& evaluat
     r.error = "phase `" + phase.name + "` has no mapping to start from";
     return r;
   }
-  return Searcher(phase, evaluator, sources, options).run();
+  // Settings the search does not vary are the declared ones, unless fixed:
+  // then every candidate (the declared mapping too) has the fixed value.
+  bool override = false;
+  for (ir::MappingField f : options.fixed.fields)
+    override = override || f == ir::MappingField::AvailableMemoryProportion || f == ir::MappingField::BatchNormReplicas;
+  if (!override) return Searcher(phase, evaluator, sources, options).run();
+  check::PhaseSpec fixedPhase = phase;
+  auto mapping = std::make_shared<check::MappingSpec>(*phase.mapping);
+  for (ir::MappingField f : {ir::MappingField::AvailableMemoryProportion, ir::MappingField::BatchNormReplicas})
+    if (options.fixed.has(f)) ir::mappingField(f).set(mapping->mapping, ir::mappingField(f).get(options.fixed.values));
+  fixedPhase.mapping = mapping;
+  return Searcher(fixedPhase, evaluator, sources, options).run();
 }
 
 }  // namespace ipu::search

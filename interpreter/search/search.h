@@ -24,13 +24,16 @@
 
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "interpreter/base/source.h"
 #include "interpreter/check/evaluator.h"
 #include "interpreter/check/program.h"
+#include "interpreter/plan/mapping_value.h"
 #include "runtime/ir/execution_plan.h"
+#include "runtime/ir/mapping_fields.h"
 
 namespace ipu::search {
 
@@ -41,16 +44,29 @@ std::optional<Objective> objectiveNamed(const std::string& text);
 enum class Split { Single, Optimal, Balanced, Declared };
 const char* name(Split s);
 
-// Choices the user fixes (`--fix key=value`); unset ones are searched.
+// Choices the user fixes (`--fix key=value`, or the settings written beside
+// `search { }`); the others are searched. Mapping settings are fixed through
+// the table of mapping fields (runtime/ir/mapping_fields.h): `values` holds
+// them and `fields` says which are fixed. Settings the search does not vary
+// (available_memory_proportion, batch_norm_replicas) are the declared ones
+// unless fixed here.
 struct Fixed {
-  std::optional<int> shard, pipeline, replicas, phases;
+  ir::Mapping values;
+  std::set<ir::MappingField> fields;
   std::optional<long long> microBatch;
-  std::optional<ir::Recompute> recompute;
-  std::optional<bool> optimizerStateStreaming, weightsStreaming;
-  std::optional<bool> rtsOptimizerState, rtsWeights;
   std::optional<Split> split;
+  bool has(ir::MappingField f) const { return fields.count(f) > 0; }
+  bool any() const { return !fields.empty() || microBatch || split; }
+  // Fixes `field` to its value in `from`.
+  void fix(ir::MappingField field, const ir::Mapping& from);
+  // Whether `m` has every fixed setting's value.
+  bool admits(const ir::Mapping& m) const;
 };
-// Parses one `key=value`; on failure returns a message saying what is accepted.
+// Parses one `key=value`: a mapping field of the table (`pipeline` is
+// `pipeline_ipus`, the IPUs of a balanced or explicit pipeline; `rts` is
+// `replicated_tensor_sharding`, which also takes `both`), `micro_batch` or
+// `split`. On failure (an unknown key, a value the field does not take, a
+// key given twice with different values) returns a message saying what is accepted.
 std::optional<std::string> applyFix(Fixed& fixed, const std::string& keyValue);
 
 struct Progress {
@@ -119,8 +135,14 @@ struct PhaseResult {
 PhaseResult searchPhase(const check::PhaseSpec& phase, check::Evaluator& evaluator, const base::SourceMap& sources,
                         const Options& options);
 
-// The candidate as a mapping the planner takes: the placement and, in its
-// `mapping` field, the settings. Used by the search itself, `--write` and the tests.
+// The candidate as the one mapping value (plan/mapping_value.h): its
+// placement, its settings (the declared ones for what the search does not
+// vary) and its batch (the phase's global batch at the candidate's micro
+// batch; as written for the declared mapping). The search plans every
+// candidate through plan::prepareMapping of this value.
+plan::MappingValue mappingValue(const check::PhaseSpec& phase, const Candidate& c);
+// The value as a mapping the planner takes, not validated (plan::specOf).
+// Used by `--write`, the JSON output and the tests.
 check::MappingSpec mappingOf(const check::PhaseSpec& phase, const Candidate& c);
 
 // The contiguous split of a chain of layer times into exactly `parts` pipeline

@@ -124,20 +124,12 @@ void Session::resolveSearches() {
       o.maxIpus = spec.maxIpus;
       o.headroom = spec.headroom;
       o.top = 1;
-      // The settings written beside `search` stay as written.
-      const ir::Mapping& w = m.mapping;
-      auto written = [&](const char* field) { return m.fieldSpans.count(field) > 0; };
-      if (written("shard")) o.fixed.shard = w.shard;
-      if (written("replicas")) o.fixed.replicas = w.replicas;
-      if (written("phases")) o.fixed.phases = w.phases;
-      if (written("recompute")) o.fixed.recompute = w.recompute;
-      if (written("optimizer_state")) o.fixed.optimizerStateStreaming = w.optimizerStateStreaming;
-      if (written("weights")) o.fixed.weightsStreaming = w.weightsStreaming;
-      if (written("replicated_tensor_sharding")) {
-        o.fixed.rtsOptimizerState = w.rtsOptimizerState;
-        o.fixed.rtsWeights = w.rtsWeights;
-      }
-      if (written("pipeline") && m.pipelineKind != check::MappingSpec::PipelineKind::Lua) o.fixed.pipeline = m.pipelineIpus;
+      // The settings written beside `search` stay as written: every field of
+      // the table the user wrote, and the pipeline's IPUs when it is not Lua.
+      for (const auto& row : ir::mappingFields())
+        if (row.written == ir::FieldWritten::ByUser && m.fieldSpans.count(row.name) > 0) o.fixed.fix(row.field, m.mapping);
+      if (m.fieldSpans.count("pipeline") > 0 && m.pipelineKind != check::MappingSpec::PipelineKind::Lua)
+        o.fixed.fix(ir::MappingField::PipelineIpus, m.mapping);
       search::PhaseResult r = search::searchPhase(phase, checker_->evaluator(), sources_, o);
       if (!r.error.empty()) {
         diags_.error(plan::code::kSearchNothingFits, at, "the search of `" + m.name + "` for phase `" + phase.name + "` cannot run: " + r.error);
@@ -156,8 +148,7 @@ void Session::resolveSearches() {
         std::string relax;
         if (r.maxIpus < r.podIpus) relax = "raise `max_ipus` (`" + m.pod.name + "` has " + std::to_string(r.podIpus) + " IPUs); or ";
         if (spec.headroom > 0) relax += "lower `headroom`; or ";
-        if (o.fixed.shard || o.fixed.replicas || o.fixed.phases || o.fixed.recompute || o.fixed.optimizerStateStreaming ||
-            o.fixed.weightsStreaming || o.fixed.rtsOptimizerState || o.fixed.pipeline)
+        if (o.fixed.any())
           relax += "remove the settings written beside `search` (they stay fixed); or ";
         relax += "use a pod with more IPUs";
         diags_.error(plan::code::kSearchNothingFits, at,

@@ -106,10 +106,10 @@ class Session {
   // Mapping variants as values (variant.h), after a successful check().
   // The variant that run `run`'s phase `phase` is written as (run 0 phase 0 of
   // a script without trainings: a default variant).
-  MappingVariant variantOf(std::size_t run = 0, std::size_t phase = 0) const;
+  plan::MappingValue variantOf(std::size_t run = 0, std::size_t phase = 0) const;
   // Plan `variant` in place of that phase's mapping, without source text.
   // The session's diagnostics are left as they were.
-  PlannedVariant planVariant(const MappingVariant& variant, std::size_t run = 0, std::size_t phase = 0,
+  PlannedVariant planVariant(const plan::MappingValue& variant, std::size_t run = 0, std::size_t phase = 0,
                              Detail detail = Detail::Full);
 
   // The checker of the last check: evaluation state for the REPL and tests.

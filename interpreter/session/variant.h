@@ -5,11 +5,15 @@
 //   session::Session s;
 //   auto f = s.readFile("examples/bert_large_pod64.ipu");
 //   s.check(*f);                                  // once
-//   session::MappingVariant v = s.variantOf();    // run 0, phase 0, as written
-//   v.placement = session::MappingVariant::Placement::Balanced;
-//   v.pipelineIpus = 8; v.replicas = 8; v.batch.microBatch = 4;
+//   plan::MappingValue v = s.variantOf();         // run 0, phase 0, as written
+//   v.placement = plan::MappingValue::Placement::Balanced;
+//   v.pipelineIpus = 8; v.settings.replicas = 8; v.batch.microBatch = 4;
 //   session::PlannedVariant p = s.planVariant(v); // p.ok, p.plan, p.diagnostics
 //   cost::PhaseEstimate e = cost::estimatePhase(p.plan);
+//
+// The value is the plan layer's one mapping value (plan/mapping_value.h):
+// it is validated and its batch derived by plan::prepareMapping, as every
+// mapping value is.
 //
 // A variant planned this way and the same variant written as a script give
 // identical plans (tests/unit/engine_test.cpp checks it over random
@@ -19,10 +23,11 @@
 // sequence length, masked tokens, image size), so variants that keep the
 // micro batch do not evaluate the model again.
 //
-// Errors: a variant the checker would reject (t x p x r beyond the pod,
-// replicas not a power of two on a pod that needs it, balanced(p) deeper than
-// the model, an available_memory_proportion list of the wrong length, a batch
-// that does not derive) is `ok == false` with the checker's codes and
+// Errors: a variant the checker would reject (check/mapping_rules.h: t x p x
+// r beyond the pod, replicas not a power of two on a pod that needs it,
+// balanced(p) deeper than the model, an available_memory_proportion list of
+// the wrong length, batch-norm groups that do not divide the replicas; a
+// batch that does not derive) is `ok == false` with the checker's codes and
 // messages, pointing at the base mapping. Warnings the checker gives scripts
 // (an underused pod, ...) are not repeated for variants. Plan diagnostics
 // (IPU2xxx, e.g. does not fit) are in `diagnostics` with `ok == true`.
@@ -31,29 +36,10 @@
 #include <vector>
 
 #include "interpreter/base/diagnostic.h"
-#include "interpreter/check/batch.h"
+#include "interpreter/plan/mapping_value.h"
 #include "runtime/ir/execution_plan.h"
 
 namespace ipu::session {
-
-struct MappingVariant {
-  // Where layers go: the pipeline as the base mapping writes it (explicit
-  // stages, balanced(p), a Lua function or one IPU), balanced over
-  // `pipelineIpus`, or everything on one pipeline IPU.
-  enum class Placement { AsWritten, Balanced, Single };
-  Placement placement = Placement::AsWritten;
-  int pipelineIpus = 1;  // p (Balanced; read back as written for AsWritten)
-  int shard = 1;         // t
-  int replicas = 1;      // r
-  int phases = 1;        // phased-execution sub-graphs per IPU
-  ir::Recompute recompute = ir::Recompute::None;
-  bool optimizerStateStreaming = false;
-  bool weightsStreaming = false;
-  bool rtsWeights = false;            // replicated tensor sharding of the weights
-  bool rtsOptimizerState = false;     // ... and of the optimizer state
-  std::vector<double> availableMemoryProportion;  // one value, or one per pipeline IPU
-  check::BatchRequest batch;          // two of micro batch, accumulation, global batch
-};
 
 // How much a plan explains itself. `Full`: the plan diagnostics a script
 // gets, including "does not fit" with the levers that would make it fit

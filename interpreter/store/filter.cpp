@@ -127,8 +127,35 @@ std::vector<std::string> FieldResolver::names() const {
   return out;
 }
 
-std::string FieldResolver::unknownNameHelp(const std::string& name) const {
-  std::string help = base::didYouMean(name, names());
+std::string FieldResolver::unknownNameHelp(const std::string& written) const {
+  // Parameters of a phase are `phases.NAME.X` (the plan's word); `phase.` is a slip of it.
+  std::string name = written;
+  if (name.rfind("phase.", 0) == 0) name = "phases." + name.substr(6);
+  auto near = [&](const std::vector<std::string>& found, const std::string& what) {
+    std::string s;
+    for (std::size_t i = 0; i < found.size() && i < 4; ++i) s += (i ? ", " : "") + std::string("`") + found[i] + "`";
+    if (found.size() > 4) s += ", ...";
+    return what + ": " + s + ".";
+  };
+  // A value shared by every phase is also under its plain name; one that
+  // differs between phases is only under `phases.NAME.`.
+  std::vector<std::string> perPhase, below;
+  for (const auto& p : parameters_) {
+    if (p.rfind("phases.", 0) == 0) {
+      const auto dot = p.find('.', 7);
+      if (dot != std::string::npos && p.compare(dot + 1, std::string::npos, name) == 0) perPhase.push_back(p);
+    }
+    if (p.size() > name.size() + 1 && p.compare(0, name.size(), name) == 0 && p[name.size()] == '.') below.push_back(p);
+  }
+  std::string help;
+  if (name != written && std::find(parameters_.begin(), parameters_.end(), name) != parameters_.end())
+    help = "did you mean `" + name + "`?";
+  else if (!perPhase.empty())
+    help = near(perPhase, "`" + name + "` differs between the phases of these runs, so it is named per phase");
+  else if (!below.empty())
+    help = near(below, "`" + name + "` is a group of parameters");
+  else
+    help = base::didYouMean(name, names());
   std::string some = "built-in: id, name, kind, status, training, host, note, plan_hash, started, ended, duration, tag";
   auto list = [](const std::vector<std::string>& v) {
     std::string s;

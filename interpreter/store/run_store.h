@@ -26,7 +26,7 @@ namespace ipu::store {
 
 // Bumped whenever the tables change; a store with a higher version is refused,
 // never modified (an older `ipu` cannot know what a newer one relies on).
-constexpr int kSchemaVersion = 2;
+constexpr int kSchemaVersion = 3;
 
 class StoreError : public std::runtime_error {
  public:

@@ -104,6 +104,26 @@ std::string schemaV2(SqlDialect d) {
          "CREATE INDEX trials_run ON trials(run_id);";
 }
 
+// Version 3: run parameters take the names of the table of mapping fields
+// (runtime/ir/mapping_fields.h), the names of the language and the plan:
+// `mapping.optimizer_state_streaming = true` became `mapping.optimizer_state =
+// streaming` (and `weights_streaming` likewise), at the top level and under
+// `phases.NAME.`. Runs recorded before keep their values under the new names,
+// so one filter finds old and new runs alike.
+std::string renamedParametersV3() {
+  std::string sql;
+  for (const char* field : {"optimizer_state", "weights"}) {
+    const std::string old = std::string("mapping.") + field + "_streaming";
+    const std::string dotted = "." + old;
+    const std::string n = std::to_string(dotted.size());
+    sql += "UPDATE params SET key = substr(key, 1, length(key) - 10),"
+           " value = CASE value WHEN 'true' THEN 'streaming' ELSE 'on_chip' END"
+           " WHERE key = '" + old + "' OR (length(key) > " + n + " AND substr(key, length(key) - " + n +
+           " + 1) = '" + dotted + "');";
+  }
+  return sql;
+}
+
 bool hasTable(SqlConnection& db, const std::string& table) {
   auto rows = db.dialect() == SqlDialect::Sqlite
                   ? db.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", {table})
@@ -158,6 +178,10 @@ void openSchema(SqlConnection& db, const std::string& location) {
     if (now == 1) {
       db.execute(schemaV2(db.dialect()));
       now = 2;
+    }
+    if (now == 2) {
+      db.execute(renamedParametersV3());
+      now = 3;
     }
     db.query("UPDATE ipu_meta SET value = ? WHERE key = 'schema_version'", {std::to_string(now)});
   });

@@ -1,4 +1,5 @@
 #include "runtime/ir/execution_plan.h"
+#include "runtime/ir/mapping_fields.h"
 
 namespace ipu::ir {
 
@@ -182,24 +183,8 @@ Json toJson(const PhasePlan& ph) {
 
   Json m = Json::object();
   m["name"] = ph.mapping.name;
-  m["shard"] = ph.mapping.shard;
-  m["pipeline_ipus"] = ph.mapping.pipelineIpus;
-  m["replicas"] = ph.mapping.replicas;
-  m["phases"] = ph.mapping.phases;
-  m["pipeline"] = nameOf(ph.mapping.pipelineKind);
-  m["recompute"] = name(ph.mapping.recompute);
-  m["optimizer_state"] = ph.mapping.optimizerStateStreaming ? "streaming" : "on_chip";
-  m["weights"] = ph.mapping.weightsStreaming ? "streaming" : "on_chip";
-  Json rts = Json::array();
-  if (ph.mapping.rtsWeights) rts.push("weights");
-  if (ph.mapping.rtsOptimizerState) rts.push("optimizer_state");
-  m["replicated_tensor_sharding"] = std::move(rts);
-  Json amp = Json::array();
-  for (double a : ph.mapping.availableMemoryProportion) amp.push(a);
-  m["available_memory_proportion"] = std::move(amp);
-  // Written only for distributed batch norm, so that plans without it keep their hashes.
-  if (ph.mapping.batchNormReplicas == Mapping::kAllReplicas) m["batch_norm_replicas"] = "all";
-  else if (ph.mapping.batchNormReplicas != 1) m["batch_norm_replicas"] = ph.mapping.batchNormReplicas;
+  // Every setting, from the one table of mapping fields (mapping_fields.h).
+  writeMappingJson(ph.mapping, m);
   j["mapping"] = std::move(m);
 
   Json p = Json::object();

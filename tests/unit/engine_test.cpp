@@ -150,21 +150,22 @@ std::string script(const Knobs& k) {
          "  weights: " + (k.wStreaming ? "streaming" : "on_chip") + "\n  " + rts + "\n}\n";
 }
 
-session::MappingVariant variant(const Knobs& k) {
-  session::MappingVariant v;
-  v.placement = session::MappingVariant::Placement::Balanced;
+plan::MappingValue variant(const Knobs& k) {
+  plan::MappingValue v;
+  v.placement = plan::MappingValue::Placement::Balanced;
   v.pipelineIpus = k.p;
-  v.shard = k.t;
-  v.replicas = k.r;
-  v.phases = k.phases;
-  v.recompute = std::string(k.recompute) == "every_layer" ? ir::Recompute::EveryLayer
+  ir::Mapping& m = v.settings;
+  m.shard = k.t;
+  m.replicas = k.r;
+  m.phases = k.phases;
+  m.recompute = std::string(k.recompute) == "every_layer" ? ir::Recompute::EveryLayer
                 : std::string(k.recompute) == "stage_inputs" ? ir::Recompute::Stage
                                                               : ir::Recompute::None;
-  v.optimizerStateStreaming = k.osStreaming;
-  v.weightsStreaming = k.wStreaming;
-  v.rtsWeights = k.rtsW;
-  v.rtsOptimizerState = k.rtsOs;
-  v.availableMemoryProportion = {0.6};
+  m.optimizerStateStreaming = k.osStreaming;
+  m.weightsStreaming = k.wStreaming;
+  m.rtsWeights = k.rtsW;
+  m.rtsOptimizerState = k.rtsOs;
+  m.availableMemoryProportion = {0.6};
   if (k.batchForm != 2) v.batch.microBatch = k.mb;
   if (k.batchForm != 1) v.batch.gradientAccumulation = k.ga;
   if (k.batchForm != 0) v.batch.globalBatch = k.mb * k.ga * k.r;
@@ -223,27 +224,27 @@ TEST(MappingVariants, InvalidVariantsAreRejectedWithTheCheckersCodes) {
   base::FileId f = s.addSource(test::sourceDir() + "/tests/variant.ipu", script(Knobs{}));
   ASSERT_NE(s.check(f), nullptr);
   std::size_t before = s.diagnostics().all().size();
-  session::MappingVariant v = s.variantOf();
-  EXPECT_EQ(v.replicas, 4);
+  plan::MappingValue v = s.variantOf();
+  EXPECT_EQ(v.settings.replicas, 4);
   EXPECT_EQ(*v.batch.microBatch, 8);
   EXPECT_EQ(*v.batch.gradientAccumulation, 16);
   EXPECT_FALSE(v.batch.globalBatch.has_value());
-  auto codeOf = [&](const session::MappingVariant& x) {
+  auto codeOf = [&](const plan::MappingValue& x) {
     session::PlannedVariant p = s.planVariant(x);
     EXPECT_FALSE(p.ok);
     return p.diagnostics.all().empty() ? std::string() : p.diagnostics.all().front().code;
   };
-  session::MappingVariant tooMany = v;
-  tooMany.replicas = 32;
+  plan::MappingValue tooMany = v;
+  tooMany.settings.replicas = 32;
   EXPECT_EQ(codeOf(tooMany), check::code::kTooManyIpus);
-  session::MappingVariant notPow2 = v;
-  notPow2.replicas = 3;
+  plan::MappingValue notPow2 = v;
+  notPow2.settings.replicas = 3;
   EXPECT_EQ(codeOf(notPow2), check::code::kReplicasPowerOfTwo);
-  session::MappingVariant deep = v;
-  deep.placement = session::MappingVariant::Placement::Balanced;
+  plan::MappingValue deep = v;
+  deep.placement = plan::MappingValue::Placement::Balanced;
   deep.pipelineIpus = 1000;
   EXPECT_EQ(codeOf(deep), check::code::kBalancedTooDeep);
-  session::MappingVariant batch = v;
+  plan::MappingValue batch = v;
   batch.batch = {};
   batch.batch.microBatch = 3;
   batch.batch.globalBatch = 1000;
