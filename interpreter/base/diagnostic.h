@@ -51,6 +51,8 @@ class Diagnostics {
   std::size_t errorCount() const { return errors_; }
   std::size_t warningCount() const;
   const std::vector<Diagnostic>& all() const { return items_; }
+  // One diagnostic, to complete it after others were added (a help found later).
+  Diagnostic& at(std::size_t index) { return items_.at(index); }
   bool empty() const { return items_.empty(); }
   void clear() { items_.clear(); errors_ = 0; }
   // Moves the diagnostics from index `from` on into a list of their own.

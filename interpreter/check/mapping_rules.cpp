@@ -4,12 +4,14 @@
 #include <string>
 
 #include "interpreter/check/codes.h"
+#include "runtime/ir/mapping_fields.h"
 
 namespace ipu::check {
 
 namespace {
 
 bool isPowerOfTwo(long long n) { return n > 0 && (n & (n - 1)) == 0; }
+
 
 }  // namespace
 
@@ -23,15 +25,15 @@ bool validateMapping(const MappingSpec& spec, const MappingRuleContext& context,
     diags.error(code::kOutOfRange, spec.spanOf(field), "`" + std::string(field) + "` must be at least 1, found " + std::to_string(v));
     ok = false;
   };
-  atLeastOne(mp.shard, "shard");
-  atLeastOne(mp.replicas, "replicas");
-  atLeastOne(mp.phases, "phases");
-  if (spec.pipelineKind != MappingSpec::PipelineKind::Lua) atLeastOne(spec.pipelineIpus, "pipeline");
+  atLeastOne(mp.shard, ir::nameOf(ir::MappingField::Shard));
+  atLeastOne(mp.replicas, ir::nameOf(ir::MappingField::Replicas));
+  atLeastOne(mp.phases, ir::nameOf(ir::MappingField::Phases));
+  if (spec.pipelineKind != MappingSpec::PipelineKind::Lua) atLeastOne(spec.pipelineIpus, ir::nameOf(ir::MappingField::Pipeline));
   if (!ok) return false;
 
   const std::size_t layers = spec.model != nullptr ? spec.model->layers.size() : 0;
   if (spec.pipelineKind == MappingSpec::PipelineKind::Balanced && static_cast<std::size_t>(spec.pipelineIpus) > layers) {
-    diags.error(code::kBalancedTooDeep, spec.pipelineSpan.valid() ? spec.pipelineSpan : spec.spanOf("pipeline"),
+    diags.error(code::kBalancedTooDeep, spec.pipelineSpan.valid() ? spec.pipelineSpan : spec.spanOf(ir::nameOf(ir::MappingField::Pipeline)),
                 "`balanced(" + std::to_string(spec.pipelineIpus) + ")` asks for more IPUs than `" +
                     (spec.model != nullptr ? spec.model->name : std::string("the model")) + "` has layers (" +
                     std::to_string(layers) + ")",
@@ -42,7 +44,7 @@ bool validateMapping(const MappingSpec& spec, const MappingRuleContext& context,
   // Available memory proportion: one value, or one per pipeline IPU.
   const auto& amp = mp.availableMemoryProportion;
   if (amp.size() != 1 && spec.pipelineIpus > 0 && amp.size() != static_cast<std::size_t>(spec.pipelineIpus)) {
-    diags.error(code::kAmpLength, spec.spanOf("available_memory_proportion"),
+    diags.error(code::kAmpLength, spec.spanOf(ir::nameOf(ir::MappingField::AvailableMemoryProportion)),
                 "`available_memory_proportion` lists " + std::to_string(amp.size()) + " values for " +
                     std::to_string(spec.pipelineIpus) + " pipeline IPUs",
                 "give one value, or one per IPU of the pipeline");
@@ -61,7 +63,7 @@ bool validateMapping(const MappingSpec& spec, const MappingRuleContext& context,
                                       ", `" + pd.name + "` holds at most " + std::to_string(fit) + " replica" +
                                       (fit == 1 ? "" : "s") + "; use `replicas: " + std::to_string(fit) + "` or a larger pod"
                                 : "a replica needs " + std::to_string(perReplica) + " IPUs; use a pod with at least that many";
-    diags.error(code::kTooManyIpus, spec.spanOf("replicas"),
+    diags.error(code::kTooManyIpus, spec.spanOf(ir::nameOf(ir::MappingField::Replicas)),
                 "mapping `" + spec.name + "` needs t x p x r = " + std::to_string(mp.shard) + " x " +
                     std::to_string(spec.pipelineIpus) + " x " + std::to_string(mp.replicas) + " = " + std::to_string(used) +
                     " IPUs, but `" + pd.name + "` has " + std::to_string(pd.ipus()),
@@ -71,7 +73,7 @@ bool validateMapping(const MappingSpec& spec, const MappingRuleContext& context,
     if (pd.powerOfTwoReplicas && !isPowerOfTwo(mp.replicas)) {
       long long lo = 1;
       while (lo * 2 <= mp.replicas) lo *= 2;
-      diags.error(code::kReplicasPowerOfTwo, spec.spanOf("replicas"),
+      diags.error(code::kReplicasPowerOfTwo, spec.spanOf(ir::nameOf(ir::MappingField::Replicas)),
                   "`replicas: " + std::to_string(mp.replicas) + "` is not a power of two; `" + pd.name +
                       "` runs replicas in rings of 1, 2, 4, 8, ...",
                   "use `replicas: " + std::to_string(lo) + "` or `replicas: " + std::to_string(lo * 2) + "`");
@@ -79,18 +81,18 @@ bool validateMapping(const MappingSpec& spec, const MappingRuleContext& context,
     }
     const bool warn = written && !context.fieldErrors && !spec.placementErrors;
     if (warn && pd.powerOfTwoReplicas && !isPowerOfTwo(perReplica))
-      diags.warning(code::kReplicaIpusPowerOfTwo, spec.spanOf("pipeline"),
+      diags.warning(code::kReplicaIpusPowerOfTwo, spec.spanOf(ir::nameOf(ir::MappingField::Pipeline)),
                     "each replica uses " + std::to_string(perReplica) +
                         " IPUs, not a power of two: the partition rounds up and the rest idle",
                     "a pipeline over a power-of-two number of IPUs uses them all");
     if (warn && used < pd.ipus() && mp.replicas * 2 * perReplica <= pd.ipus() && !spec.search)  // a search chooses how many IPUs to use
-      diags.warning(code::kPodUnderused, spec.spanOf("replicas"),
+      diags.warning(code::kPodUnderused, spec.spanOf(ir::nameOf(ir::MappingField::Replicas)),
                     "mapping `" + spec.name + "` uses " + std::to_string(used) + " of `" + pd.name + "`'s " +
                         std::to_string(pd.ipus()) + " IPUs",
                     "`replicas: " + std::to_string(pd.ipus() / perReplica) + "` would use the whole pod");
   }
   if (written && (mp.rtsWeights || mp.rtsOptimizerState) && mp.replicas == 1 && !context.fieldErrors)
-    diags.warning(code::kRtsOneReplica, spec.spanOf("replicated_tensor_sharding"),
+    diags.warning(code::kRtsOneReplica, spec.spanOf(ir::nameOf(ir::MappingField::ReplicatedTensorSharding)),
                   "replicated tensor sharding has no effect with one replica",
                   "remove `replicated_tensor_sharding`, or use more `replicas`");
 
@@ -99,7 +101,7 @@ bool validateMapping(const MappingSpec& spec, const MappingRuleContext& context,
     std::string divisors;
     for (int d = 1; d <= mp.replicas; ++d)
       if (mp.replicas % d == 0) divisors += (divisors.empty() ? "" : ", ") + std::to_string(d);
-    diags.error(code::kBatchNormReplicas, spec.spanOf("batch_norm_replicas"),
+    diags.error(code::kBatchNormReplicas, spec.spanOf(ir::nameOf(ir::MappingField::BatchNormReplicas)),
                 "`batch_norm_replicas: " + std::to_string(mp.batchNormReplicas) + "` does not divide the mapping's " +
                     std::to_string(mp.replicas) + " replicas",
                 "batch norm's statistics span groups of consecutive replicas; use a divisor of " +

@@ -428,10 +428,10 @@ static bool usesBatchNorm(const LayerFacts& l) {
 }
 
 void Resolver::batchNormReplicas(const Record& rec, MappingSpec& spec) {
-  const Value* bn = rec.get("batch_norm_replicas");
+  const Value* bn = rec.get(ir::nameOf(ir::MappingField::BatchNormReplicas));
   if (bn == nullptr || bn->isUnknown()) return;
   const ir::Mapping& mp = spec.mapping;  // read, and checked against the replicas, with the other settings
-  const Span at = spec.spanOf("batch_norm_replicas");
+  const Span at = spec.spanOf(ir::nameOf(ir::MappingField::BatchNormReplicas));
   if (mp.batchNormReplicas > 1 && mp.replicas % mp.batchNormReplicas != 0) return;  // reported by validateMapping
   const bool spans = mp.batchNormReplicas == ir::Mapping::kAllReplicas || mp.batchNormReplicas > 1;
   if (!spans || spec.model == nullptr) return;

@@ -11,7 +11,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
-#include <nlohmann/json.hpp>
 #include <sstream>
 #include <unistd.h>
 
@@ -141,22 +140,22 @@ std::string candidateLine(const search::Candidate& c) {
 
 // A candidate's settings under the names of the table of mapping fields (the
 // plan JSON's and the language's), then what the search adds.
-nlohmann::json toJson(const check::PhaseSpec& phase, const search::Candidate& c) {
+ir::Json toJson(const check::PhaseSpec& phase, const search::Candidate& c) {
   ir::Json settings = ir::Json::object();
   ir::writeMappingJson(search::mappingOf(phase, c).mapping, settings);
-  nlohmann::json j = nlohmann::json::parse(settings.dump(0));
+  ir::Json& j = settings;
   j["micro_batch"] = c.microBatch;
   j["gradient_accumulation"] = c.gradientAccumulation;
   j["split"] = search::name(c.split);
   j["layers_per_ipu"] = c.layersPerIpu;
-  nlohmann::json stages = nlohmann::json::array();
-  for (const auto& [ipu, layers] : c.stages) stages.push_back({{"ipu", ipu}, {"layers", layers}});
+  ir::Json stages = ir::Json::array();
+  for (const auto& [ipu, layers] : c.stages) stages.push(ir::Json({{"ipu", ipu}, {"layers", layers}}));
   j["stages"] = stages;
   j["ipus_used"] = c.ipusUsed;
   j["fits"] = c.fits;
   j["step_time_s"] = c.stepTime;
   j["samples_per_s"] = c.samplesPerSecond;
-  j["tokens_per_s"] = c.tokensPerSecond > 0 ? nlohmann::json(c.tokensPerSecond) : nlohmann::json();
+  j["tokens_per_s"] = c.tokensPerSecond > 0 ? ir::Json(c.tokensPerSecond) : ir::Json();
   j["time_to_train_s"] = c.timeToTrain;
   j["peak_memory_bytes"] = c.peakMemoryBytes;
   j["memory_capacity_bytes"] = c.capacityBytes;
@@ -288,11 +287,11 @@ int searchCommand(const std::vector<std::string>& args) {
 
   const bool progressBar = ::isatty(2) != 0 && !a.json;
   base::Painter painter(base::shouldColor(a.color, 1));
-  nlohmann::json out;
+  ir::Json out = ir::Json::object();
   out["format"] = "ipu-search/1";
   out["script"] = a.file;
   out["objective"] = search::name(a.options.objective);
-  out["phases"] = nlohmann::json::array();
+  out["phases"] = ir::Json::array();
   bool allFit = true;
   std::string written;
   for (const auto& run : program->runs) {
@@ -327,7 +326,7 @@ int searchCommand(const std::vector<std::string>& args) {
         written = search::mappingSource(ph, r.top.front(), ph.mapping->name + "_searched");
 
       if (a.json) {
-        nlohmann::json j;
+        ir::Json j = ir::Json::object();
         j["run"] = run.name;
         j["phase"] = ph.name;
         j["model"] = ph.model->name;
@@ -343,11 +342,11 @@ int searchCommand(const std::vector<std::string>& args) {
                        {"rejected_for_memory", r.counts.rejectedMemory}};
         j["seconds"] = r.seconds;
         j["candidates_per_s"] = perSecond;
-        j["top"] = nlohmann::json::array();
+        j["top"] = ir::Json::array();
         for (const auto& c : r.top) j["top"].push_back(toJson(ph, c));
-        j["pareto"] = nlohmann::json::array();
+        j["pareto"] = ir::Json::array();
         for (std::size_t k = 0; k < r.pareto.size(); ++k) {
-          nlohmann::json row = toJson(ph, r.pareto[k]);
+          ir::Json row = toJson(ph, r.pareto[k]);
           row["at_most_ipus"] = r.paretoLimits[k];
           j["pareto"].push_back(row);
         }
@@ -429,7 +428,7 @@ int searchCommand(const std::vector<std::string>& args) {
       std::cout << "\n";
     }
   }
-  if (a.json) std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  if (a.json) std::cout << out.dump() << "\n";  // the plan's JSON conventions (runtime/ir/json.h)
   if (!a.write.empty()) {
     if (written.empty()) {
       std::cerr << "ipu search: nothing to write to `" << a.write << "`: no mapping fits\n";

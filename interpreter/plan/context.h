@@ -4,6 +4,8 @@
 // run in a fixed order by planner.cpp.
 #pragma once
 
+#include <optional>
+
 #include "interpreter/base/diagnostic.h"
 #include "interpreter/base/source.h"
 #include "interpreter/check/program.h"
@@ -33,6 +35,9 @@ struct PhaseContext {
   // Phased: the plan's segments (runtime/ir/phased.h), set by planMemory once
   // the layers have their phases, for the passes after it.
   std::vector<ir::PhaseSegment> segments;
+  // Set by verifyPlan: the index in `diags` of the "does not fit" error,
+  // whose help the planner fills in with the levers that fit (levers.h).
+  std::optional<std::size_t> doesNotFit;
 };
 
 ir::SourceRef sourceRef(const base::SourceMap& sources, base::Span span);

@@ -1,5 +1,7 @@
 #include "interpreter/plan/mapping_value.h"
 
+#include <set>
+
 #include "interpreter/check/mapping_rules.h"
 
 namespace ipu::plan {
@@ -32,12 +34,18 @@ std::shared_ptr<check::MappingSpec> specOf(const check::MappingSpec& base, const
       spec->pipelineIpus = 1;
       spec->stages.clear();
       break;
-    case MappingValue::Placement::Explicit:
+    case MappingValue::Placement::Explicit: {
+      // Stages may share an IPU (the tied heads back on the embedding's): p is the IPUs used.
+      std::set<int> ipus;
       spec->pipelineKind = check::MappingSpec::PipelineKind::Explicit;
-      spec->pipelineIpus = static_cast<int>(v.stages.size());
       spec->stages.clear();
-      for (const auto& [ipu, layers] : v.stages) spec->stages.push_back(check::StageSpec{ipu, {}, layers});
+      for (const auto& [ipu, layers] : v.stages) {
+        spec->stages.push_back(check::StageSpec{ipu, {}, layers});
+        ipus.insert(ipu);
+      }
+      spec->pipelineIpus = static_cast<int>(ipus.size());
       break;
+    }
   }
   const ir::Mapping& written = base.mapping;
   spec->mapping = v.settings;

@@ -1,6 +1,7 @@
 #include "interpreter/plan/planner.h"
 
 #include "interpreter/plan/expand_layers.h"
+#include "interpreter/plan/levers.h"
 #include "interpreter/plan/place_layers.h"
 #include "interpreter/plan/plan_memory.h"
 #include "interpreter/plan/schedule.h"
@@ -11,13 +12,18 @@ namespace ipu::plan {
 ir::PhasePlan planPhase(const check::PhaseSpec& phase, const check::MappingSpec& mapping, const ir::Mapping& settings,
                         const base::SourceMap& sources, base::Diagnostics* diags, PlacementFunction* placement,
                         LayerExpansions* expansions) {
-  PhaseContext ctx{phase, mapping, settings, sources, diags, {}, {}, {}, placement, false, expansions, {}};
+  PhaseContext ctx{phase, mapping, settings, sources, diags, {}, {}, {}, placement, false, expansions, {}, {}};
   expandLayers(ctx);
   placeLayers(ctx);
   planSchedule(ctx);
   planMemory(ctx);
   planTraffic(ctx);
   verifyPlan(ctx);
+  // What would make a mapping that does not fit fit: other mappings, each
+  // planned from here, after this plan's passes (levers.h).
+  if (ctx.doesNotFit && diags != nullptr)
+    diags->at(*ctx.doesNotFit).help =
+        leversHelp(leversThatFit(phase, mapping, ctx.settings, ctx.plan, sources, placement, expansions));
   ctx.plan.mapping = ctx.settings;
   ctx.plan.mapping.source = sourceRef(sources, mapping.span);
   return std::move(ctx.plan);

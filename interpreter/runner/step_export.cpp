@@ -225,7 +225,7 @@ Json precisionJson(const ir::Precision& p) {
   ls["value"] = p.lossScale.value;
   ls["factor"] = p.lossScale.factor;
   ls["interval"] = p.lossScale.interval;
-  if (!p.lossScale.luaFunction.empty()) ls["lua_function"] = p.lossScale.luaFunction;
+  if (!p.lossScale.luaFunction.empty()) ls["lua"] = p.lossScale.luaFunction;  // the plan's name (docs/plan.md)
   j["loss_scale"] = std::move(ls);
   return j;
 }
@@ -259,7 +259,7 @@ Json lrJson(const ir::LrSchedule& lr) {
   j["decay"] = ir::nameOf(lr.decay);
   j["end"] = lr.end;
   j["power"] = lr.power;
-  if (!lr.luaFunction.empty()) j["lua_function"] = lr.luaFunction;
+  if (!lr.luaFunction.empty()) j["lua"] = lr.luaFunction;  // the plan's name
   return j;
 }
 

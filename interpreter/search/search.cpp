@@ -16,6 +16,8 @@
 
 namespace ipu::search {
 
+using Field = ir::MappingField;
+
 const char* name(Objective o) {
   switch (o) {
     case Objective::Throughput: return "throughput";
@@ -93,10 +95,11 @@ std::optional<std::string> applyFix(Fixed& f, const std::string& keyValue) {
     return std::nullopt;
   }
   // Names the search has always taken for table fields.
-  if (key == "pipeline") key = "pipeline_ipus";
-  if (key == "rts") key = "replicated_tensor_sharding";
-  if (key == "replicated_tensor_sharding" && v == "both") v = "[weights, optimizer_state]";
+  if (key == "pipeline") key = ir::nameOf(Field::PipelineIpus);
+  if (key == "rts") key = ir::nameOf(Field::ReplicatedTensorSharding);
   const ir::MappingFieldRow* row = ir::mappingFieldNamed(key);
+  if (row != nullptr && row->field == Field::ReplicatedTensorSharding && v == "both")
+    v = ir::fieldText(*row, ir::FieldValue{0, row->symbols, {}});
   if (row == nullptr || (row->written != ir::FieldWritten::ByUser && row->field != ir::MappingField::PipelineIpus))
     return "unknown choice `" + key + "`: fix " + fixKeys();
   std::string problem;
@@ -113,7 +116,6 @@ std::optional<std::string> applyFix(Fixed& f, const std::string& keyValue) {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using Field = ir::MappingField;
 
 // The heads tied back to an earlier layer (BERT's MLM head to the embedding)
 // close the pipeline on the embedding's IPU, as Graphcore places them: the

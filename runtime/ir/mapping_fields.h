@@ -78,6 +78,8 @@ struct MappingFieldRow {
 const std::vector<MappingFieldRow>& mappingFields();
 const MappingFieldRow& mappingField(MappingField f);
 const MappingFieldRow* mappingFieldNamed(const std::string& name);
+// The field's name (for spans and messages that name it).
+inline const char* nameOf(MappingField f) { return mappingField(f).name; }
 
 // Parses script text as written after `name:` (`8`, `all`, `streaming`,
 // `[weights, optimizer_state]`, `0.6`, `[0.3, 0.6]`, `none`). On failure,
