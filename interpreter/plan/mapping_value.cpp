@@ -56,10 +56,11 @@ std::shared_ptr<check::MappingSpec> specOf(const check::MappingSpec& base, const
   return spec;
 }
 
-PreparedMapping prepareMapping(const check::PhaseSpec& phase, const MappingValue& value) {
+PreparedMapping prepareMapping(const check::PhaseSpec& phase, const MappingValue& value, const check::MappingSpec* base) {
   PreparedMapping out;
-  if (phase.mapping == nullptr) return out;
-  auto spec = specOf(*phase.mapping, value);
+  if (base == nullptr) base = phase.mapping.get();
+  if (base == nullptr) return out;
+  auto spec = specOf(*base, value);
   if (!check::validateMapping(*spec, check::MappingRuleContext{}, out.diagnostics)) return out;
   check::BatchProblem problem = check::deriveBatch(value.batch, spec->mapping.replicas, phase.name, out.batch);
   if (problem.code != nullptr) {

@@ -56,7 +56,10 @@ struct PreparedMapping {
   base::Diagnostics diagnostics;                  // the checker's codes and messages, at the base mapping
 };
 
-// specOf, validateMapping and deriveBatch: the value ready to plan.
-PreparedMapping prepareMapping(const check::PhaseSpec& phase, const MappingValue& value);
+// specOf, validateMapping and deriveBatch: the value ready to plan. `base`
+// is the mapping the value varies: the phase's own (null), or another checked
+// mapping of the same model (a REPL's `:plan m` for the last training).
+PreparedMapping prepareMapping(const check::PhaseSpec& phase, const MappingValue& value,
+                               const check::MappingSpec* base = nullptr);
 
 }  // namespace ipu::plan

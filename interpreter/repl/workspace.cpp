@@ -405,7 +405,7 @@ Workspace::Planned Workspace::planFor(const std::string& nameIn, const base::Pai
   for (const auto& e : entries_)
     if (e.kind != "run") noRuns.push_back(e);
   Checked probe = compose(noRuns, "", "");
-  probe.session->check(probe.root);
+  const check::CheckedProgram* program = probe.session->check(probe.root);
   const check::Value* v = lookup(probe, name);
   std::string extra;
   if (v != nullptr && v->kind == check::ValueKind::Record && v->record->kind == "training") {
@@ -427,9 +427,36 @@ Workspace::Planned Workspace::planFor(const std::string& nameIn, const base::Pai
       extra = "run " + last->key + "\n";
       p.description = "training `" + last->key + "` (its own mapping `" + name + "`)";
     } else {
-      const std::string variant = last->key + "_with_" + name;
-      extra = "training " + variant + " = " + last->key + " with { mapping: " + name + " }\nrun " + variant + "\n";
+      // The last training with another mapping: that mapping as a mapping
+      // value in place of each phase's own (Session::planRunWith), with no
+      // script text written to ask.
       p.description = "training `" + last->key + "` with mapping `" + name + "`";
+      const check::MappingSpec* mapping = nullptr;
+      std::size_t run = 0;
+      bool found = false;
+      for (std::size_t i = 0; program != nullptr && i < program->mappings.size(); ++i)
+        if (program->mappings[i]->name == name) mapping = program->mappings[i].get();
+      for (std::size_t i = 0; program != nullptr && i < program->runs.size(); ++i)
+        if (program->runs[i].name == last->key) run = i, found = true;
+      if (mapping == nullptr || !found) {
+        p.reply = {false, "", render(probe, painter) + "training `" + last->key + "` or mapping `" + name + "` does not check\n"};
+        return p;
+      }
+      session::Session::PlannedRun planned = probe.session->planRunWith(*mapping, run);
+      probe.session->diagnostics().append(planned.diagnostics);
+      if (planned.ok) {
+        planned.run.name = last->key + "_with_" + name;  // the run's name in run directories and the store
+        p.variantPlan = std::make_unique<ir::ExecutionPlan>();
+        p.variantPlan->runs.push_back(std::move(planned.run));
+        p.plan = p.variantPlan.get();
+        if (estimate) p.estimate = probe.session->estimatePlan(*p.plan);
+      }
+      p.reply.errors = render(probe, painter);
+      p.root = probe.root;
+      p.inputStart = probe.inputStart;
+      p.reply.ok = p.plan != nullptr && !probe.session->diagnostics().hasErrors() && (!estimate || p.estimate != nullptr);
+      p.session = std::move(probe.session);
+      return p;
     }
   } else if (v == nullptr) {
     std::string help = base::didYouMean(name, names_);

@@ -47,6 +47,7 @@ class Workspace {
   struct Planned {
     std::unique_ptr<session::Session> session;
     const ir::ExecutionPlan* plan = nullptr;
+    std::unique_ptr<ir::ExecutionPlan> variantPlan;  // a training with another mapping: `plan` points here
     const cost::Estimate* estimate = nullptr;  // when asked for
     std::string description;  // "training `t`" or "training `t` with mapping `m8`"
     Reply reply;

@@ -226,6 +226,11 @@ const cost::Estimate* Session::estimate(base::FileId file) {
   const ir::ExecutionPlan* p = plan(file, /*requireRuns=*/true);
   // No figures for what cannot run (a model without layers has no step time).
   if (p == nullptr || declarationProblems_ > 0) return nullptr;
+  return estimatePlan(*p);
+}
+
+const cost::Estimate* Session::estimatePlan(const ir::ExecutionPlan& plan) {
+  const ir::ExecutionPlan* p = &plan;
   estimate_ = std::make_unique<cost::Estimate>(cost::estimate(*p));
   // One diagnostic per problem and place (several phases may hit the same one).
   for (const auto& pr : estimate_->problems) diags_.error(pr.code, spanOf(pr.where), pr.message, pr.help);

@@ -112,6 +112,22 @@ class Session {
   PlannedVariant planVariant(const plan::MappingValue& variant, std::size_t run = 0, std::size_t phase = 0,
                              Detail detail = Detail::Full);
 
+  // Run `run` planned with `mapping` (a mapping the last check resolved, of
+  // the same model) in place of each phase's own, as mapping values: each
+  // phase's batch as written, derived again for the mapping's replicas. Not
+  // ok (with the checker's codes) when the mapping does not apply. The
+  // session's diagnostics are left as they were.
+  struct PlannedRun {
+    bool ok = false;
+    ir::RunPlan run;
+    base::Diagnostics diagnostics;
+  };
+  PlannedRun planRunWith(const check::MappingSpec& mapping, std::size_t run);
+  // The cost model's estimate of `plan` (made by this session), stepped
+  // through the hooks of its runs as estimate() does. Null with diagnostics
+  // on the session when it cannot be estimated.
+  const cost::Estimate* estimatePlan(const ir::ExecutionPlan& plan);
+
   // The checker of the last check: evaluation state for the REPL and tests.
   check::Checker* checker() { return checker_.get(); }
 
