@@ -258,3 +258,44 @@ TEST(MappingVariants, InvalidVariantsAreRejectedWithTheCheckersCodes) {
   ASSERT_NE(plan, nullptr);
   EXPECT_EQ(ir::toJson(same.plan).dump(), ir::toJson(plan->runs.at(0).phases.at(0)).dump());
 }
+
+namespace ipu {
+namespace {
+
+// The REPL's `:plan m`: a training planned with another mapping of its model,
+// as mapping values; a mapping of another model is refused with the
+// checker's code for it.
+TEST(MappingVariants, ATrainingPlannedWithAnotherMappingOfItsModel) {
+  std::ifstream in(std::string(IPU_SOURCE_DIR) + "/examples/tiny_bert.ipu");
+  std::stringstream text;
+  text << in.rdbuf()
+       << "\nmapping one = two_by_two with { replicas: 1 }\n"
+          "model small = bert(layers: 1, hidden: 64, heads: 2, ffn: 256, vocab: 1000, positions: 128)\n"
+          "mapping foreign for small on tiny_pod { }\n";
+  session::Session s;
+  auto f = s.addSource(std::string(IPU_SOURCE_DIR) + "/examples/tiny_other.ipu", text.str());
+  const check::CheckedProgram* program = s.check(f);
+  ASSERT_NE(program, nullptr);
+  const check::MappingSpec *one = nullptr, *foreign = nullptr;
+  for (const auto& m : program->mappings) {
+    if (m->name == "one") one = m.get();
+    if (m->name == "foreign") foreign = m.get();
+  }
+  ASSERT_TRUE(one && foreign);
+  session::Session::PlannedRun planned = s.planRunWith(*one, 0);
+  ASSERT_TRUE(planned.ok) << (planned.diagnostics.all().empty() ? "" : planned.diagnostics.all().front().message);
+  ASSERT_EQ(planned.run.phases.size(), 2u);
+  for (const auto& ph : planned.run.phases) {
+    EXPECT_EQ(ph.mapping.replicas, 1);
+    EXPECT_EQ(ph.mapping.pipelineIpus, 2);  // two_by_two's pipeline, kept by `with`
+    EXPECT_EQ(ph.batch.globalBatch, ph.batch.microBatch * ph.batch.gradientAccumulation);  // as written: mb and GA
+  }
+  EXPECT_EQ(planned.run.phases[0].batch.gradientAccumulation, 2);
+  session::Session::PlannedRun refused = s.planRunWith(*foreign, 0);
+  EXPECT_FALSE(refused.ok);
+  ASSERT_FALSE(refused.diagnostics.all().empty());
+  EXPECT_EQ(refused.diagnostics.all().front().code, check::code::kModelMismatch);
+}
+
+}  // namespace
+}  // namespace ipu
