@@ -86,15 +86,22 @@ void planTraffic(PhaseContext& ctx) {
     st.ipu = ipu.index;
     st.optimizerState = 2 * (w / rtsO) * stateBytes;
     if (phased) {
-      // Every layer's input goes out and comes back for its backward pass
-      // (the first layer's input is the micro batch, from the host); between
+      // The stash goes out and comes back for the backward pass, as the
+      // memory plan keeps it in Streaming Memory (plan_memory.cpp): with
+      // recomputation, each layer's input (the first layer's input is the
+      // micro batch, from the host); without, every activation each layer
+      // keeps for its backward pass (its share under tensor sharding). Between
       // two segments of a stage the activation also comes back for the
       // forward run, and its gradient goes out and back.
       double once = 0, between = 0;
+      const double t = std::max(1, m.shard);
       for (const auto& seg : segments) {
         if (seg.ipu != ipu.ipu) continue;
-        for (int li : seg.layers)
-          if (!ir::readsHostInput(p, li)) once += p.layers[static_cast<std::size_t>(li)].inputElements;
+        for (int li : seg.layers) {
+          const ir::Layer& l = p.layers[static_cast<std::size_t>(li)];
+          if (m.recompute == ir::Recompute::None) once += l.shardable ? l.activationElements / t : l.activationElements;
+          else if (!ir::readsHostInput(p, li)) once += l.inputElements;
+        }
         const bool stageFirst = &seg == &segments.front() || (&seg - 1)->stage != seg.stage;
         if (!stageFirst) between += p.layers[static_cast<std::size_t>(seg.layers.front())].inputElements;
       }

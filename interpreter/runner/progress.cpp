@@ -103,7 +103,13 @@ train::StopRequest Progress::phaseEnd(train::Source, const train::PhaseInfo& inf
     const double planned = info.plannedStreamedBytesPerStep;
     const bool same = train::measured(planned) && std::abs(info.streamedBytesPerStep - planned) <= 1e-9 * std::max(1.0, planned);
     os_ << "  " << p_.paint(Style::Dim, "Streaming Memory:") << " " << check::formatBytes(info.streamedBytesPerStep) << " moved per step and replica"
-        << (same ? ", as the plan says" : train::measured(planned) ? " (the plan says " + check::formatBytes(planned) + ")" : std::string()) << "\n";
+        << (same ? ", as the plan says"
+            : train::measured(planned)
+                ? " (the plan says " + check::formatBytes(planned) +
+                      (info.stashRecomputed ? ": it streams the stash each layer keeps, which the emulator recomputes from "
+                                              "the layer's input instead" : "") + ")"
+                : std::string())
+        << "\n";
   }
   return {};
 }

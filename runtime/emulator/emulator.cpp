@@ -1,4 +1,5 @@
 #include "runtime/emulator/emulator.h"
+#include "runtime/ir/phased.h"
 
 #include <algorithm>
 #include <cmath>
@@ -472,6 +473,7 @@ Expected<RunOutcome> run(const ir::RunPlan& plan, const Options& options) {
         for (const auto& st : ph.traffic.streaming) planned += st.optimizerState + st.phased();
         info.streamedBytesPerStep = streamed.empty() ? 0.0 : moved / static_cast<double>(streamed.size());
         info.plannedStreamedBytesPerStep = planned;
+        info.stashRecomputed = ir::isPhased(ph.mapping) && ph.mapping.recompute == ir::Recompute::None;
       }
       finals[ph.name] = trainer.weights();
       for (auto& t : trainer.runningStatistics()) finals[ph.name].push_back(std::move(t));

@@ -40,6 +40,10 @@ struct PhaseInfo {
   // shares averaged), and the plan's figure for one step (ir::Traffic).
   double streamedBytesPerStep = kNotMeasured;
   double plannedStreamedBytesPerStep = kNotMeasured;
+  // Phased without recomputation: the plan streams the stash each layer keeps
+  // (what the cost model prices); the emulator recomputes it from the
+  // layer's streamed input, so it moves less (docs/emulator.md).
+  bool stashRecomputed = false;
 };
 
 struct StepInfo {
