@@ -247,6 +247,13 @@ grep -q "candidates in" "$TMP/out" || { echo "FAIL: search report lacks its coun
 grep -q "yours (\`pod16\`)" "$TMP/out" || { echo "FAIL: search report does not compare with the script's mapping"; fail=1; }
 grep -q "IPUs against throughput" "$TMP/out" || { echo "FAIL: search report lacks the Pareto table"; fail=1; }
 [ -s "$TMP/err" ] && { echo "FAIL: search wrote to stderr without a terminal (a progress bar?)"; cat "$TMP/err"; fail=1; }
+# The comparison with the script's mapping follows the objective and the limits.
+expect 0 "search per IPU" -- "$IPU" search "$ROOT/examples/tiny_bert.ipu" --objective throughput_per_ipu --top 1
+grep -q "x the throughput per IPU" "$TMP/out" || { echo "FAIL: search per IPU compares by step time"; cat "$TMP/out"; fail=1; }
+expect 0 "search within fewer IPUs than yours" -- "$IPU" search "$ROOT/examples/tiny_bert.ipu" --max-ipus 3 --top 1
+grep -q "it uses more than the 3 IPUs searched" "$TMP/out" || { echo "FAIL: search compares with a mapping outside --max-ipus"; cat "$TMP/out"; fail=1; }
+expect 2 "search --fix twice" -- "$IPU" search "$ROOT/examples/tiny_bert.ipu" --fix replicas=2 --fix replicas=4
+grep -q "fixed twice, to 2 and to 4" "$TMP/err" || { echo "FAIL: a key fixed twice is not refused"; cat "$TMP/err"; fail=1; }
 expect 0 "search --json" -- "$IPU" search "$ROOT/examples/bert_large_pod16.ipu" --json --top 2 --max-ipus 8 --headroom 10%
 python3 -c "
 import json

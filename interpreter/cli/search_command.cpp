@@ -408,8 +408,15 @@ int searchCommand(const std::vector<std::string>& args) {
         const auto& best = r.top.front();
         std::cout << "  yours (`" << ph.mapping->name << "`): " << rate(d.samplesPerSecond) << " samples/s, "
                   << d.ipusUsed << " IPUs, peak " << gib(d.peakMemoryBytes) << (d.fits ? "" : " (does not fit)") << "; ";
+        // Compared by the objective (its score, lower is better), within the limits searched.
         if (!d.fits) std::cout << "the best fits and runs at " << rate(best.samplesPerSecond) << " samples/s\n";
-        else if (best.split == search::Split::Declared || best.stepTime >= d.stepTime) std::cout << "yours is the best\n";
+        else if (d.ipusUsed > r.maxIpus)
+          std::cout << "it uses more than the " << r.maxIpus << " IPUs searched; the best within them runs at "
+                    << rate(best.samplesPerSecond) << " samples/s\n";
+        else if (best.split == search::Split::Declared || best.score >= d.score) std::cout << "yours is the best\n";
+        else if (r.objective == search::Objective::ThroughputPerIpu)
+          std::cout << "the best has " << fixed(d.score / best.score, 2) << "x the throughput per IPU ("
+                    << rate(best.samplesPerSecond / std::max(1, best.ipusUsed)) << " samples/s per IPU)\n";
         else std::cout << "the best is " << fixed(d.stepTime / best.stepTime, 2) << "x faster\n";
       }
       if (!r.declared && ph.mapping->pipelineKind == check::MappingSpec::PipelineKind::Lua)
