@@ -162,6 +162,8 @@ ir::Json toJson(const check::PhaseSpec& phase, const search::Candidate& c) {
   j["peak_ipu"] = c.peakIpu;
   j["peak_component"] = c.peakComponent;
   j["peak_component_bytes"] = c.peakComponentBytes;
+  j["streaming_bytes"] = c.streamingBytes;
+  j["streaming_capacity_bytes"] = c.streamingCapacityBytes;
   return j;
 }
 
@@ -378,9 +380,19 @@ int searchCommand(const std::vector<std::string>& args) {
         std::cout << "  nothing fits";
         if (r.leastMemory) {
           const auto& m = *r.leastMemory;
-          std::cout << ": the smallest peak found is " << gib(m.peakMemoryBytes) << " of " << gib(m.capacityBytes)
-                    << " on IPU " << m.peakIpu << " (" << m.peakComponent << ": " << gib(m.peakComponentBytes) << "), with "
-                    << candidateLine(m);
+          // Name the memory that binds: Streaming Memory when In-Processor Memory is within its capacity.
+          if (m.streamingOver() && !m.inProcessorOver)
+            std::cout << ": Streaming Memory binds; the closest mapping found keeps " << gib(m.streamingBytes)
+                      << " in Streaming Memory on IPU " << m.streamingIpu << ", more than its share "
+                      << gib(m.streamingCapacityBytes) << " (In-Processor Memory peak " << gib(m.peakMemoryBytes)
+                      << " of " << gib(m.capacityBytes) << "), with " << candidateLine(m);
+          else
+            std::cout << ": the smallest peak found is " << gib(m.peakMemoryBytes) << " of " << gib(m.capacityBytes)
+                      << " on IPU " << m.peakIpu << " (" << m.peakComponent << ": " << gib(m.peakComponentBytes) << ")"
+                      << (m.streamingOver() ? ", and Streaming Memory " + gib(m.streamingBytes) + " of its share " +
+                                                  gib(m.streamingCapacityBytes)
+                                            : std::string())
+                      << ", with " << candidateLine(m);
         }
         std::cout << "\n  to relax:\n";
         for (const auto& x : r.relax) std::cout << "    - " << x << "\n";

@@ -714,11 +714,24 @@ class Searcher {
         c.peakIpu = ipu.index;
         c.peakComponent = largestComponent(ipu.memory, &c.peakComponentBytes);
       }
-    c.fits = plan.fits && c.peakMemoryBytes <= (1 - o_.headroom) * c.capacityBytes;
+    c.streamingBytes = c.streamingCapacityBytes = 0;
+    for (const auto& ipu : plan.ipus)
+      if (c.streamingCapacityBytes == 0 || ipu.streamingBytes - ipu.streamingCapacityBytes > c.streamingBytes - c.streamingCapacityBytes) {
+        c.streamingBytes = ipu.streamingBytes;
+        c.streamingCapacityBytes = ipu.streamingCapacityBytes;
+        c.streamingIpu = ipu.index;
+      }
+    c.inProcessorOver = c.peakMemoryBytes > (1 - o_.headroom) * c.capacityBytes;
+    c.fits = plan.fits && !c.inProcessorOver;
     c.score = scoreOf(c.stepTime, c.ipusUsed);
     if (!c.fits) {
       if (c.split != Split::Declared) ++counts_.rejectedMemory;
-      auto ratio = [](const Candidate& x) { return x.capacityBytes > 0 ? x.peakMemoryBytes / x.capacityBytes : 0; };
+      // The closest to fitting: the smallest overrun of whichever memory binds.
+      auto ratio = [](const Candidate& x) {
+        const double ipm = x.capacityBytes > 0 ? x.peakMemoryBytes / x.capacityBytes : 0;
+        const double sm = x.streamingCapacityBytes > 0 ? x.streamingBytes / x.streamingCapacityBytes : 0;
+        return std::max(ipm, sm);
+      };
       if (c.split != Split::Declared && (!leastMemory_ || ratio(c) < ratio(*leastMemory_))) leastMemory_ = c;
     }
     return true;

@@ -102,6 +102,13 @@ struct Candidate {
   int peakIpu = 0;             // the IPU (of one replica) that holds the peak
   std::string peakComponent;   // its largest memory component
   double peakComponentBytes = 0;
+  // Streaming Memory: the fullest IPU's share in use, and that share's capacity.
+  double streamingBytes = 0, streamingCapacityBytes = 0;
+  int streamingIpu = 0;
+  // What does not fit (when !fits): In-Processor Memory (less the
+  // headroom), Streaming Memory, or both.
+  bool inProcessorOver = false;
+  bool streamingOver() const { return streamingBytes > streamingCapacityBytes; }
   double score = 0;            // the objective's value, lower is better
 };
 

@@ -139,10 +139,16 @@ void Session::resolveSearches() {
         std::string why;
         if (r.leastMemory) {
           const auto& c = *r.leastMemory;
-          char buf[200];
-          std::snprintf(buf, sizeof buf, "; the smallest peak found is %.1f MiB of %.1f MiB, on IPU %d (%s: %.1f MiB)",
-                        c.peakMemoryBytes / (1 << 20), c.capacityBytes / (1 << 20), c.peakIpu, c.peakComponent.c_str(),
-                        c.peakComponentBytes / (1 << 20));
+          char buf[300];
+          if (c.streamingOver() && !c.inProcessorOver)
+            std::snprintf(buf, sizeof buf,
+                          "; Streaming Memory binds: the closest mapping found keeps %.1f MiB in Streaming Memory on IPU %d, "
+                          "more than its share %.1f MiB",
+                          c.streamingBytes / (1 << 20), c.streamingIpu, c.streamingCapacityBytes / (1 << 20));
+          else
+            std::snprintf(buf, sizeof buf, "; the smallest peak found is %.1f MiB of %.1f MiB, on IPU %d (%s: %.1f MiB)",
+                          c.peakMemoryBytes / (1 << 20), c.capacityBytes / (1 << 20), c.peakIpu, c.peakComponent.c_str(),
+                          c.peakComponentBytes / (1 << 20));
           why = buf;
         }
         std::string relax;
