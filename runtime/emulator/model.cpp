@@ -2,7 +2,7 @@
 
 #include <map>
 
-#include "runtime/emulator/conv_kernels.h"
+#include "runtime/emulator/kernels/conv_kernels.h"
 #include "runtime/emulator/counter_rng.h"
 
 namespace ipu::emu {

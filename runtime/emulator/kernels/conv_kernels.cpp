@@ -3,14 +3,14 @@
 // Numerics (convolutions are im2col matrix products, so fp16 partials follow
 // the matmul rules); normalisation statistics and the loss are fp32 (summed
 // in double, then used as float). The kernels are replicated on a shard group.
-#include "runtime/emulator/conv_kernels.h"
+#include "runtime/emulator/kernels/conv_kernels.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
 
-#include "runtime/emulator/kernel_ops.h"
+#include "runtime/emulator/kernels/kernel_ops.h"
 
 namespace ipu::emu {
 

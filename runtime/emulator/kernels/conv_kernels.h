@@ -14,7 +14,7 @@
 
 #include <memory>
 
-#include "runtime/emulator/kernel.h"
+#include "runtime/emulator/kernels/kernel.h"
 
 namespace ipu::emu {
 

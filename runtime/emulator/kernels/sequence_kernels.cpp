@@ -3,12 +3,12 @@
 // (y = x W); every tensor a kernel outputs or keeps is rounded to the compute
 // type by Numerics; statistics are fp32. Gradients of parameters a kernel
 // replicates over its shard group are returned in shard 0's slot.
-#include "runtime/emulator/sequence_kernels.h"
+#include "runtime/emulator/kernels/sequence_kernels.h"
 
 #include <cmath>
 #include <string>
 
-#include "runtime/emulator/kernel_ops.h"
+#include "runtime/emulator/kernels/kernel_ops.h"
 
 namespace ipu::emu {
 

@@ -7,11 +7,11 @@
 #include <cmath>
 #include <limits>
 
-#include "runtime/emulator/conv_kernels.h"
+#include "runtime/emulator/kernels/conv_kernels.h"
 #include "runtime/emulator/fp16.h"
-#include "runtime/emulator/kernel.h"
-#include "runtime/emulator/kernel_ops.h"
-#include "runtime/emulator/sequence_kernels.h"
+#include "runtime/emulator/kernels/kernel.h"
+#include "runtime/emulator/kernels/kernel_ops.h"
+#include "runtime/emulator/kernels/sequence_kernels.h"
 
 namespace ipu::emu {
 

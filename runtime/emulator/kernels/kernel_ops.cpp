@@ -1,7 +1,7 @@
 // The arithmetic kernels share (kernel_ops.h). Conventions as in kernels.cpp:
 // every tensor returned is rounded to the compute type by Numerics;
 // statistics (LayerNorm moments, softmax sums) are fp32.
-#include "runtime/emulator/kernel_ops.h"
+#include "runtime/emulator/kernels/kernel_ops.h"
 
 #include <algorithm>
 #include <cmath>
