@@ -166,20 +166,4 @@ Mat allReduceShards(std::vector<Mat>& parts, Numerics& nx) {
   return parts[0];
 }
 
-double number(const ir::Layer& l, const std::string& key, double fallback) {
-  for (const auto& a : l.attributes)
-    if (a.name == key) return a.text.empty() ? a.number : fallback;
-  return fallback;
-}
-
-std::string text(const ir::Layer& l, const std::string& key, const std::string& fallback) {
-  for (const auto& a : l.attributes)
-    if (a.name == key && !a.text.empty()) return a.text;
-  return fallback;
-}
-
-Error layerError(const ir::Layer& l, const std::string& message, const std::string& help) {
-  return Error{code::kUnsupportedLayer, "layer `" + l.name + "`: " + message, help, l.source};
-}
-
 }  // namespace ipu::emu
