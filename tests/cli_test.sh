@@ -43,6 +43,20 @@ assert [f["errors"] for f in d["files"]] == [0, 1] and d["errors"] == 1, d
 assert d["files"][1]["diagnostics"][0]["code"] == "IPU0011"
 ' "$TMP/out" || { echo "FAIL: several files --json: wrong document"; fail=1; }
 
+# A layer written for estimation (docs/diagnostics.md, IPU5002): checked,
+# planned and estimated with a warning; `ipu run` refuses it at the same
+# layer, before anything is recorded.
+custom="$ROOT/tests/diagnostics/IPU5002_custom_layer_for_estimation.ipu"
+expect 0 "check a layer ipu run cannot compute" -- "$IPU" check "$custom"
+grep -q "IPU5002_custom_layer_for_estimation.ipu:17:3: warning\[IPU5002\]: .ipu run. would refuse this: layer .mix.: attribute .inputs." "$TMP/err" \
+  || { echo "FAIL: check of a custom layer: no IPU5002 warning at the layer"; cat "$TMP/err"; fail=1; }
+expect 0 "estimate a layer ipu run cannot compute" -- "$IPU" estimate "$custom"
+grep -q "warning\[IPU5002\]" "$TMP/err" || { echo "FAIL: estimate of a custom layer: no IPU5002 warning"; fail=1; }
+expect 1 "run a layer ipu run cannot compute" -- "$IPU" run "$custom" --runs-dir "$TMP/custom-runs"
+grep -q "IPU5002_custom_layer_for_estimation.ipu:17:3: error\[IPU5002\]: layer .mix.: attribute .inputs. must be a positive whole number" "$TMP/err" \
+  || { echo "FAIL: run of a custom layer: no IPU5002 error at the layer"; cat "$TMP/err"; fail=1; }
+[ ! -e "$TMP/custom-runs" ] || { echo "FAIL: a refused run left a run directory"; fail=1; }
+
 printf 'import "std/pods"\n' > "$TMP/lib.ipu"
 expect 0 "check a module with no training" -- "$IPU" check "$TMP/lib.ipu"
 expect 1 "plan a module with no training" -- "$IPU" plan "$TMP/lib.ipu"

@@ -58,6 +58,7 @@ int train(const std::string& path, const TrainingOptions& o, const runner::Expor
     if (!problem.empty()) return usage("run", problem);
   }
   session::Session s;
+  s.setPurpose(session::Purpose::Run);
   showHookOutput(s);
   auto file = s.readFile(path);
   const ir::ExecutionPlan* plan = file ? s.plan(*file, /*requireRuns=*/true) : nullptr;

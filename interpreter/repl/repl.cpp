@@ -165,7 +165,7 @@ class Loop {
 
   Reply train(const std::string& name) {
     if (!options_.trainer) return {false, "", "ipu repl: training is not available here\n"};
-    Workspace::Planned planned = workspace_.planFor(name, out_);
+    Workspace::Planned planned = workspace_.planFor(name, out_, /*estimate=*/false, session::Purpose::Run);
     if (!planned.reply.errors.empty()) std::cerr << planned.reply.errors << std::flush;
     if (planned.plan == nullptr || !planned.reply.ok) return {false, "", ""};
     gInterrupted = false;

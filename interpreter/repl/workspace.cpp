@@ -394,7 +394,8 @@ Reply Workspace::doc(const std::string& nameIn, const base::Painter& painter) {
   return {false, "", "nothing is named `" + name + "`" + (help.empty() ? "" : "; " + help) + "\n"};
 }
 
-Workspace::Planned Workspace::planFor(const std::string& nameIn, const base::Painter& painter, bool estimate) {
+Workspace::Planned Workspace::planFor(const std::string& nameIn, const base::Painter& painter, bool estimate,
+                                        session::Purpose purpose) {
   Planned p;
   const std::string name = trim(nameIn);
   if (name.empty()) {
@@ -467,6 +468,7 @@ Workspace::Planned Workspace::planFor(const std::string& nameIn, const base::Pai
     return p;
   }
   Checked c = compose(noRuns, extra, "");
+  c.session->setPurpose(purpose);
   if (estimate) {
     p.estimate = c.session->estimate(c.root);
     p.plan = c.session->lastPlan();

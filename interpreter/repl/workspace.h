@@ -54,7 +54,9 @@ class Workspace {
     base::FileId root = base::kNoFile;  // the workspace's text in `session`
     std::size_t inputStart = 0;
   };
-  Planned planFor(const std::string& name, const base::Painter& painter, bool estimate = false);
+  // `purpose` Run (`:run`): what the emulator cannot execute is an error.
+  Planned planFor(const std::string& name, const base::Painter& painter, bool estimate = false,
+                  session::Purpose purpose = session::Purpose::Estimate);
   // The diagnostics left in a planned session (by a run), rendered against
   // `<session>` as every other diagnostic of the REPL.
   static std::string diagnostics(const Planned& planned, const base::Painter& painter);

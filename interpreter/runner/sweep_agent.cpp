@@ -325,6 +325,8 @@ TrialRun runTrial(store::SweepStore& sweepStore, store::RunStore& runStore, cons
   std::function<bool()> judge;
   if (!predicted && sw.spec.earlyTerminate.enabled) judge = [&early] { return early(); };
   Heartbeat beat(sweepStore, claim.lease, settings.heartbeatEvery, settings.interrupt, judge);
+  // A trial trains on the emulator unless its metric is predicted.
+  if (!predicted) s.setPurpose(session::Purpose::Run);
   const ir::ExecutionPlan* plan = predicted ? nullptr : s.plan(file, /*requireRuns=*/true);
   const cost::Estimate* estimate = predicted ? s.estimate(file) : nullptr;
   if (predicted) plan = s.lastPlan();

@@ -4,7 +4,7 @@
 #include <string>
 #include <tuple>
 
-#include "runtime/emulator/emulator.h"
+#include "runtime/runnable/runnable.h"
 
 namespace ipu::session {
 
@@ -14,24 +14,28 @@ bool inStandardLibrary(const ir::SourceRef& where) { return where.file.rfind("st
 
 }  // namespace
 
-std::size_t reportDeclarationProblems(const ir::ExecutionPlan& plan, base::Diagnostics& diags,
+std::size_t reportDeclarationProblems(const ir::ExecutionPlan& plan, Purpose purpose, base::Diagnostics& diags,
                                       const std::function<base::Span(const ir::SourceRef&)>& spanOf) {
-  std::size_t count = 0;
+  std::size_t errors = 0;
   // Several runs (and phases) may share a model: one diagnostic per place and message.
   std::set<std::tuple<std::string, unsigned, std::string>> seen;
   for (const auto& run : plan.runs)
-    for (const auto& p : emu::checkDeclarations(run)) {
-      ir::SourceRef where = p.error.where;
-      std::string message = p.error.message;
+    for (const auto& [p, phase] : runnable::runProblems(run)) {
+      ir::SourceRef where = p.where;
+      std::string message = p.message;
       if (where.file.empty() || inStandardLibrary(where)) {
         if (!where.file.empty()) message += " (in the standard library's " + where.file + ":" + std::to_string(where.line) + ")";
-        where = p.phase;
+        where = phase;
       }
       if (!seen.insert({where.file, where.line, message}).second) continue;
-      diags.error(p.error.code, spanOf(where), message, p.error.help);
-      ++count;
+      if (purpose == Purpose::Run || p.reach == runnable::Reach::RunAndEstimate) {
+        diags.error(p.code, spanOf(where), message, p.help);
+        ++errors;
+      } else {
+        diags.warning(p.code, spanOf(where), "`ipu run` would refuse this: " + message, p.help);
+      }
     }
-  return count;
+  return errors;
 }
 
 }  // namespace ipu::session

@@ -200,8 +200,9 @@ const ir::ExecutionPlan* Session::plan(base::FileId file, bool requireRuns) {
     return nullptr;
   }
   plan_ = std::make_unique<ir::ExecutionPlan>(plan::planProgram(*program, sources_, diags_, placement_.get()));
-  // What `ipu run` would refuse about the declarations is an error now (declarations.h).
-  declarationProblems_ = reportDeclarationProblems(*plan_, diags_, [this](const ir::SourceRef& r) { return spanOf(r); });
+  // What `ipu run` would refuse about the declarations: an error for a run,
+  // else a warning unless estimation cannot do without it (declarations.h).
+  declarationErrors_ = reportDeclarationProblems(*plan_, purpose_, diags_, [this](const ir::SourceRef& r) { return spanOf(r); });
   return plan_.get();
 }
 
@@ -230,8 +231,8 @@ base::Span Session::spanOf(const ir::SourceRef& ref) const {
 
 const cost::Estimate* Session::estimate(base::FileId file) {
   const ir::ExecutionPlan* p = plan(file, /*requireRuns=*/true);
-  // No figures for what cannot run (a model without layers has no step time).
-  if (p == nullptr || declarationProblems_ > 0) return nullptr;
+  // No figures for what cannot be priced (a model without layers has no step time).
+  if (p == nullptr || declarationErrors_ > 0) return nullptr;
   return estimatePlan(*p);
 }
 

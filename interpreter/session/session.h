@@ -15,6 +15,7 @@
 #include "interpreter/base/source.h"
 #include "interpreter/check/checker.h"
 #include "interpreter/check/program.h"
+#include "interpreter/session/declarations.h"
 #include "interpreter/session/queries.h"
 #include "interpreter/session/variant.h"
 #include "runtime/cost/cost_model.h"
@@ -77,6 +78,10 @@ class Session {
     setOverrides(std::move(overrides));
     return check(file);
   }
+
+  // What later plans are for (declarations.h): with Purpose::Run, what the
+  // emulator cannot execute is an error of plan(); by default a warning.
+  void setPurpose(Purpose purpose) { purpose_ = purpose; }
 
   // Check, then plan every run. Null when checking failed; a plan that does not
   // fit is returned (with IPU2001 reported) so it can be shown. With
@@ -147,7 +152,8 @@ class Session {
   std::unique_ptr<plan::LayerExpansions> layerExpansions_;
   std::unique_ptr<ir::ExecutionPlan> plan_;
   std::unique_ptr<cost::Estimate> estimate_;
-  std::size_t declarationProblems_ = 0;  // of the last plan (declarations.h)
+  Purpose purpose_ = Purpose::Estimate;
+  std::size_t declarationErrors_ = 0;  // of the last plan (declarations.h)
   std::function<void(const std::string&, const std::string&)> hookPrint_;
   std::unique_ptr<hooks::HookSet> hooks_;          // before the plan, which may call into it
   std::unique_ptr<hooks::LuaPlacement> placement_;

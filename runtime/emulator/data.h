@@ -19,7 +19,7 @@
 
 #include "runtime/emulator/error.h"
 #include "runtime/emulator/image_file.h"
-#include "runtime/emulator/kernel.h"
+#include "runtime/emulator/kernels/kernel.h"
 #include "runtime/emulator/model.h"
 
 namespace ipu::emu {

@@ -186,37 +186,6 @@ Expected<bool> verifyCheckpoint(const TensorFile& f, const std::string& path, co
 
 }  // namespace
 
-std::vector<DeclarationProblem> checkDeclarations(const ir::RunPlan& plan) {
-  std::vector<DeclarationProblem> out;
-  for (const auto& ph : plan.phases) {
-    if (ph.layers.empty()) {
-      out.push_back({Error{code::kUnsupportedModel,
-                           "phase `" + ph.name + "` trains model `" + ph.model + "`, which has no layers",
-                           "declare the model's layers (`layer NAME = OP(...)`), or map another model", ph.source},
-                     ph.source});
-      continue;
-    }
-    bool runnable = true;
-    for (const auto& l : ph.layers) runnable = runnable && hasKernel(l.op);
-    if (!runnable) continue;
-    try {
-      auto model = Model::build(ph);
-      if (!model) {
-        out.push_back({withWhere(model.error(), ph.source), ph.source});
-        continue;
-      }
-      if ((*model)->family() != Family::Mlp && (*model)->family() != Family::Image && ph.seqLen < 8)
-        out.push_back({Error{code::kUnsupportedModel, "phase `" + ph.name + "` has seq_len " + std::to_string(ph.seqLen),
-                             "the emulator needs sequences of at least 8 tokens", ph.source},
-                       ph.source});
-    } catch (const std::exception&) {
-      // Building the model's description allocated too much: the host's
-      // business, which `ipu run` reports (IPU5003).
-    }
-  }
-  return out;
-}
-
 Expected<RunOutcome> run(const ir::RunPlan& plan, const Options& options) {
   try {
     RunOutcome outcome;

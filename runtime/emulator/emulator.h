@@ -71,18 +71,9 @@ struct RunOutcome {
 
 Expected<RunOutcome> run(const ir::RunPlan& plan, const Options& options);
 
-// What `run` would refuse about the plan's declarations, found without the
-// host (no memory, no data, no checkpoints): a phase without layers, a
-// layer stack that cannot train (no loss, widths that do not chain), layer
-// attributes the phase contradicts (`seq_len` beyond an embedding's
-// `positions`). `ipu check`, `plan` and `estimate` report these, so a script
-// that checks does not fail only when it runs. Phases with a layer the
-// emulator has no kernel for are outside what it runs and are not judged.
-struct DeclarationProblem {
-  Error error;          // where: the layer, or the phase
-  ir::SourceRef phase;  // the phase it was found in
-};
-std::vector<DeclarationProblem> checkDeclarations(const ir::RunPlan& plan);
+// What `run` refuses about a plan's declarations, found without the host,
+// is the kernel table's (runtime/runnable/runnable.h: runProblems), which
+// `ipu check`, `plan` and `estimate` read without linking the emulator.
 // One phase on its own (as a run of that phase; a `from` phase must then have
 // its final checkpoint in options.checkpointDirectory). A PhasePlan carries no
 // seed: set options.seed to the run's.

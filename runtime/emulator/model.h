@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "runtime/emulator/error.h"
-#include "runtime/emulator/kernel.h"
+#include "runtime/emulator/kernels/kernel.h"
 #include "runtime/ir/execution_plan.h"
 
 namespace ipu::emu {

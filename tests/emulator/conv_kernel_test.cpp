@@ -1,4 +1,4 @@
-// The convolutional kernels (runtime/emulator/conv_kernels.h): finite-
+// The convolutional kernels (runtime/emulator/kernels/conv_kernels.h): finite-
 // difference checks of every backward pass (conv_stem, bottleneck,
 // basic_block, pooled_fc, and the convolution itself with stride, padding and
 // groups), for batch norm and group norm; the convolution against a direct
@@ -12,7 +12,7 @@
 
 #include <cmath>
 
-#include "runtime/emulator/conv_kernels.h"
+#include "runtime/emulator/kernels/conv_kernels.h"
 #include "runtime/emulator/counter_rng.h"
 #include "runtime/emulator/fp16.h"
 

@@ -9,8 +9,8 @@
 #include <cmath>
 
 #include "runtime/emulator/counter_rng.h"
-#include "runtime/emulator/kernel.h"
-#include "runtime/emulator/kernel_ops.h"
+#include "runtime/emulator/kernels/kernel.h"
+#include "runtime/emulator/kernels/kernel_ops.h"
 
 namespace ipu::emu {
 namespace {

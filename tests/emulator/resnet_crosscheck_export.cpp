@@ -11,7 +11,7 @@
 #include <string>
 
 #include "interpreter/session/session.h"
-#include "runtime/emulator/conv_kernels.h"
+#include "runtime/emulator/kernels/conv_kernels.h"
 #include "runtime/emulator/tensor_file.h"
 #include "runtime/emulator/trainer.h"
 #include "tests/emulator/crosscheck_support.h"

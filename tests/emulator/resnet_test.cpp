@@ -16,7 +16,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "runtime/emulator/conv_kernels.h"
+#include "runtime/emulator/kernels/conv_kernels.h"
 #include "runtime/emulator/emulator.h"
 #include "tests/emulator/emulator_test_support.h"
 

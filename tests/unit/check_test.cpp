@@ -230,8 +230,9 @@ TEST(Format, PercentagesAndCellsNeverOverflow) {
   EXPECT_LE(check::formatBytes(8e25).size(), 16u) << check::formatBytes(8e25);
 }
 
-// What `ipu run` would refuse is a check error at the user's line.
-TEST(Declarations, SeqLenBeyondPositionsAndAnEmptyModelAreCheckErrors) {
+// A model without layers is a check error at the user's line: estimation
+// cannot price it either.
+TEST(Declarations, AnEmptyModelIsACheckError) {
   test::Outcome empty = test::runText(
       "import \"std/pods\"\nmodel m {}\nmapping mp for m on POD4 { replicas: 4 }\n"
       "training t {\n  mapping: mp\n  optimizer: adam()\n"

@@ -58,6 +58,7 @@ Outcome trainFile(const std::string& path, long long steps) {
   namespace fs = std::filesystem;
   Outcome o;
   o.session = std::make_unique<session::Session>();
+  o.session->setPurpose(session::Purpose::Run);
   auto f = o.session->readFile(path);
   if (!f) return o;
   o.plan = o.session->plan(*f, true);

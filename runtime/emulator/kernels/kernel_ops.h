@@ -11,6 +11,7 @@
 #include "runtime/emulator/error.h"
 #include "runtime/emulator/numerics.h"
 #include "runtime/ir/execution_plan.h"
+#include "runtime/runnable/runnable.h"
 
 namespace ipu::emu {
 
@@ -52,10 +53,8 @@ double crossEntropy(const Mat& logits, const std::vector<int>& labels, double* c
 Mat allReduceShards(std::vector<Mat>& parts, Numerics& nx);
 
 // A numeric attribute of a plan layer (`fallback` when absent or a string),
-// and a string attribute.
-double number(const ir::Layer& l, const std::string& key, double fallback = -1);
-std::string text(const ir::Layer& l, const std::string& key, const std::string& fallback);
-// IPU5002 about layer `l`.
-Error layerError(const ir::Layer& l, const std::string& message, const std::string& help);
+// and a string attribute: the kernel table's readers.
+using runnable::number;
+using runnable::text;
 
 }  // namespace ipu::emu

@@ -3,18 +3,16 @@
 // Numerics (convolutions are im2col matrix products, so fp16 partials follow
 // the matmul rules); normalisation statistics and the loss are fp32 (summed
 // in double, then used as float). The kernels are replicated on a shard group.
-#include "runtime/emulator/conv_kernels.h"
+#include "runtime/emulator/kernels/conv_kernels.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
 
-#include "runtime/emulator/kernel_ops.h"
+#include "runtime/emulator/kernels/kernel_ops.h"
 
 namespace ipu::emu {
-
-int convOutSize(int size, int k, int stride, int pad) { return (size + 2 * pad - k) / stride + 1; }
 
 namespace {
 
@@ -528,105 +526,25 @@ class PooledFcKernel : public Kernel {
   int c_, k_, s_;
 };
 
-// ------------------------------------------------------------ attributes
-// (number, text and layerError: kernel_ops.h)
-
-bool whole(double v) { return v >= 1 && v <= 1e7 && v == std::floor(v); }
-
-const char* const* keysOf(ir::LayerOp op, std::size_t& n) {
-  static const char* const stem[] = {"channels", "out", "size"};
-  static const char* const bottleneck[] = {"inputs", "mid", "out", "stride", "size"};
-  static const char* const basic[] = {"inputs", "out", "stride", "size"};
-  static const char* const fc[] = {"inputs", "classes", "size"};
-  switch (op) {
-    case ir::LayerOp::ConvStem: n = 3; return stem;
-    case ir::LayerOp::Bottleneck: n = 5; return bottleneck;
-    case ir::LayerOp::BasicBlock: n = 4; return basic;
-    case ir::LayerOp::PooledFc: n = 3; return fc;
-    default: n = 0; return nullptr;
-  }
-}
-
 }  // namespace
 
-bool imageWidths(const ir::Layer& l, ImageWidths& out) {
-  std::size_t n = 0;
-  const char* const* keys = keysOf(l.op, n);
-  if (keys == nullptr) return false;
-  for (std::size_t i = 0; i < n; ++i)
-    if (!whole(number(l, keys[i]))) return false;
-  const auto at = [&](const char* k) { return static_cast<long long>(number(l, k)); };
-  const long long size = at("size");
-  switch (l.op) {
-    case ir::LayerOp::ConvStem: {
-      const long long o = convOutSize(convOutSize(static_cast<int>(size), 7, 2, 3), 3, 2, 1);
-      out = {at("channels") * size * size, at("out") * o * o, 0};
-      return true;
-    }
-    case ir::LayerOp::Bottleneck:
-    case ir::LayerOp::BasicBlock: {
-      const long long o = convOutSize(static_cast<int>(size), 3, static_cast<int>(at("stride")), 1);
-      out = {at("inputs") * size * size, at("out") * o * o, 0};
-      return true;
-    }
-    case ir::LayerOp::PooledFc:
-      out = {at("inputs") * size * size, at("classes"), static_cast<int>(at("classes"))};
-      return true;
-    default: return false;
-  }
-}
-
 Expected<std::unique_ptr<Kernel>> makeConvKernel(const ir::Layer& l) {
-  std::size_t nkeys = 0;
-  const char* const* keys = keysOf(l.op, nkeys);
-  if (keys == nullptr) return layerError(l, "op \"" + ir::opName(l) + "\" is not a convolutional op", "");
-  for (std::size_t i = 0; i < nkeys; ++i)
-    if (!whole(number(l, keys[i])))
-      return layerError(l, std::string("attribute `") + keys[i] + "` must be a whole number from 1 to 10,000,000",
-                        "the emulator runs square images of a whole side; check the layer's arguments and the phase's image_size");
+  // makeKernel has checked the layer against the kernel table (runtime/runnable).
   const auto at = [&](const char* k) { return static_cast<int>(number(l, k)); };
-  // Every trunk tensor holds N rows of C*H*W floats; keep a sample's row within
-  // what an index in float (the max pool's argmax) represents exactly.
-  ImageWidths widths;
-  imageWidths(l, widths);
-  if (static_cast<double>(widths.in) >= 16777216.0 || static_cast<double>(widths.out) >= 16777216.0)
-    return layerError(l, "one sample's activations exceed 16,777,216 values", "`ipu run` emulates small models: use smaller images or fewer channels");
-
   Norm norm;
   if (l.op != ir::LayerOp::PooledFc) {
-    const std::string kind = text(l, "norm", "batch");
-    const auto k = normKindFromName(kind);
-    if (!k) return layerError(l, "`norm` is \"" + kind + "\"", "use \"batch\" or \"group\"");
+    const auto k = normKindFromName(text(l, "norm", "batch"));
+    if (!k) return Error{code::kInternal, "layer `" + l.name + "`: a `norm` the kernel table does not accept", "this is a bug in ipu", l.source};
     norm.kind = *k;
-    if (norm.kind == NormKind::Group) {
-      const double g = number(l, "norm_groups", 32);
-      if (!whole(g)) return layerError(l, "`norm_groups` must be a whole positive number", "e.g. norm_groups: 32");
-      norm.groups = static_cast<int>(g);
-    }
+    if (norm.kind == NormKind::Group) norm.groups = static_cast<int>(number(l, "norm_groups", 32));
   }
-  // Group norm needs its groups to divide every normalised width.
-  auto divides = [&](std::initializer_list<int> widthsOf) -> std::string {
-    if (norm.kind != NormKind::Group) return "";
-    for (int c : widthsOf)
-      if (c % norm.groups != 0)
-        return std::to_string(norm.groups) + " groups do not divide " + std::to_string(c) + " channels";
-    return "";
-  };
-  const std::string groupHelp = "choose `norm_groups` dividing every convolution's output channels";
-
   switch (l.op) {
-    case ir::LayerOp::ConvStem: {
-      const int size = at("size");
-      if (size < 4) return layerError(l, "the stem needs images of at least 4 pixels a side", "raise the phase's image_size");
-      if (auto bad = divides({at("out")}); !bad.empty()) return layerError(l, bad, groupHelp);
-      return std::unique_ptr<Kernel>(new ConvStemKernel(at("channels"), at("out"), size, norm));
-    }
+    case ir::LayerOp::ConvStem: return std::unique_ptr<Kernel>(new ConvStemKernel(at("channels"), at("out"), at("size"), norm));
     case ir::LayerOp::Bottleneck:
     case ir::LayerOp::BasicBlock: {
       const bool bottleneck = l.op == ir::LayerOp::Bottleneck;
       const int in = at("inputs"), out = at("out"), stride = at("stride"), size = at("size");
       const int mid = bottleneck ? at("mid") : out;
-      if (auto bad = divides({mid, out}); !bad.empty()) return layerError(l, bad, groupHelp);
       const int o = convOutSize(size, 3, stride, 1);
       std::vector<ConvNorm> chain;
       if (bottleneck) {
@@ -646,7 +564,8 @@ Expected<std::unique_ptr<Kernel>> makeConvKernel(const ir::Layer& l) {
       return std::unique_ptr<Kernel>(new PooledFcKernel(at("inputs"), at("classes"), at("size")));
     default: break;
   }
-  return layerError(l, "op \"" + ir::opName(l) + "\" is not a convolutional op", "");
+  return Error{code::kInternal, "layer `" + l.name + "`: op \"" + ir::opName(l) + "\" is not a convolutional op",
+               "this is a bug in ipu", l.source};
 }
 
 }  // namespace ipu::emu

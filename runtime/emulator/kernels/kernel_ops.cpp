@@ -1,7 +1,7 @@
 // The arithmetic kernels share (kernel_ops.h). Conventions as in kernels.cpp:
 // every tensor returned is rounded to the compute type by Numerics;
 // statistics (LayerNorm moments, softmax sums) are fp32.
-#include "runtime/emulator/kernel_ops.h"
+#include "runtime/emulator/kernels/kernel_ops.h"
 
 #include <algorithm>
 #include <cmath>
@@ -164,22 +164,6 @@ Mat allReduceShards(std::vector<Mat>& parts, Numerics& nx) {
   for (auto& p : parts) bufs.push_back(p.data());
   ringAllReduce(bufs, static_cast<std::size_t>(parts[0].size()), nx.fp16() ? &roundShardSum : nullptr, &nx);
   return parts[0];
-}
-
-double number(const ir::Layer& l, const std::string& key, double fallback) {
-  for (const auto& a : l.attributes)
-    if (a.name == key) return a.text.empty() ? a.number : fallback;
-  return fallback;
-}
-
-std::string text(const ir::Layer& l, const std::string& key, const std::string& fallback) {
-  for (const auto& a : l.attributes)
-    if (a.name == key && !a.text.empty()) return a.text;
-  return fallback;
-}
-
-Error layerError(const ir::Layer& l, const std::string& message, const std::string& help) {
-  return Error{code::kUnsupportedLayer, "layer `" + l.name + "`: " + message, help, l.source};
 }
 
 }  // namespace ipu::emu

@@ -14,25 +14,20 @@
 
 #include <memory>
 
-#include "runtime/emulator/kernel.h"
+#include "runtime/emulator/kernels/kernel.h"
+#include "runtime/runnable/runnable.h"
 
 namespace ipu::emu {
 
-// The kernel of a conv_stem, bottleneck, basic_block or pooled_fc layer.
-// Errors (IPU5002) for attributes it cannot run.
+// The kernel of a conv_stem, bottleneck, basic_block or pooled_fc layer whose
+// attributes the kernel table accepts (makeKernel checks them first).
 Expected<std::unique_ptr<Kernel>> makeConvKernel(const ir::Layer& layer);
 
-// The trunk widths (C*H*W) a convolutional layer reads and writes, and the
-// classes of a pooled_fc (0 otherwise); false when the attributes are not
-// whole positive numbers (makeConvKernel says which).
-struct ImageWidths {
-  long long in = 0, out = 0;
-  int classes = 0;
-};
-bool imageWidths(const ir::Layer& layer, ImageWidths& out);
-
-// Side of a convolution's or pool's output: floor((size + 2 pad - k) / stride) + 1.
-int convOutSize(int size, int k, int stride, int pad);
+// A layer's trunk widths and a convolution's output side: the table's
+// arithmetic (runtime/runnable/runnable.h), which the stack checks share.
+using runnable::ImageWidths;
+using runnable::imageWidths;
+using runnable::convOutSize;
 
 // A 2-D convolution of square images, without bias: `x` is [N, cin*size*size],
 // `w` is [cout, (cin/groups)*k*k] (PyTorch's [cout, cin/groups, k, k]

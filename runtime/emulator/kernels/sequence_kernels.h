@@ -19,13 +19,13 @@
 
 #include <memory>
 
-#include "runtime/emulator/kernel.h"
+#include "runtime/emulator/kernels/kernel.h"
 
 namespace ipu::emu {
 
 // The kernel of a conv_module, grouped_ffn, layer_norm, patch_embedding or
-// token_classifier layer split over `shards` IPUs (IPU5002 for attributes it
-// cannot run). `seqLen` is the phase's sequence length (tokens per sample).
-Expected<std::unique_ptr<Kernel>> makeSequenceKernel(const ir::Layer& layer, int shards, long long seqLen);
+// token_classifier layer split over `shards` IPUs, whose attributes the
+// kernel table accepts (makeKernel checks them first).
+Expected<std::unique_ptr<Kernel>> makeSequenceKernel(const ir::Layer& layer, int shards);
 
 }  // namespace ipu::emu

@@ -141,10 +141,12 @@ class Kernel {
                         const Saved& saved, float lossScale, Mat& dx, ShardGrads& grads) const = 0;
 };
 
-// The kernel for a plan layer, split over `shards` IPUs. Errors (IPU5002) for
-// an op without a kernel or attributes it cannot run.
+// The kernel for a plan layer, split over `shards` IPUs in a phase whose
+// sequences have `seqLen` tokens. What it accepts is the kernel table's
+// (runtime/runnable/runnable.h): its IPU5002 for an op without a kernel or
+// attributes the kernel cannot run.
 Expected<std::unique_ptr<Kernel>> makeKernel(const ir::Layer& layer, int shards, long long seqLen);
-// Whether makeKernel knows the op at all (else a model is outside what the
+// Whether the table has a kernel for the op (else a model is outside what the
 // emulator runs, which is a limitation, not a mistake in the script).
 bool hasKernel(ir::LayerOp op);
 

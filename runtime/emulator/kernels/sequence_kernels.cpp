@@ -3,12 +3,12 @@
 // (y = x W); every tensor a kernel outputs or keeps is rounded to the compute
 // type by Numerics; statistics are fp32. Gradients of parameters a kernel
 // replicates over its shard group are returned in shard 0's slot.
-#include "runtime/emulator/sequence_kernels.h"
+#include "runtime/emulator/kernels/sequence_kernels.h"
 
 #include <cmath>
 #include <string>
 
-#include "runtime/emulator/kernel_ops.h"
+#include "runtime/emulator/kernels/kernel_ops.h"
 
 namespace ipu::emu {
 
@@ -416,72 +416,22 @@ class TokenClassifierKernel : public Kernel {
 
 }  // namespace
 
-Expected<std::unique_ptr<Kernel>> makeSequenceKernel(const ir::Layer& l, int shards, long long seqLen) {
-  auto positive = [&](std::initializer_list<const char*> keys) -> std::string {
-    for (const char* k : keys) {
-      const double v = number(l, k);
-      if (!(v >= 1) || v > 1e8 || v != std::floor(v)) return k;
-    }
-    return "";
-  };
+Expected<std::unique_ptr<Kernel>> makeSequenceKernel(const ir::Layer& l, int shards) {
+  // makeKernel has checked the layer against the kernel table (runtime/runnable).
   auto whole = [&](const char* key) { return static_cast<int>(number(l, key)); };
-  auto badAttribute = [&](const std::string& key) {
-    return layerError(l, "attribute `" + key + "` must be a positive whole number", "check the layer's arguments");
-  };
-  auto checkSeq = [&]() -> std::string {
-    const double seq = number(l, "seq");
-    if (seq >= 0 && static_cast<long long>(seq) != seqLen)
-      return "its `seq` is " + std::to_string(static_cast<long long>(seq)) + " but the phase's sequences have " +
-             std::to_string(seqLen) + " tokens";
-    return "";
-  };
-  const int t = std::max(1, shards);
+  const int split = l.shardable ? std::max(1, shards) : 1;
   switch (l.op) {
-    case ir::LayerOp::ConvModule: {
-      if (auto bad = positive({"hidden", "kernel", "groups"}); !bad.empty()) return badAttribute(bad);
-      if (auto bad = checkSeq(); !bad.empty()) return layerError(l, bad, "the emulator feeds sequences of the phase's seq_len");
-      const int h = whole("hidden"), g = whole("groups");
-      if (h % g != 0) return layerError(l, std::to_string(g) + " groups do not divide hidden " + std::to_string(h), "choose groups dividing hidden");
-      return std::unique_ptr<Kernel>(new ConvModuleKernel(h, whole("kernel"), g));
-    }
-    case ir::LayerOp::GroupedFfn: {
-      if (auto bad = positive({"hidden", "intermediate", "groups"}); !bad.empty()) return badAttribute(bad);
-      if (auto bad = checkSeq(); !bad.empty()) return layerError(l, bad, "the emulator feeds sequences of the phase's seq_len");
-      const int h = whole("hidden"), i = whole("intermediate"), g = whole("groups");
-      if (h % g != 0 || i % g != 0)
-        return layerError(l, std::to_string(g) + " groups do not divide hidden " + std::to_string(h) + " and intermediate " + std::to_string(i),
-                          "choose groups dividing both");
-      const int split = l.shardable ? t : 1;
-      if (g % split != 0)
-        return layerError(l, std::to_string(g) + " groups cannot be split over shard: " + std::to_string(split),
-                          "tensor sharding splits a grouped FFN by groups: use a shard count that divides them");
-      return std::unique_ptr<Kernel>(new GroupedFfnKernel(h, i, g, split));
-    }
-    case ir::LayerOp::LayerNorm: {
-      if (auto bad = positive({"hidden"}); !bad.empty()) return badAttribute(bad);
-      return std::unique_ptr<Kernel>(new LayerNormKernel(whole("hidden")));
-    }
-    case ir::LayerOp::PatchEmbedding: {
-      if (auto bad = positive({"patch", "channels", "hidden", "image"}); !bad.empty()) return badAttribute(bad);
-      const int patch = whole("patch"), image = whole("image");
-      if (image % patch != 0)
-        return layerError(l, "patches of " + std::to_string(patch) + " pixels do not tile images of " + std::to_string(image),
-                          "choose a patch size dividing the image size");
-      auto k = std::make_unique<PatchEmbeddingKernel>(patch, whole("channels"), whole("hidden"), image);
-      if (k->tokens() != seqLen)
-        return layerError(l, "its images make " + std::to_string(k->tokens()) + " tokens but the phase's image_size makes " +
-                                 std::to_string(seqLen),
-                          "the emulator feeds images of the phase's image_size: make `image` equal to it");
-      return std::unique_ptr<Kernel>(std::move(k));
-    }
-    case ir::LayerOp::TokenClassifier: {
-      if (auto bad = positive({"hidden", "classes"}); !bad.empty()) return badAttribute(bad);
-      if (auto bad = checkSeq(); !bad.empty()) return layerError(l, bad, "the emulator feeds images of the phase's image_size");
-      return std::unique_ptr<Kernel>(new TokenClassifierKernel(whole("hidden"), whole("classes")));
-    }
+    case ir::LayerOp::ConvModule: return std::unique_ptr<Kernel>(new ConvModuleKernel(whole("hidden"), whole("kernel"), whole("groups")));
+    case ir::LayerOp::GroupedFfn:
+      return std::unique_ptr<Kernel>(new GroupedFfnKernel(whole("hidden"), whole("intermediate"), whole("groups"), split));
+    case ir::LayerOp::LayerNorm: return std::unique_ptr<Kernel>(new LayerNormKernel(whole("hidden")));
+    case ir::LayerOp::PatchEmbedding:
+      return std::unique_ptr<Kernel>(new PatchEmbeddingKernel(whole("patch"), whole("channels"), whole("hidden"), whole("image")));
+    case ir::LayerOp::TokenClassifier: return std::unique_ptr<Kernel>(new TokenClassifierKernel(whole("hidden"), whole("classes")));
     default: break;
   }
-  return layerError(l, "the emulator has no sequence kernel for op \"" + ir::opName(l) + "\"", "");
+  return Error{code::kInternal, "layer `" + l.name + "`: the emulator has no sequence kernel for op \"" + ir::opName(l) + "\"",
+               "this is a bug in ipu", l.source};
 }
 
 }  // namespace ipu::emu

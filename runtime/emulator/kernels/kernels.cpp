@@ -7,11 +7,11 @@
 #include <cmath>
 #include <limits>
 
-#include "runtime/emulator/conv_kernels.h"
+#include "runtime/emulator/kernels/conv_kernels.h"
 #include "runtime/emulator/fp16.h"
-#include "runtime/emulator/kernel.h"
-#include "runtime/emulator/kernel_ops.h"
-#include "runtime/emulator/sequence_kernels.h"
+#include "runtime/emulator/kernels/kernel.h"
+#include "runtime/emulator/kernels/kernel_ops.h"
+#include "runtime/emulator/kernels/sequence_kernels.h"
 
 namespace ipu::emu {
 
@@ -601,116 +601,34 @@ class SoftmaxLossKernel : public Kernel {
 
 }  // namespace
 
-bool hasKernel(ir::LayerOp op) {
-  switch (op) {
-    case ir::LayerOp::Embedding:
-    case ir::LayerOp::Attention:
-    case ir::LayerOp::Ffn:
-    case ir::LayerOp::MlmHead:
-    case ir::LayerOp::LmHead:
-    case ir::LayerOp::PooledClassifier:
-    case ir::LayerOp::Dense:
-    case ir::LayerOp::SoftmaxLoss:
-    case ir::LayerOp::ConvStem:
-    case ir::LayerOp::Bottleneck:
-    case ir::LayerOp::BasicBlock:
-    case ir::LayerOp::PooledFc:
-    case ir::LayerOp::ConvModule:
-    case ir::LayerOp::GroupedFfn:
-    case ir::LayerOp::LayerNorm:
-    case ir::LayerOp::PatchEmbedding:
-    case ir::LayerOp::TokenClassifier: return true;
-    case ir::LayerOp::Other: return false;
-  }
-  return false;
-}
+bool hasKernel(ir::LayerOp op) { return runnable::kernelFor(op) != nullptr; }
 
 Expected<std::unique_ptr<Kernel>> makeKernel(const ir::Layer& l, int shards, long long seqLen) {
-  auto need = [&](const char* key) { return number(l, key); };
-  auto positive = [&](std::initializer_list<const char*> keys) -> std::string {
-    for (const char* k : keys) {
-      const double v = need(k);
-      if (!(v >= 1) || v > 1e8 || v != std::floor(v)) return k;
-    }
-    return "";
-  };
-  const int t = std::max(1, shards);
-  auto checkSeq = [&]() -> std::string {
-    const double seq = need("seq");
-    if (seq >= 0 && static_cast<long long>(seq) != seqLen)
-      return "its `seq` is " + std::to_string(static_cast<long long>(seq)) + " but the phase's seq_len is " + std::to_string(seqLen);
-    return "";
-  };
+  // Whether the layer can run is the table's decision (runtime/runnable); the
+  // cases below build what it accepts.
+  if (auto problem = runnable::layerProblem(l, shards, seqLen))
+    return Error{problem->code, problem->message, problem->help, problem->where};
+  auto at = [&](const char* key) { return static_cast<int>(number(l, key)); };
+  const int split = l.shardable ? std::max(1, shards) : 1;
   switch (l.op) {
-    case ir::LayerOp::Embedding: {
-      if (auto bad = positive({"vocab", "hidden", "positions"}); !bad.empty())
-        return layerError(l, "attribute `" + bad + "` must be a positive whole number", "check the layer's arguments");
-      if (auto bad = checkSeq(); !bad.empty()) return layerError(l, bad, "the emulator feeds sequences of the phase's seq_len");
-      const int types = std::max(0, static_cast<int>(number(l, "types", 0)));
-      if (need("positions") < static_cast<double>(seqLen))
-        return layerError(l, "it has " + std::to_string(static_cast<long long>(need("positions"))) +
-                                 " positions, fewer than the phase's seq_len " + std::to_string(seqLen),
-                          "raise `positions` or shorten the phase's seq_len");
-      if (need("vocab") < 16) return layerError(l, "a vocabulary of fewer than 16 tokens cannot hold the special tokens and text", "raise `vocab`");
-      return std::unique_ptr<Kernel>(new EmbeddingKernel(static_cast<int>(need("vocab")), static_cast<int>(need("hidden")),
-                                                         static_cast<int>(need("positions")), types));
-    }
-    case ir::LayerOp::Attention: {
-      if (auto bad = positive({"hidden", "heads"}); !bad.empty())
-        return layerError(l, "attribute `" + bad + "` must be a positive whole number", "check the layer's arguments");
-      if (auto bad = checkSeq(); !bad.empty()) return layerError(l, bad, "the emulator feeds sequences of the phase's seq_len");
-      const int h = static_cast<int>(need("hidden")), heads = static_cast<int>(need("heads"));
-      if (h % heads != 0) return layerError(l, std::to_string(heads) + " heads do not divide hidden " + std::to_string(h), "choose heads dividing hidden");
-      const std::string normName = text(l, "norm", "post");
-      const std::optional<ir::NormPosition> norm = ir::normPositionFromName(normName);
-      if (!norm) return layerError(l, "`norm` is \"" + normName + "\"", "use \"pre\" or \"post\"");
-      const int split = l.shardable ? t : 1;
-      if (heads % split != 0)
-        return layerError(l, std::to_string(heads) + " heads cannot be split over shard: " + std::to_string(split),
-                          "tensor sharding splits attention by heads: use a shard count that divides the heads");
-      return std::unique_ptr<Kernel>(new AttentionKernel(h, heads, number(l, "causal", 0) != 0, *norm == ir::NormPosition::Pre, split));
-    }
-    case ir::LayerOp::Ffn: {
-      if (auto bad = positive({"hidden", "intermediate"}); !bad.empty())
-        return layerError(l, "attribute `" + bad + "` must be a positive whole number", "check the layer's arguments");
-      const std::string normName = text(l, "norm", "post");
-      const std::optional<ir::NormPosition> norm = ir::normPositionFromName(normName);
-      if (!norm) return layerError(l, "`norm` is \"" + normName + "\"", "use \"pre\" or \"post\"");
-      const int inter = static_cast<int>(need("intermediate"));
-      const int split = l.shardable ? t : 1;
-      if (inter % split != 0)
-        return layerError(l, "intermediate " + std::to_string(inter) + " cannot be split over shard: " + std::to_string(split),
-                          "tensor sharding splits the FFN's intermediate units: use a shard count that divides them");
-      return std::unique_ptr<Kernel>(new FfnKernel(static_cast<int>(need("hidden")), inter, *norm == ir::NormPosition::Pre, split));
-    }
-    case ir::LayerOp::MlmHead:
-    case ir::LayerOp::LmHead: {
-      if (auto bad = positive({"hidden", "vocab"}); !bad.empty())
-        return layerError(l, "attribute `" + bad + "` must be a positive whole number", "check the layer's arguments");
-      if (l.tiedTo.empty()) return layerError(l, "its projection is not tied to an embedding", "pass `tie: embedding`");
-      const std::string word = l.tiedTo + ".word";
-      if (l.op == ir::LayerOp::MlmHead)
-        return std::unique_ptr<Kernel>(new MlmHeadKernel(static_cast<int>(need("hidden")), static_cast<int>(need("vocab")), word));
-      return std::unique_ptr<Kernel>(new LmHeadKernel(static_cast<int>(need("hidden")), static_cast<int>(need("vocab")), word));
-    }
-    case ir::LayerOp::PooledClassifier: {
-      if (auto bad = positive({"hidden", "classes"}); !bad.empty())
-        return layerError(l, "attribute `" + bad + "` must be a positive whole number", "check the layer's arguments");
-      return std::unique_ptr<Kernel>(new PooledClassifierKernel(static_cast<int>(need("hidden")), static_cast<int>(need("classes"))));
-    }
+    case ir::LayerOp::Embedding:
+      return std::unique_ptr<Kernel>(new EmbeddingKernel(at("vocab"), at("hidden"), at("positions"),
+                                                         std::max(0, static_cast<int>(number(l, "types", 0)))));
+    case ir::LayerOp::Attention:
+      return std::unique_ptr<Kernel>(new AttentionKernel(at("hidden"), at("heads"), number(l, "causal", 0) != 0,
+                                                         ir::normPositionFromName(text(l, "norm", "post")) == ir::NormPosition::Pre, split));
+    case ir::LayerOp::Ffn:
+      return std::unique_ptr<Kernel>(new FfnKernel(at("hidden"), at("intermediate"),
+                                                   ir::normPositionFromName(text(l, "norm", "post")) == ir::NormPosition::Pre, split));
+    case ir::LayerOp::MlmHead: return std::unique_ptr<Kernel>(new MlmHeadKernel(at("hidden"), at("vocab"), l.tiedTo + ".word"));
+    case ir::LayerOp::LmHead: return std::unique_ptr<Kernel>(new LmHeadKernel(at("hidden"), at("vocab"), l.tiedTo + ".word"));
+    case ir::LayerOp::PooledClassifier: return std::unique_ptr<Kernel>(new PooledClassifierKernel(at("hidden"), at("classes")));
     case ir::LayerOp::Dense: {
-      if (auto bad = positive({"inputs", "outputs"}); !bad.empty())
-        return layerError(l, "attribute `" + bad + "` must be a positive whole number", "check the layer's arguments");
-      const std::string a = text(l, "activation", "gelu");
-      const std::optional<ir::Activation> act = ir::activationFromName(a);
-      if (!act) return layerError(l, "activation \"" + a + "\" has no kernel", "use \"gelu\", \"relu\", \"tanh\" or \"none\"");
-      return std::unique_ptr<Kernel>(new DenseKernel(static_cast<int>(need("inputs")), static_cast<int>(need("outputs")), *act));
+      const std::optional<ir::Activation> act = ir::activationFromName(text(l, "activation", "gelu"));
+      if (!act) break;  // the table accepts only activations with a kernel
+      return std::unique_ptr<Kernel>(new DenseKernel(at("inputs"), at("outputs"), *act));
     }
-    case ir::LayerOp::SoftmaxLoss: {
-      if (auto bad = positive({"classes"}); !bad.empty())
-        return layerError(l, "attribute `" + bad + "` must be a positive whole number", "check the layer's arguments");
-      return std::unique_ptr<Kernel>(new SoftmaxLossKernel(static_cast<int>(need("classes"))));
-    }
+    case ir::LayerOp::SoftmaxLoss: return std::unique_ptr<Kernel>(new SoftmaxLossKernel(at("classes")));
     case ir::LayerOp::ConvStem:
     case ir::LayerOp::Bottleneck:
     case ir::LayerOp::BasicBlock:
@@ -720,14 +638,12 @@ Expected<std::unique_ptr<Kernel>> makeKernel(const ir::Layer& l, int shards, lon
     case ir::LayerOp::TokenClassifier:
     case ir::LayerOp::ConvModule:
     case ir::LayerOp::GroupedFfn:
-    case ir::LayerOp::LayerNorm: return makeSequenceKernel(l, shards, seqLen);
-    // No kernel: the cost model prices these from their formulas only.
+    case ir::LayerOp::LayerNorm: return makeSequenceKernel(l, shards);
+    // No kernel: the table has no row for it, so layerProblem refused it.
     case ir::LayerOp::Other: break;
   }
-  return layerError(l, "the emulator has no kernel for op \"" + ir::opName(l) + "\"",
-                    "`ipu run` executes embedding, attention, ffn, mlm_head, pooled_classifier, lm_head, dense, "
-                    "softmax_loss, conv_module, grouped_ffn, layer_norm, conv_stem, bottleneck, basic_block, pooled_fc, "
-                    "patch_embedding and token_classifier layers; use `ipu estimate` for the others");
+  return Error{code::kInternal, "layer `" + l.name + "`: the kernel table accepts op \"" + ir::opName(l) + "\" but no kernel is built for it",
+               "this is a bug in ipu", l.source};
 }
 
 }  // namespace ipu::emu
