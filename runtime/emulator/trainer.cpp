@@ -12,6 +12,7 @@
 #include <thread>
 #include <tuple>
 
+#include "runtime/base/invariant.h"
 #include "runtime/emulator/collectives.h"
 #include "runtime/emulator/counter_rng.h"
 #include "runtime/emulator/fp16.h"
@@ -613,6 +614,7 @@ void PhaseTrainer::Impl::forwardStage(Group& g, int stage, int micro) {
   Mat in;
   if (stage > 0) {
     auto it = g.activationsIn.find({stage, micro});
+    IPU_INVARIANT(it != g.activationsIn.end(), "the schedule runs a stage's forward pass after its input activations arrived");
     in = std::move(it->second);
     g.activationsIn.erase(it);
   }
@@ -675,11 +677,13 @@ void PhaseTrainer::Impl::recomputeStage(Group& g, int stage, int micro) {
 void PhaseTrainer::Impl::backwardStage(Group& g, int stage, int micro) {
   const auto& layers = stageLayers[static_cast<std::size_t>(stage)];
   auto sit = g.stash.find({stage, micro});
+  IPU_INVARIANT(sit != g.stash.end(), "the schedule runs a stage's backward pass after its forward pass stashed the micro batch");
   StashEntry e = std::move(sit->second);
   g.stash.erase(sit);
   Mat d;
   if (stage < S - 1) {
     auto it = g.gradientsIn.find({stage, micro});
+    IPU_INVARIANT(it != g.gradientsIn.end(), "the schedule runs a stage's backward pass after the next stage's gradients arrived");
     d = std::move(it->second);
     g.gradientsIn.erase(it);
   }
@@ -725,6 +729,7 @@ void PhaseTrainer::Impl::runCycle(const std::vector<ir::Work>& work) {
   runGroups(groups.size(), [&](std::size_t i) {
     Group& g = groups[i];
     for (const auto& w : work) {
+      IPU_INVARIANT(w.stage >= 0 && w.stage < S, "the pipeline schedule's work names stages of the plan");
       if (stageIpu[static_cast<std::size_t>(w.stage)] != g.ipu) continue;
       const int micro = static_cast<int>(w.micro);
       switch (w.pass) {
@@ -743,6 +748,8 @@ void PhaseTrainer::Impl::deliver() {
   const double bc = ir::bytesOf(plan.precision.compute);
   for (auto& g : groups) {
     for (auto& m : g.outbox) {
+      IPU_INVARIANT(m.stage >= 0 && m.stage < S && (m.gradient ? m.stage < S - 1 : m.stage > 0),
+                    "a message goes to a neighbouring stage: activations forward, gradients backward");
       // Activations go from stage - 1 to stage; gradients from stage + 1 to stage.
       const std::size_t boundary = static_cast<std::size_t>(m.gradient ? m.stage : m.stage - 1);
       auto& moved = m.gradient ? traffic.gradients : traffic.activations;
@@ -825,6 +832,7 @@ void PhaseTrainer::Impl::runSegment(Group& g, int k, bool backward) {
   };
   auto back = [&](std::map<Key2, Mat>& where, Key2 key) {
     auto it = where.find(key);
+    IPU_INVARIANT(it != where.end(), "a phased backward run finds what its forward run left in Streaming Memory");
     Mat m = std::move(it->second);
     where.erase(it);
     actBytes += static_cast<double>(m.size()) * cb;
@@ -859,6 +867,7 @@ void PhaseTrainer::Impl::runSegment(Group& g, int k, bool backward) {
         actBytes += static_cast<double>(x.size()) * cb;
       } else if (seg.stage > 0) {
         auto it = g.activationsIn.find({seg.stage, m});
+        IPU_INVARIANT(it != g.activationsIn.end(), "a stage's first segment runs after its input activations arrived");
         x = std::move(it->second);
         g.activationsIn.erase(it);
       }
@@ -880,6 +889,7 @@ void PhaseTrainer::Impl::runSegment(Group& g, int k, bool backward) {
       if (!stageLast) d = back(g.streamedGradients, {k, m});
       else if (seg.stage < S - 1) {
         auto it = g.gradientsIn.find({seg.stage, m});
+        IPU_INVARIANT(it != g.gradientsIn.end(), "a stage's last segment runs backward after the next stage's gradients arrived");
         d = std::move(it->second);
         g.gradientsIn.erase(it);
       }
