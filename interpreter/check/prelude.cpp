@@ -1,10 +1,10 @@
 #include "interpreter/check/prelude.h"
 
-#include <cassert>
 #include <chrono>
 
 #include "interpreter/check/evaluator.h"
 #include "interpreter/check/modules.h"
+#include "runtime/base/invariant.h"
 
 namespace ipu::check {
 
@@ -33,7 +33,7 @@ Prelude::Prelude() {
     scopes_[m] = evaluator_->scopePtrOf(*m);
   }
   // The standard library is tested to be clean (tests/unit/stdlib_test.cpp).
-  assert(!diags_.hasErrors());
+  IPU_INVARIANT(!diags_.hasErrors(), "the embedded standard library checks without errors");
   buildMs_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
 

@@ -7,6 +7,7 @@
 
 #include <iostream>
 
+#include "interpreter/cli/arguments.h"
 #include "interpreter/cli/output_file.h"
 #include "interpreter/cli/runs_command.h"
 #include "interpreter/cli/sweep_report_command.h"
@@ -53,35 +54,29 @@ int reportCommand(const std::vector<std::string>& args) {
   std::vector<std::string> ids;
   std::string where, output, storeFlag, runsDir = "runs", title;
   long long limit = 0;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto take = [&](const std::string& name, std::string& slot) -> int {  // 1 taken, 0 not this, -1 missing
-      if (a.rfind(name + "=", 0) == 0) {
-        slot = a.substr(name.size() + 1);
-        return slot.empty() ? -1 : 1;
-      }
-      if (a != name) return 0;
-      if (i + 1 >= args.size()) return -1;
-      slot = args[++i];
-      return 1;
-    };
+  ArgumentReader in(args);
+  while (in.next()) {
+    const std::string a = in.word();   // the option as written, for the messages
+    // A value left out (the option last, or `--name=`) is a mistake; an
+    // explicit empty word (`--title ""`) is taken as given. After value(),
+    // the reader is still on the option only when the value was left out.
+    auto absent = [&](const std::string& v) { return v.empty() && in.isOption(); };
     std::string v;
-    int got = 0;
-    if ((got = take("--where", where)) != 0) {
-      if (got < 0) return usage("`--where` needs a filter");
-    } else if ((got = take("-o", output)) != 0 || (got = take("--output", output)) != 0) {
-      if (got < 0) return usage("`" + a + "` needs a file name");
-    } else if ((got = take("--store", storeFlag)) != 0) {
-      if (got < 0) return usage("`--store` needs a path or a postgresql:// URI");
-    } else if ((got = take("--runs-dir", runsDir)) != 0) {
-      if (got < 0) return usage("`--runs-dir` needs a directory");
-    } else if ((got = take("--title", title)) != 0) {
-      if (got < 0) return usage("`--title` needs a text");
-    } else if ((got = take("--limit", v)) != 0) {
+    if (in.value("--where", where)) {
+      if (absent(where)) return usage("`--where` needs a filter");
+    } else if (in.value("-o", output) || in.value("--output", output)) {
+      if (absent(output)) return usage("`" + a + "` needs a file name");
+    } else if (in.value("--store", storeFlag)) {
+      if (absent(storeFlag)) return usage("`--store` needs a path or a postgresql:// URI");
+    } else if (in.value("--runs-dir", runsDir)) {
+      if (absent(runsDir)) return usage("`--runs-dir` needs a directory");
+    } else if (in.value("--title", title)) {
+      if (absent(title)) return usage("`--title` needs a text");
+    } else if (in.value("--limit", v)) {
       char* end = nullptr;
       limit = std::strtoll(v.c_str(), &end, 10);
-      if (got < 0 || *end != '\0' || limit < 1) return usage("`--limit` needs a whole number of at least 1");
-    } else if (a.size() > 1 && a[0] == '-') {
+      if (absent(v) || *end != '\0' || limit < 1) return usage("`--limit` needs a whole number of at least 1");
+    } else if (in.isOption()) {
       return usage("unknown option `" + a + "`");
     } else {
       ids.push_back(a);

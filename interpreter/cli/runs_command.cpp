@@ -14,6 +14,7 @@
 
 #include "interpreter/base/diagnostic.h"
 #include "interpreter/base/terminal.h"
+#include "interpreter/cli/arguments.h"
 #include "interpreter/runner/run_import.h"
 #include "interpreter/runner/store_recorder.h"
 #include "interpreter/store/filter.h"
@@ -568,53 +569,40 @@ namespace {
 int runsCommand(const std::vector<std::string>& args) {
   RunsOptions o;
   bool subSeen = false;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&](const std::string& name, std::string& slot) -> bool {
-      if (a.rfind(name + "=", 0) == 0) {
-        slot = a.substr(name.size() + 1);
-        return true;
-      }
-      if (a != name) return false;
-      if (i + 1 >= args.size()) {
-        slot = "\x01";  // missing
-        return true;
-      }
-      slot = args[++i];
-      return true;
-    };
+  ArgumentReader in(args);
+  while (in.next()) {
+    const std::string a = in.word();
     std::string v;
-    if (a == "--json") o.json = true;
-    else if (a == "--csv") o.csv = true;
-    else if (value("--where", v)) {
-      if (v == "\x01") return usage("`--where` needs a filter");
+    if (in.flag("--json")) o.json = true;
+    else if (in.flag("--csv")) o.csv = true;
+    else if (in.value("--where", v)) {
+      // `--where ""` and `--where=` are an empty filter; only `--where` as the
+      // last word lacks one (the reader then stays on the option).
+      if (v.empty() && in.flag("--where")) return usage("`--where` needs a filter");
       o.where = v;
-    } else if (value("--sort", v)) {
-      if (v == "\x01" || v.empty()) return usage("`--sort` needs a column name");
+    } else if (in.value("--sort", v)) {
+      if (v.empty()) return usage("`--sort` needs a column name");
       o.sort = v;
-    } else if (value("--columns", v)) {
-      if (v == "\x01" || v.empty()) return usage("`--columns` needs a list of names");
+    } else if (in.value("--columns", v)) {
+      if (v.empty()) return usage("`--columns` needs a list of names");
       o.columns = v;
-    } else if (value("--store", v)) {
-      if (v == "\x01" || v.empty()) return usage("`--store` needs a path or a postgresql:// URI");
+    } else if (in.value("--store", v)) {
+      if (v.empty()) return usage("`--store` needs a path or a postgresql:// URI");
       o.store = v;
-    } else if (value("--runs-dir", v)) {
-      if (v == "\x01" || v.empty()) return usage("`--runs-dir` needs a directory");
+    } else if (in.value("--runs-dir", v)) {
+      if (v.empty()) return usage("`--runs-dir` needs a directory");
       o.runsDir = v;
-    } else if (value("--limit", v)) {
+    } else if (in.value("--limit", v)) {
       char* end = nullptr;
       o.limit = std::strtoll(v.c_str(), &end, 10);
-      if (v == "\x01" || v.empty() || *end != '\0' || o.limit < 1) return usage("`--limit` needs a whole number of at least 1");
-    } else if (value("--grace", v)) {
+      if (v.empty() || *end != '\0' || o.limit < 1) return usage("`--limit` needs a whole number of at least 1");
+    } else if (in.value("--grace", v)) {
       char* end = nullptr;
       o.grace = std::strtod(v.c_str(), &end);
-      if (v == "\x01" || v.empty() || *end != '\0' || !(o.grace >= 0)) return usage("`--grace` needs a number of seconds");
-    } else if (value("--color", v)) {
-      if (v == "auto") o.color = base::ColorMode::Auto;
-      else if (v == "always") o.color = base::ColorMode::Always;
-      else if (v == "never") o.color = base::ColorMode::Never;
-      else return usage("--color takes `auto`, `always` or `never`");
-    } else if (a.size() > 1 && a[0] == '-' && !(subSeen && (o.sub == "note" || o.sub == "tag" || o.sub == "untag"))) {
+      if (v.empty() || *end != '\0' || !(o.grace >= 0)) return usage("`--grace` needs a number of seconds");
+    } else if (in.value("--color", v)) {
+      if (!parseColor(v, o.color)) return usage("--color takes `auto`, `always` or `never`");
+    } else if (in.isOption() && !(subSeen && (o.sub == "note" || o.sub == "tag" || o.sub == "untag"))) {
       return usage("unknown option `" + a + "`");
     } else if (!subSeen && o.positional.empty()) {
       subSeen = true;

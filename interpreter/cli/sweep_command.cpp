@@ -9,6 +9,7 @@
 
 #include "interpreter/base/diagnostic.h"
 #include "interpreter/base/terminal.h"
+#include "interpreter/cli/arguments.h"
 #include "interpreter/cli/command.h"
 #include "interpreter/cli/runs_command.h"
 #include "interpreter/cli/sweep_run_command.h"
@@ -270,11 +271,12 @@ int changeState(store::SweepStore& st, const SweepOptions& o) {
 int sweepCommand(const std::vector<std::string>& args) {
   // `ipu sweep FILE [NAME]` runs a sweep (sweep_run_command.h): its first
   // word that is not an option is a script, not a subcommand.
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--store" || a == "--runs-dir" || a == "--color" || a == "--count" || a == "--steps" || a == "--threads" ||
-        a == "--stale-after" || a == "--max-attempts") {
-      ++i;
+  ArgumentReader scan(args);
+  while (scan.next()) {
+    const std::string& a = scan.word();
+    if (scan.flag("--store") || scan.flag("--runs-dir") || scan.flag("--color") || scan.flag("--count") || scan.flag("--steps") ||
+        scan.flag("--threads") || scan.flag("--stale-after") || scan.flag("--max-attempts")) {
+      scan.skip();   // the option's value, not a script
       continue;
     }
     if (a.empty() || a[0] == '-') continue;
@@ -283,35 +285,24 @@ int sweepCommand(const std::vector<std::string>& args) {
     break;
   }
   SweepOptions o;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&](const std::string& name, std::string& slot) -> bool {
-      if (a.rfind(name + "=", 0) == 0) {
-        slot = a.substr(name.size() + 1);
-        return true;
-      }
-      if (a != name) return false;
-      slot = i + 1 < args.size() ? args[++i] : std::string();
-      return true;
-    };
+  ArgumentReader in(args);
+  while (in.next()) {
+    const std::string a = in.word();
     std::string v;
-    if (a == "-h" || a == "--help") {
+    if (in.flag("-h") || in.flag("--help")) {
       std::cout << kSweepUsage;
       return kOk;
     }
-    if (a == "--json") o.json = true;
-    else if (value("--store", v)) {
+    if (in.flag("--json")) o.json = true;
+    else if (in.value("--store", v)) {
       if (v.empty()) return usage("`--store` needs a path or a postgresql:// URI");
       o.store = v;
-    } else if (value("--runs-dir", v)) {
+    } else if (in.value("--runs-dir", v)) {
       if (v.empty()) return usage("`--runs-dir` needs a directory");
       o.runsDir = v;
-    } else if (value("--color", v)) {
-      if (v == "auto") o.color = base::ColorMode::Auto;
-      else if (v == "always") o.color = base::ColorMode::Always;
-      else if (v == "never") o.color = base::ColorMode::Never;
-      else return usage("--color takes `auto`, `always` or `never`");
-    } else if (a.size() > 1 && a[0] == '-') {
+    } else if (in.value("--color", v)) {
+      if (!parseColor(v, o.color)) return usage("--color takes `auto`, `always` or `never`");
+    } else if (in.isOption()) {
       return usage("unknown option `" + a + "`");
     } else if (o.sub.empty()) {
       o.sub = a;

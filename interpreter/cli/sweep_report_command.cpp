@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "interpreter/base/diagnostic.h"
+#include "interpreter/cli/arguments.h"
 #include "interpreter/cli/output_file.h"
 #include "interpreter/cli/runs_command.h"
 #include "interpreter/report/sweep_html.h"
@@ -58,38 +59,32 @@ bool wantsSweepReport(const std::vector<std::string>& args) {
 int sweepReportCommand(const std::vector<std::string>& args) {
   std::string sweepName, output, storeFlag, runsDir = "runs", title;
   bool json = false;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto take = [&](const std::string& name, std::string& slot) -> int {  // 1 taken, 0 not this, -1 missing
-      if (a.rfind(name + "=", 0) == 0) {
-        slot = a.substr(name.size() + 1);
-        return slot.empty() ? -1 : 1;
-      }
-      if (a != name) return 0;
-      if (i + 1 >= args.size()) return -1;
-      slot = args[++i];
-      return 1;
-    };
-    int got = 0;
-    if (a == "-h" || a == "--help") {
+  ArgumentReader in(args);
+  while (in.next()) {
+    const std::string a = in.word();   // the option as written, for the messages
+    // A value left out (the option last, or `--name=`) is a mistake; an
+    // explicit empty word (`--title ""`) is taken as given. After value(),
+    // the reader is still on the option only when the value was left out.
+    auto absent = [&](const std::string& v) { return v.empty() && in.isOption(); };
+    if (in.flag("-h") || in.flag("--help")) {
       std::cout << kSweepReportUsage;
       return kOk;
     }
-    if (a == "--json") {
+    if (in.flag("--json")) {
       json = true;
-    } else if ((got = take("--sweep", sweepName)) != 0) {
-      if (got < 0) return usage("`--sweep` needs a sweep's name");
-    } else if ((got = take("-o", output)) != 0 || (got = take("--output", output)) != 0) {
-      if (got < 0) return usage("`" + a + "` needs a file name");
-    } else if ((got = take("--store", storeFlag)) != 0) {
-      if (got < 0) return usage("`--store` needs a path or a postgresql:// URI");
-    } else if ((got = take("--runs-dir", runsDir)) != 0) {
-      if (got < 0) return usage("`--runs-dir` needs a directory");
-    } else if ((got = take("--title", title)) != 0) {
-      if (got < 0) return usage("`--title` needs a text");
-    } else if (a == "--where" || a.rfind("--where=", 0) == 0 || a == "--limit" || a.rfind("--limit=", 0) == 0) {
+    } else if (in.value("--sweep", sweepName)) {
+      if (absent(sweepName)) return usage("`--sweep` needs a sweep's name");
+    } else if (in.value("-o", output) || in.value("--output", output)) {
+      if (absent(output)) return usage("`" + a + "` needs a file name");
+    } else if (in.value("--store", storeFlag)) {
+      if (absent(storeFlag)) return usage("`--store` needs a path or a postgresql:// URI");
+    } else if (in.value("--runs-dir", runsDir)) {
+      if (absent(runsDir)) return usage("`--runs-dir` needs a directory");
+    } else if (in.value("--title", title)) {
+      if (absent(title)) return usage("`--title` needs a text");
+    } else if (in.flag("--where") || a.rfind("--where=", 0) == 0 || in.flag("--limit") || a.rfind("--limit=", 0) == 0) {
       return usage("`" + a.substr(0, a.find('=')) + "` selects runs; a sweep's report shows every trial of the sweep");
-    } else if (a.size() > 1 && a[0] == '-') {
+    } else if (in.isOption()) {
       return usage("unknown option `" + a + "`");
     } else {
       return usage("`" + a + "`: a sweep's report takes no run ids (`ipu report ID...` reports runs)");

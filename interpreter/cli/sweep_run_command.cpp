@@ -11,6 +11,7 @@
 #include "interpreter/base/diagnostic.h"
 #include "interpreter/base/render.h"
 #include "interpreter/base/terminal.h"
+#include "interpreter/cli/arguments.h"
 #include "interpreter/cli/command.h"
 #include "interpreter/cli/runs_command.h"
 #include "interpreter/runner/sweep_agent.h"
@@ -55,11 +56,6 @@ or cancelled, after --count trials, or on Ctrl-C.
 std::atomic<bool> gInterrupt{false};
 void onSweepInterrupt(int) { gInterrupt = true; }
 
-int usage(const std::string& command, const std::string& message) {
-  std::cerr << "ipu " << command << ": " << message << "\n(`ipu " << command << " --help` lists what it takes)\n";
-  return kUsage;
-}
-
 struct RunOptions {
   std::vector<std::string> positional;
   std::string store, runsDir = "runs", scriptDir;
@@ -81,47 +77,39 @@ bool parseCount(const std::string& text, long long& out) {
 
 // Parses the options both commands take; returns an exit code for a usage error, or -1.
 int parse(const std::string& command, const std::vector<std::string>& args, RunOptions& o) {
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&](const std::string& name, std::string& slot) -> bool {
-      if (a.rfind(name + "=", 0) == 0) {
-        slot = a.substr(name.size() + 1);
-        return true;
-      }
-      if (a != name) return false;
-      slot = i + 1 < args.size() ? args[++i] : std::string();
-      return true;
-    };
+  ArgumentReader in(args);
+  while (in.next()) {
+    const std::string a = in.word();
     std::string v;
-    if (a == "-h" || a == "--help") {
+    if (in.flag("-h") || in.flag("--help")) {
       o.help = true;
-    } else if (value("--store", v)) {
+    } else if (in.value("--store", v)) {
       if (v.empty()) return usage(command, "`--store` needs a path or a postgresql:// URI");
       o.store = v;
-    } else if (value("--runs-dir", v)) {
+    } else if (in.value("--runs-dir", v)) {
       if (v.empty()) return usage(command, "`--runs-dir` needs a directory");
       o.runsDir = v;
-    } else if (value("--count", v)) {
+    } else if (in.value("--count", v)) {
       if (!parseCount(v, o.agent.count)) return usage(command, "`--count` takes a whole number of trials, at least 1");
-    } else if (value("--steps", v)) {
+    } else if (in.value("--steps", v)) {
       if (!parseCount(v, o.agent.stepLimit)) return usage(command, "`--steps` takes a whole number of steps, at least 1");
-    } else if (value("--threads", v)) {
+    } else if (in.value("--threads", v)) {
       long long n = 0;
       if (!parseCount(v, n) || n > 1024) return usage(command, "`--threads` takes a whole number from 1 to 1024");
       o.agent.threads = static_cast<int>(n);
-    } else if (value("--stale-after", v)) {
+    } else if (in.value("--stale-after", v)) {
       long long n = 0;
       if (!parseCount(v, n)) return usage(command, "`--stale-after` takes a whole number of seconds, at least 1");
       o.agent.staleAfter = static_cast<double>(n);
       o.agent.heartbeatEvery = std::min(5.0, o.agent.staleAfter / 4);
-    } else if (value("--max-attempts", v)) {
+    } else if (in.value("--max-attempts", v)) {
       long long n = 0;
       if (!parseCount(v, n) || n > 1000) return usage(command, "`--max-attempts` takes a whole number from 1 to 1000");
       o.agent.maxAttempts = static_cast<int>(n);
-    } else if (command == "agent" && value("--script-dir", v)) {
+    } else if (command == "agent" && in.value("--script-dir", v)) {
       if (v.empty()) return usage(command, "`--script-dir` needs a directory");
       o.scriptDir = v;
-    } else if (a.size() > 1 && a[0] == '-') {
+    } else if (in.isOption()) {
       return usage(command, "unknown option `" + a + "`");
     } else {
       o.positional.push_back(a);

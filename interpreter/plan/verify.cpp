@@ -1,12 +1,12 @@
 #include "interpreter/plan/verify.h"
 
 #include <algorithm>
-#include <cassert>
 #include <cmath>
 #include <sstream>
 
 #include "interpreter/check/units.h"
 #include "interpreter/plan/codes.h"
+#include "runtime/base/invariant.h"
 
 namespace ipu::plan {
 
@@ -31,11 +31,10 @@ std::string largestComponents(const ir::MemoryBreakdown& m) {
 void verifyPlan(PhaseContext& ctx) {
   ir::PhasePlan& p = ctx.plan;
   // Invariants of the lowering: failures here are bugs, not user errors.
-  for (const auto& l : p.layers) {
-    assert(l.ipu >= 0 && l.ipu < std::max(1, ctx.settings.pipelineIpus));
-    (void)l;
-  }
-  assert(p.ipus.size() == static_cast<std::size_t>(std::max(1, ctx.settings.shard) * std::max(1, ctx.settings.pipelineIpus)));
+  for (const auto& l : p.layers)
+    IPU_INVARIANT(l.ipu >= 0 && l.ipu < std::max(1, ctx.settings.pipelineIpus), "every layer is placed on one of the phase's pipeline IPUs");
+  IPU_INVARIANT(p.ipus.size() == static_cast<std::size_t>(std::max(1, ctx.settings.shard) * std::max(1, ctx.settings.pipelineIpus)),
+                "the plan has one IPU entry per pipeline IPU and shard");
   if (ctx.diags == nullptr) return;
   // Without the placement (a Lua function that failed) there is nothing to judge.
   if (ctx.placementFailed) return;

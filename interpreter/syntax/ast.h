@@ -1,19 +1,19 @@
 // The `.ipu` abstract syntax tree: what the rest of the toolchain sees of a
 // script (never ANTLR parse-tree contexts). Every node has a span. Node kinds
 // are enums with checked casts (`as<T>()`), in the style of LLVM's toy AST, so
-// a switch over the kind is exhaustive and a wrong cast is caught in debug.
+// a switch over the kind is exhaustive and a wrong cast is caught (IPU_INVARIANT).
 //
 // The tree records what was written, not what it means: `8 steps` is a number
 // with unit text "steps"; whether `steps` is a unit, and what `fp16` names, is
 // decided by the checker.
 #pragma once
 
-#include <cassert>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "interpreter/base/source.h"
+#include "runtime/base/invariant.h"
 
 namespace ipu::syntax {
 
@@ -33,7 +33,7 @@ struct Expr {
   Span span;
   bool parenthesized = false;  // written in parentheses (kept by the printer; no meaning)
   template <typename T> const T& as() const {
-    assert(kind == T::kKind);
+    IPU_INVARIANT(kind == T::kKind, "as<T>() is called only on a node of kind T (dyn<T>() tests)");
     return static_cast<const T&>(*this);
   }
   template <typename T> const T* dyn() const { return kind == T::kKind ? static_cast<const T*>(this) : nullptr; }
@@ -189,7 +189,7 @@ struct Member {
   const MemberKind kind;
   Span span;
   template <typename T> const T& as() const {
-    assert(kind == T::kKind);
+    IPU_INVARIANT(kind == T::kKind, "as<T>() is called only on a node of kind T (dyn<T>() tests)");
     return static_cast<const T&>(*this);
   }
   template <typename T> const T* dyn() const { return kind == T::kKind ? static_cast<const T*>(this) : nullptr; }
@@ -277,7 +277,7 @@ struct Item {
   const ItemKind kind;
   Span span;
   template <typename T> const T& as() const {
-    assert(kind == T::kKind);
+    IPU_INVARIANT(kind == T::kKind, "as<T>() is called only on a node of kind T (dyn<T>() tests)");
     return static_cast<const T&>(*this);
   }
   template <typename T> const T* dyn() const { return kind == T::kKind ? static_cast<const T*>(this) : nullptr; }

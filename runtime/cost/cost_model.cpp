@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "runtime/base/invariant.h"
 #include "runtime/cost/codes.h"
 
 namespace ipu::cost {
@@ -142,8 +143,10 @@ class Model {
     // forward pass, and their gradients the other way in the backward pass.
     for (const auto& bd : p_.traffic.boundaries) {
       const double bytes = bd.activationBytes + bd.gradientBytes;
-      for (int s : {bd.from, bd.from + 1})
+      for (int s : {bd.from, bd.from + 1}) {
+        IPU_INVARIANT(s >= 0 && static_cast<std::size_t>(s) < p_.stages.size(), "a stage boundary of the plan's traffic lies between two of its stages");
         boundaryTime_[p_.stages[static_cast<std::size_t>(s)].ipu] += bytes / links_.pointToPoint;
+      }
     }
 
     // Per pipeline IPU: its share of one micro batch.
@@ -346,15 +349,19 @@ class Model {
     // The state streams during the update; phased execution's weights,
     // gradients and stash while the pipeline runs.
     for (const auto& st : p_.traffic.streaming) {
+      IPU_INVARIANT(st.ipu >= 0 && static_cast<std::size_t>(st.ipu) < p_.ipus.size(), "the plan's Streaming Memory traffic names IPUs of the plan");
       if (p_.ipus[static_cast<std::size_t>(st.ipu)].shard != 0) continue;
       worstStateStream = std::max(worstStateStream, st.optimizerState);
       worstStream = std::max(worstStream, st.phased());
     }
     // Streamed weights sharded across replicas are gathered as they load
     // (the entry sums the step's gathers, one per segment run).
-    for (const auto& c : p_.traffic.collectives)
-      if (c.tensors == ir::CollectiveTensors::StreamedWeights && p_.ipus[static_cast<std::size_t>(c.ipu)].shard == 0)
+    for (const auto& c : p_.traffic.collectives) {
+      if (c.tensors != ir::CollectiveTensors::StreamedWeights) continue;
+      IPU_INVARIANT(c.ipu >= 0 && static_cast<std::size_t>(c.ipu) < p_.ipus.size(), "the plan's collectives name IPUs of the plan");
+      if (p_.ipus[static_cast<std::size_t>(c.ipu)].shard == 0)
         b.rtsCollectives += (r_ - 1.0) / r_ * c.bytes / links_.collective;
+    }
     // The rest of the weight update is a fixed cost of the step that grows
     // with the model, not with the micro batches: per parameter of the replica
     // (calibrated), the gradient collectives' set-up, LAMB/LARS norm

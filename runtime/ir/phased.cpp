@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "runtime/base/invariant.h"
+
 namespace ipu::ir {
 
 std::vector<PhaseSegment> phaseSegments(const PhasePlan& p) {
@@ -11,6 +13,7 @@ std::vector<PhaseSegment> phaseSegments(const PhasePlan& p) {
   std::sort(stages.begin(), stages.end(), [](const Stage* a, const Stage* b) { return a->index < b->index; });
   for (const Stage* s : stages)
     for (int li : s->layers) {
+      IPU_INVARIANT(li >= 0 && static_cast<std::size_t>(li) < p.layers.size(), "a stage names layers of its plan");
       const Layer& l = p.layers[static_cast<std::size_t>(li)];
       if (out.empty() || out.back().stage != s->index || out.back().phase != l.phase)
         out.push_back(PhaseSegment{s->index, s->ipu, l.phase, {}});
@@ -32,6 +35,7 @@ double segmentParameters(const PhasePlan& p, const PhaseSegment& s, int shard) {
   const double t = std::max(1, shard);
   double n = 0;
   for (int li : s.layers) {
+    IPU_INVARIANT(li >= 0 && static_cast<std::size_t>(li) < p.layers.size(), "a phase segment names layers of its plan");
     const Layer& l = p.layers[static_cast<std::size_t>(li)];
     n += l.shardable ? l.params / t : l.params;
     if (l.tiedTo.empty()) continue;
