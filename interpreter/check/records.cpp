@@ -6,6 +6,7 @@
 
 #include "interpreter/check/codes.h"
 #include "interpreter/check/evaluator.h"
+#include "runtime/ir/mapping_fields.h"
 
 namespace ipu::check {
 
@@ -117,7 +118,8 @@ bool Evaluator::conforms(Value& v, const Type& type, const std::string& field, S
         v = Value::symbol("none", v.span);
         return true;
       }
-      if (v.kind == ValueKind::Bool && v.boolean && field == "recompute") {
+      // `recompute: on` means the usual policy.
+      if (v.kind == ValueKind::Bool && v.boolean && field == ir::nameOf(ir::MappingField::Recompute)) {
         v = Value::symbol("every_layer", v.span);
         return true;
       }

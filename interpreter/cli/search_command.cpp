@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "interpreter/base/render.h"
+#include "interpreter/cli/arguments.h"
 #include "interpreter/base/terminal.h"
 #include "interpreter/cli/output_file.h"
 #include "interpreter/search/search.h"
@@ -180,73 +181,54 @@ namespace {
 
 int searchCommand(const std::vector<std::string>& args) {
   Args a;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    std::string arg = args[i];
-    std::string inlineValue;
-    bool hasInline = false;
-    if (arg.rfind("--", 0) == 0) {
-      auto eq = arg.find('=');
-      if (eq != std::string::npos && arg.rfind("--fix", 0) != 0) {
-        inlineValue = arg.substr(eq + 1);
-        arg = arg.substr(0, eq);
-        hasInline = true;
-      } else if (arg.rfind("--fix=", 0) == 0) {
-        inlineValue = arg.substr(6);
-        arg = "--fix";
-        hasInline = true;
-      }
+  ArgumentReader in(args);
+  const char* const withValue[] = {"--run", "--phase", "--write", "--objective", "--max-ipus", "--headroom", "--fix", "--top", "--color"};
+  while (in.next()) {
+    if (in.flag("--json")) {
+      a.json = true;
+      continue;
     }
-    bool missing = false;
-    auto value = [&]() -> std::string {
-      if (hasInline) return inlineValue;
-      if (i + 1 >= args.size()) {
-        missing = true;
-        return {};
+    std::string v;
+    const char* arg = nullptr;
+    for (const char* name : withValue)
+      if (in.value(name, v)) {
+        arg = name;
+        break;
       }
-      return args[++i];
-    };
-    if (arg == "--json") a.json = true;
-    else if (arg == "--run" || arg == "--phase" || arg == "--write" || arg == "--objective" || arg == "--max-ipus" ||
-             arg == "--headroom" || arg == "--fix" || arg == "--top" || arg == "--color") {
-      std::string v = value();
-      if (missing) return usage("`" + arg + "` needs a value");
-      if (arg == "--run") a.run = v;
-      else if (arg == "--phase") a.phase = v;
-      else if (arg == "--write") a.write = v;
-      else if (arg == "--objective") {
-        auto o = search::objectiveNamed(v);
-        if (!o) return usage("--objective takes throughput, time_to_train or throughput_per_ipu (cost), not `" + v + "`");
-        a.options.objective = *o;
-      } else if (arg == "--max-ipus" || arg == "--top") {
-        char* end = nullptr;
-        long n = std::strtol(v.c_str(), &end, 10);
-        if (v.empty() || *end != '\0' || n < 1 || n > (1 << 20))
-          return usage(arg + " takes a whole number from 1, not `" + v + "`");
-        (arg == "--top" ? a.options.top : a.options.maxIpus) = static_cast<int>(n);
-      } else if (arg == "--headroom") {
-        std::string t = v;
-        bool percent = !t.empty() && t.back() == '%';
-        if (percent) t.pop_back();
-        char* end = nullptr;
-        double x = std::strtod(t.c_str(), &end);
-        if (t.empty() || *end != '\0' || !std::isfinite(x)) return usage("--headroom takes a share such as 10% or 0.1, not `" + v + "`");
-        if (percent) x /= 100;
-        if (x < 0 || x >= 1) return usage("--headroom must be at least 0 and below 100%, not `" + v + "`");
-        a.options.headroom = x;
-      } else if (arg == "--fix") {
-        if (auto problem = search::applyFix(a.options.fixed, v)) return usage(*problem);
-      } else if (arg == "--color") {
-        if (v == "auto") a.color = base::ColorMode::Auto;
-        else if (v == "always") a.color = base::ColorMode::Always;
-        else if (v == "never") a.color = base::ColorMode::Never;
-        else return usage("--color takes `auto`, `always` or `never`");
-      }
-    } else if (arg.size() > 1 && arg[0] == '-') {
-      return usage("unknown option `" + arg + "`");
-    } else if (a.file.empty()) {
-      a.file = arg;
-    } else {
-      return usage("`search` takes one script");
+    if (arg == nullptr) {
+      if (in.isOption()) return usage("unknown option `" + in.word() + "`");
+      if (!a.file.empty()) return usage("`search` takes one script");
+      a.file = in.word();
+      continue;
+    }
+    const std::string name = arg;
+    if (v.empty()) return usage("`" + name + "` needs a value");
+    if (name == "--run") a.run = v;
+    else if (name == "--phase") a.phase = v;
+    else if (name == "--write") a.write = v;
+    else if (name == "--objective") {
+      auto o = search::objectiveNamed(v);
+      if (!o) return usage("--objective takes throughput, time_to_train or throughput_per_ipu (cost), not `" + v + "`");
+      a.options.objective = *o;
+    } else if (name == "--max-ipus" || name == "--top") {
+      char* end = nullptr;
+      long n = std::strtol(v.c_str(), &end, 10);
+      if (*end != '\0' || n < 1 || n > (1 << 20)) return usage(name + " takes a whole number from 1, not `" + v + "`");
+      (name == "--top" ? a.options.top : a.options.maxIpus) = static_cast<int>(n);
+    } else if (name == "--headroom") {
+      std::string t = v;
+      bool percent = !t.empty() && t.back() == '%';
+      if (percent) t.pop_back();
+      char* end = nullptr;
+      double x = std::strtod(t.c_str(), &end);
+      if (t.empty() || *end != '\0' || !std::isfinite(x)) return usage("--headroom takes a share such as 10% or 0.1, not `" + v + "`");
+      if (percent) x /= 100;
+      if (x < 0 || x >= 1) return usage("--headroom must be at least 0 and below 100%, not `" + v + "`");
+      a.options.headroom = x;
+    } else if (name == "--fix") {
+      if (auto problem = search::applyFix(a.options.fixed, v)) return usage(*problem);
+    } else if (name == "--color") {
+      if (!parseColor(v, a.color)) return usage("--color takes `auto`, `always` or `never`");
     }
   }
   if (a.file.empty()) return usage("`search` needs a script");
@@ -387,7 +369,7 @@ int searchCommand(const std::vector<std::string>& args) {
                       << gib(m.streamingCapacityBytes) << " (In-Processor Memory peak " << gib(m.peakMemoryBytes)
                       << " of " << gib(m.capacityBytes) << "), with " << candidateLine(m);
           else
-            std::cout << ": the smallest peak found is " << gib(m.peakMemoryBytes) << " of " << gib(m.capacityBytes)
+            std::cout << ": the closest mapping found needs " << gib(m.peakMemoryBytes) << " of " << gib(m.capacityBytes)
                       << " on IPU " << m.peakIpu << " (" << m.peakComponent << ": " << gib(m.peakComponentBytes) << ")"
                       << (m.streamingOver() ? ", and Streaming Memory " + gib(m.streamingBytes) + " of its share " +
                                                   gib(m.streamingCapacityBytes)

@@ -1,5 +1,7 @@
 #include "interpreter/hooks/lua_placement.h"
 
+#include "runtime/ir/mapping_fields.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -105,9 +107,9 @@ std::optional<std::vector<int>> LuaPlacement::place(const plan::PlacementRequest
           lua_pushinteger(L, req.maxIpus);
           lua_setfield(L, -2, "max_ipus");
           lua_pushinteger(L, req.shard);
-          lua_setfield(L, -2, "shard");
+          lua_setfield(L, -2, ir::nameOf(ir::MappingField::Shard));
           lua_pushinteger(L, req.replicas);
-          lua_setfield(L, -2, "replicas");
+          lua_setfield(L, -2, ir::nameOf(ir::MappingField::Replicas));
           lua_pushnumber(L, req.chipMemoryBytes);
           lua_setfield(L, -2, "chip_memory");
           lua_pushnumber(L, totalParams);

@@ -130,7 +130,7 @@ struct PhaseResult {
                                    // kept when faster than every smaller size's
   std::vector<int> paretoLimits;   // the pod size of each Pareto row
   std::optional<Candidate> declared;      // the script's mapping, as written
-  std::optional<Candidate> leastMemory;   // when nothing fits: the smallest peak found
+  std::optional<Candidate> leastMemory;   // when nothing fits: the closest (smallest overrun of the binding memory)
   std::vector<std::string> relax;         // when nothing fits: which constraint to relax
   Counts counts;
   double seconds = 0;

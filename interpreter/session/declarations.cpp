@@ -28,6 +28,8 @@ std::size_t reportDeclarationProblems(const ir::ExecutionPlan& plan, Purpose pur
         where = phase;
       }
       if (!seen.insert({where.file, where.line, message}).second) continue;
+      // A layer op without a kernel is one written for estimation: only `ipu run` refuses it.
+      if (purpose != Purpose::Run && p.withoutKernel) continue;
       if (purpose == Purpose::Run || p.reach == runnable::Reach::RunAndEstimate) {
         diags.error(p.code, spanOf(where), message, p.help);
         ++errors;

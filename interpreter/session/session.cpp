@@ -146,10 +146,15 @@ void Session::resolveSearches() {
                           "more than its share %.1f MiB",
                           c.streamingBytes / (1 << 20), c.streamingIpu, c.streamingCapacityBytes / (1 << 20));
           else
-            std::snprintf(buf, sizeof buf, "; the smallest peak found is %.1f MiB of %.1f MiB, on IPU %d (%s: %.1f MiB)",
+            std::snprintf(buf, sizeof buf, "; the closest mapping found needs %.1f MiB of %.1f MiB on IPU %d (%s: %.1f MiB)",
                           c.peakMemoryBytes / (1 << 20), c.capacityBytes / (1 << 20), c.peakIpu, c.peakComponent.c_str(),
                           c.peakComponentBytes / (1 << 20));
           why = buf;
+          if (c.streamingOver() && c.inProcessorOver) {
+            std::snprintf(buf, sizeof buf, ", and %.1f MiB of its %.1f MiB share of Streaming Memory",
+                          c.streamingBytes / (1 << 20), c.streamingCapacityBytes / (1 << 20));
+            why += buf;
+          }
         }
         std::string relax;
         if (r.maxIpus < r.podIpus) relax = "raise `max_ipus` (`" + m.pod.name + "` has " + std::to_string(r.podIpus) + " IPUs); or ";

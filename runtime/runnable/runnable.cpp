@@ -289,9 +289,12 @@ long long sequenceLength(const ir::PhasePlan& phase) {
 
 std::optional<Problem> layerProblem(const ir::Layer& l, int shards, long long seqLen) {
   const KernelRow* row = kernelFor(l.op);
-  if (row == nullptr)
-    return layerFailure(l, "the emulator has no kernel for op \"" + ir::opName(l) + "\"",
-                        "`ipu run` executes " + runnableOps() + " layers; use `ipu estimate` for the others");
+  if (row == nullptr) {
+    Problem p = layerFailure(l, "the emulator has no kernel for op \"" + ir::opName(l) + "\"",
+                             "`ipu run` executes " + runnableOps() + " layers; use `ipu estimate` for the others");
+    p.withoutKernel = true;
+    return p;
+  }
   Context c{l, seqLen, l.shardable ? std::max(1, shards) : 1, "", "", 0};
   for (const auto& r : row->requirements)
     if (!meets(r, l, c)) return layerFailure(l, fill(r.message, c), fill(r.help, c));

@@ -83,6 +83,11 @@ struct Problem {
   std::string help;
   ir::SourceRef where;  // the layer, or the phase
   Reach reach = Reach::Run;
+  // The layer's op has no kernel at all: a layer written for estimation,
+  // which `ipu run` refuses and checking accepts without a word (a warning
+  // is for a layer the emulator could run but whose declaration lacks what
+  // it needs).
+  bool withoutKernel = false;
 };
 
 // The tokens a phase's sequences have as the emulator feeds them: the
