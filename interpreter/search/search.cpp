@@ -11,6 +11,7 @@
 #include "interpreter/plan/mapping_value.h"
 #include "interpreter/plan/planner.h"
 #include "interpreter/search/layer_costs.h"
+#include "runtime/base/invariant.h"
 #include "runtime/cost/cost_model.h"
 #include "runtime/ir/schedule.h"
 
@@ -680,12 +681,9 @@ class Searcher {
     // The candidate as the one mapping value: validated and its batch derived
     // as the same mapping written in the script would be.
     plan::PreparedMapping prepared = plan::prepareMapping(phase_, mappingValue(phase_, c));
-    if (!prepared.ok) {
-      if (problem != nullptr)
-        *problem = prepared.diagnostics.all().empty() ? "the candidate is not a valid mapping"
-                                                      : prepared.diagnostics.all().front().message;
-      return false;
-    }
+    // The space holds only mappings the checker accepts; one it refuses is a
+    // bug here (it would otherwise vanish from the counts unseen).
+    IPU_INVARIANT(prepared.ok, "every candidate the search generates is a mapping the checker accepts");
     ph->batch = prepared.batch;
     ir::PhasePlan plan = plan::planPhase(*ph, *prepared.spec, prepared.spec->mapping, sources_, nullptr, nullptr, &expansions_);
     cost::PhaseEstimate e = cost::estimatePhase(plan);

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "runtime/base/invariant.h"
 #include "runtime/ir/kinds.h"
 
 namespace ipu::ir {
@@ -181,9 +182,11 @@ const std::vector<MappingFieldRow>& mappingFields() {
 }
 
 const MappingFieldRow& mappingField(MappingField f) {
+  const MappingFieldRow* found = nullptr;
   for (const auto& r : mappingFields())
-    if (r.field == f) return r;
-  return mappingFields().front();  // unreachable: every enumerator has a row (tests/unit/mapping_fields_test.cpp)
+    if (r.field == f) found = &r;
+  IPU_INVARIANT(found != nullptr, "every mapping field has a row in the table (tests/unit/mapping_fields_test.cpp)");
+  return *found;
 }
 
 const MappingFieldRow* mappingFieldNamed(const std::string& n) {
