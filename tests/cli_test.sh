@@ -268,6 +268,8 @@ expect 0 "search within fewer IPUs than yours" -- "$IPU" search "$ROOT/examples/
 grep -q "it uses more than the 3 IPUs searched" "$TMP/out" || { echo "FAIL: search compares with a mapping outside --max-ipus"; cat "$TMP/out"; fail=1; }
 expect 2 "search --fix twice" -- "$IPU" search "$ROOT/examples/tiny_bert.ipu" --fix replicas=2 --fix replicas=4
 grep -q "fixed twice, to 2 and to 4" "$TMP/err" || { echo "FAIL: a key fixed twice is not refused"; cat "$TMP/err"; fail=1; }
+expect 1 "search --fix that yours cannot take" -- "$IPU" search "$ROOT/examples/tiny_bert.ipu" --fix batch_norm_replicas=4
+grep -q "do not apply to the script's mapping .two_by_two.: .batch_norm_replicas: 4. does not divide" "$TMP/err" || { echo "FAIL: a --fix the script's mapping cannot take is not named"; cat "$TMP/err"; fail=1; }
 expect 0 "search --json" -- "$IPU" search "$ROOT/examples/bert_large_pod16.ipu" --json --top 2 --max-ipus 8 --headroom 10%
 python3 -c "
 import json

@@ -681,6 +681,15 @@ class Searcher {
     // The candidate as the one mapping value: validated and its batch derived
     // as the same mapping written in the script would be.
     plan::PreparedMapping prepared = plan::prepareMapping(phase_, mappingValue(phase_, c));
+    if (!prepared.ok && c.split == Split::Declared) {
+      // Settings fixed with --fix apply to yours too; they may not fit it.
+      if (problem != nullptr)
+        *problem = "the fixed settings do not apply to the script's mapping `" + declared_.name + "`: " +
+                   (prepared.diagnostics.all().empty() ? std::string("it is refused")
+                                                       : prepared.diagnostics.all().front().message) +
+                   "; fix a value it accepts, or drop that --fix";
+      return false;
+    }
     // The space holds only mappings the checker accepts; one it refuses is a
     // bug here (it would otherwise vanish from the counts unseen).
     IPU_INVARIANT(prepared.ok, "every candidate the search generates is a mapping the checker accepts");
@@ -793,8 +802,14 @@ class Searcher {
 
 plan::MappingValue mappingValue(const check::PhaseSpec& phase, const Candidate& c) {
   plan::MappingValue v = plan::valueOf(phase);  // the declared mapping and batch
-  if (c.split == Split::Declared) return v;
   ir::Mapping& m = v.settings;
+  if (c.split == Split::Declared) {
+    // A fixed available_memory_proportion (--fix) may list another pipeline's IPUs: its first value then.
+    if (m.availableMemoryProportion.size() > 1 &&
+        static_cast<int>(m.availableMemoryProportion.size()) != std::max(1, phase.mapping->pipelineIpus))
+      m.availableMemoryProportion.resize(1);
+    return v;
+  }
   m.shard = c.shard;
   m.replicas = c.replicas;
   m.phases = c.phases;
