@@ -40,6 +40,7 @@ const std::vector<base::CodeInfo>& checkCodes() {
       {kModelMismatch, "a training whose mapping is for another model"},
       {kBatchNormReplicas, "batch-norm groups that do not divide the replicas"},
       {kBatchNormUnused, "distributed batch norm on a model without batch norm (warning)"},
+      {kSearchWithPlacement, "explicit stages or a Lua placement beside `search`, which chooses the placement itself"},
       {kBatchUnderdetermined, "fewer than two of micro_batch, gradient_accumulation, global_batch"},
       {kBatchInconsistent, "micro_batch x gradient_accumulation x replicas differs from global_batch"},
       {kBatchIndivisible, "a global batch that the given micro_batch (or gradient_accumulation) x replicas does not divide"},

@@ -43,6 +43,7 @@ inline constexpr const char* kBalancedTooDeep = "IPU1110";
 inline constexpr const char* kModelMismatch = "IPU1111";
 inline constexpr const char* kBatchNormReplicas = "IPU1112";
 inline constexpr const char* kBatchNormUnused = "IPU1113";
+inline constexpr const char* kSearchWithPlacement = "IPU1114";
 
 inline constexpr const char* kBatchUnderdetermined = "IPU1201";
 inline constexpr const char* kBatchInconsistent = "IPU1202";

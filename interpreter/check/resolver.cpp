@@ -395,6 +395,23 @@ std::shared_ptr<const MappingSpec> Resolver::mapping(const Value& v) {
   }
   mp.pipelineIpus = spec->pipelineIpus;
   mp.pipelineKind = spec->pipelineKind;
+  // A searched mapping's placement is the search's (docs/search.md): it keeps
+  // the number of pipeline IPUs written beside `search`, not stages, and it
+  // runs no hooks. Stages or a Lua placement written there would be replaced
+  // without a word, so they are refused.
+  if (spec->search && (spec->pipelineKind == MappingSpec::PipelineKind::Explicit ||
+                       spec->pipelineKind == MappingSpec::PipelineKind::Lua)) {
+    const bool lua = spec->pipelineKind == MappingSpec::PipelineKind::Lua;
+    const std::string ipus = std::to_string(std::max(1, spec->pipelineIpus));
+    ev_.error(code::kSearchWithPlacement, spec->fieldSpans.count("pipeline") ? spec->spanOf("pipeline") : spec->spanOf("search"),
+              "mapping `" + rec.name + "` is chosen by `search`, which places the layers itself: " +
+                  (lua ? "it does not run the Lua placement `" + spec->luaFunction + "`"
+                       : "it would split them again, not keep these stages"),
+              lua ? "drop `search` to place the layers with `lua " + spec->luaFunction +
+                        "`, or write `pipeline: balanced(N)` to fix only the number of pipeline IPUs"
+                  : "drop `search` to keep these stages (`ipu search` compares them with the rest), or write "
+                    "`pipeline: balanced(" + ipus + ")` to fix only the number of pipeline IPUs");
+  }
 
   // The rules every mapping keeps (mapping_rules.h), as variants and search candidates are checked.
   MappingRuleContext rules;
