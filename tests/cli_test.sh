@@ -7,6 +7,7 @@ ROOT="$2"
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
 export IPU_STORE="$TMP/ipu.db"  # estimate and run record here, not in the current directory
+export IPU_NO_CACHE=1            # no search results read from or kept in the user's cache (docs/search.md)
 fail=0
 expect() {  # expect CODE DESCRIPTION -- command...
   local want="$1" what="$2"; shift 3
@@ -283,10 +284,71 @@ assert p['top'][0]['step_time_s']<=p['top'][1]['step_time_s']
 assert sum(p['counts'][k] for k in ('evaluated','pruned_by_bound','pruned_by_memory'))>=p['counts']['space']
 assert p['declared']['name']=='pod16'
 " || { echo "FAIL: search --json is not the documented JSON"; fail=1; }
-expect 0 "search --write" -- "$IPU" search "$ROOT/examples/bert_large_pod16.ipu" --top 1 --write "$TMP/best.ipu"
-grep -q "^mapping pod16_searched for bert_large on POD16 {" "$TMP/best.ipu" || { echo "FAIL: --write did not write the mapping"; cat "$TMP/best.ipu"; fail=1; }
-{ cat "$ROOT/examples/bert_large_pod16.ipu"; cat "$TMP/best.ipu"; } > "$TMP/with_best.ipu"
-expect 0 "the written mapping checks in its script" -- "$IPU" check "$TMP/with_best.ipu"
+# --write writes the whole script with the answer put in (docs/search.md,
+# "Writing the answer into the script"): everything else kept, and each phase
+# estimates, in the file written, to the throughput the search printed.
+expect 0 "search --write" -- "$IPU" search "$ROOT/examples/tiny_bert.ipu" --top 1 --json --write "$TMP/best.ipu"
+cp "$TMP/out" "$TMP/best_search.json"
+grep -q "^wrote $TMP/best.ipu:" "$TMP/err" || { echo "FAIL: --write --json does not say what it wrote on stderr"; cat "$TMP/err"; fail=1; }
+expect 0 "the written script checks" -- "$IPU" check "$TMP/best.ipu"
+[ -s "$TMP/err" ] && { echo "FAIL: the written script checks with diagnostics"; cat "$TMP/err"; fail=1; }
+expect 0 "the written script estimates" -- "$IPU" estimate "$TMP/best.ipu" --json
+python3 - "$TMP/best_search.json" "$TMP/out" "$ROOT/examples/tiny_bert.ipu" "$TMP/best.ipu" <<'PY' || { echo "FAIL: the written script is not the script with the search's answer"; cat "$TMP/best.ipu"; fail=1; }
+import json, sys
+search, estimate = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+original, written = open(sys.argv[3]).read(), open(sys.argv[4]).read()
+phases = {p["phase"]: p for p in search["phases"]}
+assert set(phases) == {"short", "long"}, phases.keys()
+for ph in estimate["runs"][0]["phases"]:
+    want = phases[ph["name"]]["top"][0]["samples_per_s"]
+    got = ph["throughput_samples_per_s"]
+    assert abs(got - want) <= 1e-9 * want, (ph["name"], got, want)
+# Comments, the pod, the model and the original mapping are kept as they were.
+head = original[: original.index("precision full")]
+assert written.startswith(head[: head.index("mapping two_by_two")]), "the text before the mapping changed"
+assert head[head.index("mapping two_by_two") :] in written, "the original mapping changed"
+assert written.rstrip().endswith("run tiny_pretrain")
+PY
+expect 0 "the written script plans" -- "$IPU" plan "$TMP/best.ipu" --json
+python3 - "$TMP/best_search.json" "$TMP/out" <<'PY' || { echo "FAIL: the written phases do not have the search's batch"; fail=1; }
+import json, sys
+search, plan = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+phases = {p["phase"]: p for p in search["phases"]}
+for ph in plan["runs"][0]["phases"]:
+    top = phases[ph["name"]]["top"][0]
+    for key in ("micro_batch", "gradient_accumulation", "replicas"):
+        assert ph[key] == top[key], (ph["name"], key, ph[key], top[key])
+    assert ph["global_batch"] == phases[ph["name"]]["global_batch"], ph["name"]
+PY
+# A phase giving micro batch and accumulation (global 1,536 derived) keeps its
+# global batch: both are written.
+expect 0 "search --write a phase with accumulation" -- "$IPU" search "$ROOT/examples/bert_large_pod64.ipu" --top 1 --write "$TMP/pod64.ipu"
+grep -q "global batch 1,536 as before" "$TMP/out" || { echo "FAIL: --write does not state the global batch"; cat "$TMP/out"; fail=1; }
+expect 0 "plan the written pod64 script" -- "$IPU" plan "$TMP/pod64.ipu" --json
+python3 -c "
+import json
+p = json.load(open('$TMP/out'))['runs'][0]['phases'][0]
+assert p['global_batch'] == 1536 and p['mapping']['name'] == 'mlperf_pod64_searched', (p['global_batch'], p['mapping']['name'])
+" || { echo "FAIL: --write changed the global batch of bert_large_pod64"; fail=1; }
+# --apply edits the script as fmt does (a symlink stays a link to it, its
+# mode stays), to what --write wrote; applied again, nothing changes.
+mkdir -p "$TMP/apply"
+cp "$ROOT/examples/tiny_bert.ipu" "$TMP/apply/script.ipu"
+chmod 640 "$TMP/apply/script.ipu"
+ln -s script.ipu "$TMP/apply/link.ipu"
+expect 0 "search --apply" -- "$IPU" search "$TMP/apply/link.ipu" --top 1 --apply
+grep -q "^updated $TMP/apply/link.ipu:" "$TMP/out" || { echo "FAIL: --apply does not say what it updated"; cat "$TMP/out"; fail=1; }
+[ -L "$TMP/apply/link.ipu" ] || { echo "FAIL: --apply replaced a symlink"; fail=1; }
+[ "$(stat -c %a "$TMP/apply/script.ipu")" = 640 ] || { echo "FAIL: --apply changed the script's mode"; fail=1; }
+cmp -s "$TMP/apply/script.ipu" "$TMP/best.ipu" || { echo "FAIL: --apply wrote other text than --write"; diff "$TMP/apply/script.ipu" "$TMP/best.ipu"; fail=1; }
+expect 0 "search --apply again" -- "$IPU" search "$TMP/apply/script.ipu" --top 1 --apply
+grep -q "(unchanged)" "$TMP/out" || { echo "FAIL: --apply twice changed the script again"; cat "$TMP/out"; fail=1; }
+cmp -s "$TMP/apply/script.ipu" "$TMP/best.ipu" || { echo "FAIL: --apply twice changed the text"; fail=1; }
+expect 2 "search --write and --apply" -- "$IPU" search "$ROOT/examples/tiny_bert.ipu" --apply --write "$TMP/both.ipu"
+[ -e "$TMP/both.ipu" ] && { echo "FAIL: --write and --apply together wrote a file"; fail=1; }
+expect 1 "search --write where nothing fits" -- "$IPU" search "$ROOT/examples/gpt3_175b_pod256.ipu" --max-ipus 4 --write "$TMP/none.ipu"
+[ -e "$TMP/none.ipu" ] && { echo "FAIL: --write wrote a file when nothing fits"; fail=1; }
+grep -q "nothing written to" "$TMP/err" || { echo "FAIL: --write where nothing fits does not say so"; cat "$TMP/err"; fail=1; }
 expect 1 "search --write does not overwrite" -- "$IPU" search "$ROOT/examples/bert_large_pod16.ipu" --write "$TMP/best.ipu"
 expect 2 "search without a script" -- "$IPU" search
 expect 2 "search with a bad objective" -- "$IPU" search "$ROOT/examples/bert_large_pod16.ipu" --objective fastest

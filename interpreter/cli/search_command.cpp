@@ -15,11 +15,15 @@
 #include <unistd.h>
 
 #include "interpreter/base/render.h"
+#include "interpreter/base/source.h"
 #include "interpreter/cli/arguments.h"
 #include "interpreter/base/terminal.h"
 #include "interpreter/cli/output_file.h"
+#include "interpreter/plan/planner.h"
+#include "interpreter/search/script_edit.h"
 #include "interpreter/search/search.h"
 #include "interpreter/session/session.h"
+#include "runtime/cost/cost_model.h"
 #include "runtime/ir/mapping_fields.h"
 
 #include "interpreter/cli/command.h"
@@ -46,7 +50,8 @@ options:
                         (repeatable)
   --top N               show the N best (default 5)
   --json                machine-readable output (docs/search.md)
-  --write FILE          write the best mapping as `.ipu` source to FILE (a new file)
+  --write FILE          write the script with the best mappings put in to FILE (a new file)
+  --apply               put the best mappings into the script itself (written as `ipu fmt` writes)
   --color auto|always|never
 )";
 
@@ -171,6 +176,7 @@ ir::Json toJson(const check::PhaseSpec& phase, const search::Candidate& c) {
 struct Args {
   std::string file, run, phase, write;
   bool json = false;
+  bool apply = false;  // --apply: the script itself is the file written
   search::Options options;
   base::ColorMode color = base::ColorMode::Auto;
 };
@@ -179,6 +185,86 @@ struct Args {
 
 namespace {
 
+// The written script checked as the file it becomes, and each written phase
+// planned and estimated to the figure the search reported for it: a wrong
+// edit must never reach the disk. Empty when it holds, else what does not.
+std::string verifyWritten(const search::ScriptEdit& edit, const std::string& target) {
+  session::Session v;
+  const check::CheckedProgram* checked = v.check(v.addSource(target, edit.text));
+  if (checked == nullptr) {
+    std::string errors;
+    for (const auto& d : v.diagnostics().all())
+      if (d.severity == base::Severity::Error) errors += base::renderHuman(d, v.sources());
+    return "the written script does not check:\n" + errors;
+  }
+  for (const auto& w : edit.phases) {
+    const check::PhaseSpec* ph = nullptr;
+    for (const auto& run : checked->runs)
+      for (const auto& p : run.phases)
+        if (run.name == w.run && p.name == w.phase) ph = &p;
+    if (ph == nullptr) return "phase `" + w.phase + "` of `" + w.run + "` is missing from the written script";
+    if (ph->mapping->name != w.mapping || ph->batch.microBatch != w.microBatch ||
+        ph->batch.gradientAccumulation != w.gradientAccumulation || ph->batch.globalBatch != w.globalBatch)
+      return "phase `" + w.phase + "` of `" + w.run + "` reads back as mapping `" + ph->mapping->name + "`, micro batch " +
+             std::to_string(ph->batch.microBatch) + " x accumulation " + std::to_string(ph->batch.gradientAccumulation) +
+             ", not `" + w.mapping + "`, " + std::to_string(w.microBatch) + " x " + std::to_string(w.gradientAccumulation);
+    const ir::PhasePlan plan = plan::planPhase(*ph, *ph->mapping, ph->mapping->mapping, v.sources(), nullptr);
+    const cost::PhaseEstimate e = cost::estimatePhase(plan);
+    const double want = w.candidate->samplesPerSecond;
+    if (!e.ok || std::abs(e.samplesPerSecond - want) > 1e-9 * want)
+      return "phase `" + w.phase + "` of `" + w.run + "` estimates to " + fixed(e.samplesPerSecond, 3) +
+             " samples/s in the written script, not the " + fixed(want, 3) + " the search reported";
+  }
+  return "";
+}
+
+// --write FILE and --apply: the script with each searched phase's best
+// mapping put in (search/script_edit.h), verified, then written as `ipu fmt`
+// writes (cli/output_file.h: whole or not at all, mode and links kept).
+int writeFound(session::Session& s, base::FileId file, const check::CheckedProgram& program, const Args& a,
+               const std::vector<search::FoundMapping>& found, const std::vector<std::string>& unfound) {
+  const std::string target = a.apply ? a.file : a.write;
+  if (!unfound.empty()) {
+    std::string which;
+    for (const auto& u : unfound) which += (which.empty() ? "" : ", ") + u;
+    std::cerr << "ipu search: nothing written to `" << target << "`: no mapping fits " << which
+              << (found.empty() ? "" : " (`--phase` searches the others alone)") << "\n";
+    return kUserError;
+  }
+  search::ScriptEdit edit = search::putFoundMappings(s.sources(), file, program, found);
+  if (!edit.ok) {
+    std::cerr << "ipu search: nothing written to `" << target << "`: " << edit.problem << "\n";
+    return kUserError;
+  }
+  if (const std::string problem = verifyWritten(edit, target); !problem.empty()) {
+    std::cerr << "ipu search: internal error: nothing written to `" << target << "`: " << problem
+              << "\n(please report this, with the script)\n";
+    return kUserError;
+  }
+  const std::string& original = s.sources().file(file).text();
+  if (a.apply) {
+    // Another program (an editor) may have changed the script while it was searched.
+    base::FileText now = base::readSourceFile(a.file);
+    if (now.status != base::FileText::Status::Ok || now.text != original) {
+      std::cerr << "ipu search: `" << a.file << "` changed while it was searched; it was left as it is now (search again)\n";
+      return kUserError;
+    }
+  } else if (std::filesystem::exists(std::filesystem::symlink_status(target))) {
+    std::cerr << "ipu search: `" << target << "` appeared while searching; --write makes a new file, so it was left alone\n";
+    return kUserError;
+  }
+  std::string error;
+  if (!replaceFile(target, edit.text, error)) {
+    std::cerr << "ipu search: cannot write `" << target << "`: " << error << "\n";
+    return kUserError;
+  }
+  // With --json, stdout holds the JSON document alone.
+  std::ostream& said = a.json ? std::cerr : std::cout;
+  said << (a.apply ? "updated " : "wrote ") << target << (edit.text == original ? " (unchanged)" : "") << ":\n";
+  for (const auto& c : edit.changes) said << "  - " << c << "\n";
+  return kOk;
+}
+
 int searchCommand(const std::vector<std::string>& args) {
   Args a;
   ArgumentReader in(args);
@@ -186,6 +272,10 @@ int searchCommand(const std::vector<std::string>& args) {
   while (in.next()) {
     if (in.flag("--json")) {
       a.json = true;
+      continue;
+    }
+    if (in.flag("--apply")) {
+      a.apply = true;
       continue;
     }
     std::string v;
@@ -232,7 +322,8 @@ int searchCommand(const std::vector<std::string>& args) {
     }
   }
   if (a.file.empty()) return usage("`search` needs a script");
-  if (!a.write.empty() && std::filesystem::exists(a.write)) {
+  if (a.apply && !a.write.empty()) return usage("`--write` and `--apply` exclude each other: write a new file, or the script itself");
+  if (!a.write.empty() && std::filesystem::exists(std::filesystem::symlink_status(a.write))) {
     std::cerr << "ipu search: `" << a.write << "` exists; --write makes a new file (remove it or choose another name)\n";
     return kUserError;
   }
@@ -277,7 +368,8 @@ int searchCommand(const std::vector<std::string>& args) {
   out["objective"] = search::name(a.options.objective);
   out["phases"] = ir::Json::array();
   bool allFit = true;
-  std::string written;
+  std::vector<search::FoundMapping> found;  // for --write and --apply: the best of each searched phase
+  std::vector<std::string> unfound;         // ... and the phases that have none
   for (const auto& run : program->runs) {
     if (!a.run.empty() && run.name != a.run) continue;
     for (const auto& ph : run.phases) {
@@ -301,13 +393,17 @@ int searchCommand(const std::vector<std::string>& args) {
       const double perSecond = r.seconds > 0 ? static_cast<double>(r.counts.space) / r.seconds : 0;
       if (!r.error.empty()) {
         allFit = false;
+        unfound.push_back("phase `" + ph.name + "` of `" + run.name + "`");
         if (a.json) out["phases"].push_back({{"run", run.name}, {"phase", ph.name}, {"error", r.error}});
         else std::cerr << "ipu search: run `" << run.name << "`, phase `" << ph.name << "`: " << r.error << "\n";
         continue;
       }
-      if (r.top.empty()) allFit = false;
-      if (!a.write.empty() && written.empty() && !r.top.empty())
-        written = search::mappingSource(ph, r.top.front(), ph.mapping->name + "_searched");
+      if (r.top.empty()) {
+        allFit = false;
+        unfound.push_back("phase `" + ph.name + "` of `" + run.name + "`");
+      } else {
+        found.push_back({run.name, &ph, r.top.front()});
+      }
 
       if (a.json) {
         ir::Json j = ir::Json::object();
@@ -430,17 +526,9 @@ int searchCommand(const std::vector<std::string>& args) {
     }
   }
   if (a.json) std::cout << out.dump() << "\n";  // the plan's JSON conventions (runtime/ir/json.h)
-  if (!a.write.empty()) {
-    if (written.empty()) {
-      std::cerr << "ipu search: nothing to write to `" << a.write << "`: no mapping fits\n";
-    } else {
-      std::string error;
-      if (!replaceFile(a.write, written, error)) {
-        std::cerr << "ipu search: cannot write `" << a.write << "`: " << error << "\n";
-        return kUserError;
-      }
-      if (!a.json) std::cout << "wrote the best mapping to " << a.write << "\n";
-    }
+  if (!a.write.empty() || a.apply) {
+    const int status = writeFound(s, *file, *program, a, found, unfound);
+    if (status != kOk) return status;
   }
   return allFit ? kOk : kUserError;
 }

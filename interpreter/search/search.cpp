@@ -842,26 +842,6 @@ check::MappingSpec mappingOf(const check::PhaseSpec& phase, const Candidate& c) 
   return *plan::specOf(*phase.mapping, mappingValue(phase, c));
 }
 
-std::string mappingSource(const check::PhaseSpec& phase, const Candidate& c, const std::string& mappingName) {
-  const check::MappingSpec& declared = *phase.mapping;
-  std::string s;
-  auto line = [&](const std::string& text) { s += "  " + text + "\n"; };
-  s += "// Found by `ipu search` for phase `" + phase.name + "`: " + std::to_string(c.microBatch) + " x " +
-       std::to_string(c.gradientAccumulation) + " x " + std::to_string(c.replicas) +
-       " (micro_batch x gradient_accumulation x replicas); set `micro_batch: " + std::to_string(c.microBatch) +
-       "` in the phase.\n";
-  s += "mapping " + mappingName + " for " + phase.model->name + " on " + declared.pod.name + " {\n";
-  if (c.pipeline > 1 && phase.model->structure != nullptr) {
-    line("pipeline {");
-    for (const auto& [ipu, layers] : c.stages) line("  ipu " + std::to_string(ipu) + ": " + phase.model->structure->describe(layers));
-    line("}");
-  }
-  // Every other setting through the table of mapping fields, as the checker reads it back.
-  for (const auto& text : ir::settingLines(mappingOf(phase, c).mapping)) line(text);
-  s += "}\n";
-  return s;
-}
-
 bool applyCandidate(check::PhaseSpec& phase, check::Evaluator& evaluator, const Candidate& c) {
   plan::PreparedMapping prepared = plan::prepareMapping(phase, mappingValue(phase, c));
   if (!prepared.ok) return false;

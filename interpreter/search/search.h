@@ -149,7 +149,7 @@ PhaseResult searchPhase(const check::PhaseSpec& phase, check::Evaluator& evaluat
 // candidate through plan::prepareMapping of this value.
 plan::MappingValue mappingValue(const check::PhaseSpec& phase, const Candidate& c);
 // The value as a mapping the planner takes, not validated (plan::specOf).
-// Used by `--write`, the JSON output and the tests.
+// Used by `--write` (search/script_edit.h), the JSON output and the tests.
 check::MappingSpec mappingOf(const check::PhaseSpec& phase, const Candidate& c);
 
 // The contiguous split of a chain of layer times into exactly `parts` pipeline
@@ -162,8 +162,5 @@ std::vector<int> optimalCuts(const std::vector<double>& w, double tail, int part
 // name, spans and search), its batch figures, and its layers costed for the
 // candidate's micro batch. False when the layers cannot be costed.
 bool applyCandidate(check::PhaseSpec& phase, check::Evaluator& evaluator, const Candidate& c);
-
-// The candidate as `.ipu` source: a `mapping NAME for MODEL on POD { ... }`.
-std::string mappingSource(const check::PhaseSpec& phase, const Candidate& c, const std::string& name);
 
 }  // namespace ipu::search

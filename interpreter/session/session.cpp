@@ -191,7 +191,7 @@ void Session::resolveSearches() {
       note.code = plan::code::kSearchChose;
       note.span = at;
       note.message = buf;
-      note.help = "`ipu search` shows the runners-up; `--write` gives the mapping as source";
+      note.help = "`ipu search` shows the runners-up; `ipu search --apply` writes the answer into the script";
       diags_.add(std::move(note));
     }
 }

@@ -12,6 +12,7 @@
 #include <random>
 #include <sstream>
 
+#include "interpreter/search/script_edit.h"
 #include "interpreter/search/search.h"
 #include "interpreter/session/session.h"
 #include "tests/unit/test_support.h"
@@ -22,13 +23,14 @@ namespace {
 struct Searched {
   std::unique_ptr<session::Session> session;
   const check::CheckedProgram* program = nullptr;
+  base::FileId file = base::kNoFile;
 };
 
 Searched load(const std::string& text, const std::string& name = "search_test.ipu") {
   Searched s;
   s.session = std::make_unique<session::Session>();
-  base::FileId f = s.session->addSource(test::sourceDir() + "/tests/" + name, text);
-  s.program = s.session->check(f);
+  s.file = s.session->addSource(test::sourceDir() + "/tests/" + name, text);
+  s.program = s.session->check(s.file);
   return s;
 }
 
@@ -38,8 +40,8 @@ Searched loadFile(const std::string& path) {
   ss << in.rdbuf();
   Searched s;
   s.session = std::make_unique<session::Session>();
-  base::FileId f = s.session->addSource(path, ss.str());
-  s.program = s.session->check(f);
+  s.file = s.session->addSource(path, ss.str());
+  s.program = s.session->check(s.file);
   return s;
 }
 
@@ -230,9 +232,10 @@ TEST(Search, OptimalCutsMatchEnumeration) {
   EXPECT_TRUE(search::optimalCuts({1, 2}, 0, 3).empty());
 }
 
-// The best mapping, written out by --write and put back in the script with
-// its micro batch, plans and estimates to the figures the search reported:
-// the search's in-process variants are the mappings a user would write.
+// The best mappings, put into their script as `--write` does (a new
+// mapping, the phase's micro batch and accumulation set), plan and estimate
+// to the figures the search reported: the search's in-process variants are
+// the mappings a user would write.
 TEST(Search, WrittenMappingPlansToTheSameFigures) {
   for (const char* script : {kTinyBert, kSmallGpt}) {
     Searched s = load(script);
@@ -241,24 +244,20 @@ TEST(Search, WrittenMappingPlansToTheSameFigures) {
     o.top = 3;
     search::PhaseResult r = run(s, o);
     ASSERT_FALSE(r.top.empty());
+    const check::PhaseSpec& ph = s.program->runs[0].phases[0];
     for (const auto& best : r.top) {
-      const check::PhaseSpec& ph = s.program->runs[0].phases[0];
-      std::string text = script;
-      text += "\n" + search::mappingSource(ph, best, "found") + "\n";
-      // The same training on the found mapping, with its micro batch.
-      const std::string head = "training t {\n  mapping: ";
-      const std::size_t at = text.find(head) + head.size();
-      text.replace(at, text.find('\n', at) - at, "found");
-      std::string phaseLine = "micro_batch: " + std::to_string(ph.batch.microBatch);
-      text.replace(text.find(phaseLine), phaseLine.size(), "micro_batch: " + std::to_string(best.microBatch));
-      test::Outcome out = test::runText(text, "search_written.ipu");
-      ASSERT_NE(out.plan, nullptr) << out.rendered() << "\n" << text;
-      ASSERT_TRUE(out.errorCodes().empty()) << out.rendered() << "\n" << text;
+      search::ScriptEdit edit = search::putFoundMappings(s.session->sources(), s.file, *s.program, {{"t", &ph, best}});
+      ASSERT_TRUE(edit.ok) << edit.problem;
+      test::Outcome out = test::runText(edit.text, "search_written.ipu");
+      ASSERT_NE(out.plan, nullptr) << out.rendered() << "\n" << edit.text;
+      ASSERT_TRUE(out.errorCodes().empty()) << out.rendered() << "\n" << edit.text;
       const ir::PhasePlan& plan = out.plan->runs.at(0).phases.at(0);
       cost::PhaseEstimate e = cost::estimatePhase(plan);
-      EXPECT_NEAR(e.stepTime, best.stepTime, 1e-9 * best.stepTime) << search::mappingSource(ph, best, "found");
+      EXPECT_NEAR(e.stepTime, best.stepTime, 1e-9 * best.stepTime) << edit.text;
       EXPECT_EQ(plan.ipusUsed, best.ipusUsed);
+      EXPECT_EQ(plan.batch.microBatch, best.microBatch);
       EXPECT_EQ(plan.batch.gradientAccumulation, best.gradientAccumulation);
+      EXPECT_EQ(plan.batch.globalBatch, ph.batch.globalBatch);
       EXPECT_TRUE(plan.fits);
     }
   }
@@ -384,6 +383,217 @@ TEST(Search, PublishedRowsAreMatchedOrBeaten) {
     EXPECT_TRUE(r.top.front().fits) << row;
     EXPECT_LE(r.top.front().stepTime, r.declared->stepTime) << row;
   }
+}
+
+// ---------------------------------------------------------------- --write
+// `ipu search --write` and `--apply` (search/script_edit.h): the script with
+// the found mapping put in, everything else byte for byte. The candidates here
+// are written by hand, so the expected text does not move with the cost model.
+
+const char* kWriteHeader = R"(// A script with what a user writes around a mapping.
+import "std/pods"
+import "std/precision"
+import "std/models/bert"
+
+chip small_chip = GC200 with { tiles: 16, memory: 48 MB, code_base: 1 MB }
+machine small_machine = M2000 with { chip: small_chip, ipus: 4, streaming_memory: 1 GB }
+pod small_pod {
+  machine: small_machine
+  machines: 2
+}
+model tiny = bert(layers: 4, hidden: 256, heads: 4, ffn: 1024, vocab: 8000, positions: 128)
+
+/* the mapping we had */
+mapping two for tiny on small_pod {
+  pipeline {
+    ipu 0: embedding, encoder[0..2], mlm_head, nsp_head
+    ipu 1: encoder[2..4]
+  }
+  replicas: 4  // four replicas
+}
+)";
+
+// t 1 x p 1 x r `replicas`, micro batch `b`, recomputing every layer.
+search::Candidate handMade(int replicas, long long b, long long ga, ir::Recompute recompute = ir::Recompute::EveryLayer) {
+  search::Candidate c;
+  c.replicas = replicas;
+  c.microBatch = b;
+  c.gradientAccumulation = ga;
+  c.recompute = recompute;
+  c.split = search::Split::Single;
+  c.samplesPerSecond = 1234.4;
+  return c;
+}
+
+const check::PhaseSpec& phaseNamed(const Searched& s, const std::string& name) {
+  for (const auto& run : s.program->runs)
+    for (const auto& ph : run.phases)
+      if (ph.name == name) return ph;
+  ADD_FAILURE() << "no phase " << name;
+  return s.program->runs.at(0).phases.at(0);
+}
+
+// The edited text checks, and the phase reads back with the mapping and batch written.
+void expectReadsBack(const search::ScriptEdit& edit, const std::string& phase, const search::Candidate& c) {
+  Searched back = load(edit.text, "search_write_back.ipu");
+  ASSERT_NE(back.program, nullptr) << back.session->diagnostics().all().size() << "\n" << edit.text;
+  const check::PhaseSpec& ph = phaseNamed(back, phase);
+  EXPECT_EQ(ph.batch.microBatch, c.microBatch) << edit.text;
+  EXPECT_EQ(ph.batch.gradientAccumulation, c.gradientAccumulation) << edit.text;
+  EXPECT_EQ(ph.mapping->mapping.replicas, c.replicas) << edit.text;
+  EXPECT_EQ(ph.mapping->mapping.recompute, c.recompute) << edit.text;
+}
+
+TEST(SearchWrite, KeepsEverythingElseAndTheGlobalBatch) {
+  const std::string script = std::string(kWriteHeader) + R"(
+training t {
+  mapping: two
+  precision: fp16_mixed
+  optimizer: lamb(weight_decay: 0.01)
+  micro_batch: 4  // on the training: the phase inherits it
+  phase p {
+    // the only phase
+    seq_len: 128
+    masked_tokens: 20
+    global_batch: 64
+    steps: 1000
+    lr: 0.001
+  }
+}
+)";
+  Searched s = load(script);
+  ASSERT_NE(s.program, nullptr);
+  const search::Candidate c = handMade(8, 2, 4);
+  search::ScriptEdit edit = search::putFoundMappings(s.session->sources(), s.file, *s.program, {{"t", &phaseNamed(s, "p"), c}});
+  ASSERT_TRUE(edit.ok) << edit.problem;
+  const std::string expected = std::string(kWriteHeader).insert(std::string(kWriteHeader).size() - 1, R"(
+
+// Found by `ipu search` for phase `p` of `t` (1,234 samples/s predicted).
+mapping two_searched for tiny on small_pod {
+  replicas: 8
+  recompute: every_layer
+})") + R"(
+training t {
+  mapping: two
+  precision: fp16_mixed
+  optimizer: lamb(weight_decay: 0.01)
+  micro_batch: 4  // on the training: the phase inherits it
+  phase p {
+    mapping: two_searched
+    micro_batch: 2
+    // the only phase
+    seq_len: 128
+    masked_tokens: 20
+    global_batch: 64
+    steps: 1000
+    lr: 0.001
+  }
+}
+)";
+  EXPECT_EQ(edit.text, expected);
+  ASSERT_EQ(edit.changes.size(), 2u);
+  EXPECT_EQ(edit.changes[0], "declared mapping `two_searched` after `two` (line 15)");
+  EXPECT_EQ(edit.changes[1],
+            "phase `p` of `t`: mapping `two_searched` (was `two`), micro_batch 4 -> 2, replicas 4 -> 8 (in the mapping); "
+            "global batch 64 as before");
+  expectReadsBack(edit, "p", c);
+}
+
+// A phase on one line, naming its mapping, with its micro batch derived from
+// the accumulation: the fields are replaced where they are; a name in use is not taken.
+TEST(SearchWrite, OneLinePhaseWithItsOwnMappingAndDerivedMicroBatch) {
+  const std::string script = std::string(kWriteHeader) + R"(
+let two_searched = 1
+
+training t {
+  precision: fp16_mixed
+  optimizer: lamb(weight_decay: 0.01)
+  phase p { mapping: two, seq_len: 128, masked_tokens: 20, gradient_accumulation: 2, global_batch: 64, steps: 1000, lr: 0.001 }
+}
+)";
+  Searched s = load(script);
+  ASSERT_NE(s.program, nullptr);
+  const search::Candidate c = handMade(8, 2, 4);
+  search::ScriptEdit edit = search::putFoundMappings(s.session->sources(), s.file, *s.program, {{"t", &phaseNamed(s, "p"), c}});
+  ASSERT_TRUE(edit.ok) << edit.problem;
+  EXPECT_NE(edit.text.find("mapping two_searched_2 for tiny on small_pod {"), std::string::npos) << edit.text;
+  EXPECT_NE(edit.text.find("  phase p { mapping: two_searched_2, seq_len: 128, masked_tokens: 20, gradient_accumulation: 4, "
+                           "global_batch: 64, steps: 1000, lr: 0.001 }\n"),
+            std::string::npos)
+      << edit.text;
+  EXPECT_NE(edit.changes.back().find("micro_batch 8 -> 2 (derived), gradient_accumulation 2 -> 4"), std::string::npos)
+      << edit.changes.back();
+  expectReadsBack(edit, "p", c);
+}
+
+// Two phases of one mapping given different answers: one mapping each,
+// named after its phase; a phase given its own mapping keeps it.
+TEST(SearchWrite, EachPhaseGetsItsMapping) {
+  const std::string script = std::string(kWriteHeader) + R"(
+training t {
+  mapping: two
+  precision: fp16_mixed
+  optimizer: lamb(weight_decay: 0.01)
+  phase p { seq_len: 128, masked_tokens: 20, micro_batch: 4, global_batch: 64, steps: 1000, lr: 0.001 }
+  phase q from p { seq_len: 128, masked_tokens: 20, micro_batch: 4, global_batch: 64, steps: 100, lr: 0.001 }
+  phase r from q { seq_len: 128, masked_tokens: 20, micro_batch: 4, global_batch: 64, steps: 100, lr: 0.001 }
+}
+)";
+  Searched s = load(script);
+  ASSERT_NE(s.program, nullptr);
+  const search::Candidate cp = handMade(8, 2, 4), cq = handMade(4, 4, 4, ir::Recompute::None);
+  search::Candidate cr = handMade(4, 4, 4, ir::Recompute::None);
+  cr.split = search::Split::Declared;  // the script's own mapping was the best
+  search::ScriptEdit edit = search::putFoundMappings(
+      s.session->sources(), s.file, *s.program,
+      {{"t", &phaseNamed(s, "p"), cp}, {"t", &phaseNamed(s, "q"), cq}, {"t", &phaseNamed(s, "r"), cr}});
+  ASSERT_TRUE(edit.ok) << edit.problem;
+  const std::size_t p = edit.text.find("mapping two_searched_p for tiny on small_pod {\n  replicas: 8\n  recompute: every_layer\n}");
+  const std::size_t q = edit.text.find("mapping two_searched_q for tiny on small_pod {\n  replicas: 4\n}");
+  EXPECT_NE(p, std::string::npos) << edit.text;
+  EXPECT_NE(q, std::string::npos) << edit.text;
+  EXPECT_LT(p, q);
+  EXPECT_NE(edit.text.find("  phase p { mapping: two_searched_p, seq_len: 128, masked_tokens: 20, micro_batch: 2,"), std::string::npos)
+      << edit.text;
+  EXPECT_NE(edit.text.find("  phase q from p { mapping: two_searched_q, seq_len: 128,"), std::string::npos) << edit.text;
+  EXPECT_NE(edit.text.find("  phase r from q { seq_len: 128,"), std::string::npos) << edit.text;
+  EXPECT_EQ(edit.changes.back(), "phase `r` of `t`: its mapping `two` is the best found; unchanged");
+  expectReadsBack(edit, "p", cp);
+  expectReadsBack(edit, "q", cq);
+}
+
+// A mapping declared with `search { }` stays as it is; the phase uses the
+// mapping written beside it, so checking the written script does not search.
+TEST(SearchWrite, SearchedMappingIsKeptAndNoLongerSearched) {
+  const std::string script = std::string(kWriteHeader) + R"(
+mapping best for tiny on small_pod {
+  search {
+    max_ipus: 8
+  }
+  recompute: every_layer
+}
+
+training t {
+  mapping: best
+  precision: fp16_mixed
+  optimizer: lamb(weight_decay: 0.01)
+  phase p { seq_len: 128, masked_tokens: 20, micro_batch: 4, global_batch: 64, steps: 1000, lr: 0.001 }
+}
+)";
+  Searched s = load(script);
+  ASSERT_NE(s.program, nullptr);
+  search::Candidate c = handMade(8, 2, 4);
+  c.rtsOptimizerState = true;  // so that it fits: the check below is clean
+  search::ScriptEdit edit = search::putFoundMappings(s.session->sources(), s.file, *s.program, {{"t", &phaseNamed(s, "p"), c}});
+  ASSERT_TRUE(edit.ok) << edit.problem;
+  EXPECT_NE(edit.text.find("mapping best for tiny on small_pod {\n  search {\n    max_ipus: 8\n  }\n  recompute: every_layer\n}\n\n"
+                           "// Found by `ipu search`"),
+            std::string::npos)
+      << edit.text;
+  test::Outcome out = test::runText(edit.text, "search_write_back.ipu");
+  ASSERT_NE(out.plan, nullptr) << out.rendered();
+  EXPECT_TRUE(out.codes().empty()) << out.rendered();  // no IPU2008: nothing was searched
+  EXPECT_EQ(out.plan->runs.at(0).phases.at(0).mapping.name, "best_searched");
 }
 
 }  // namespace
