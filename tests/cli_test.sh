@@ -360,6 +360,22 @@ expect 1 "search where nothing fits" -- "$IPU" search "$ROOT/examples/gpt3_175b_
 grep -q "nothing fits: the closest mapping found needs" "$TMP/out" || { echo "FAIL: nothing-fits explanation missing"; cat "$TMP/out"; fail=1; }
 grep -q -- "--max-ipus 256" "$TMP/out" || { echo "FAIL: nothing-fits does not say which constraint to relax"; fail=1; }
 
+# The results of `search { }` are kept in the user's cache ($XDG_CACHE_HOME/ipu/search)
+# and read back; a damaged file is searched again and rewritten; IPU_NO_CACHE=1
+# keeps nothing (docs/search.md, "Cached results").
+declared="$ROOT/tests/scripts/search/declared_search.ipu"
+expect 0 "check a searched mapping, cache on" -- env -u IPU_NO_CACHE XDG_CACHE_HOME="$TMP/cache" "$IPU" check "$declared"
+cp "$TMP/err" "$TMP/cached_first"
+[ "$(ls "$TMP/cache/ipu/search" | wc -l)" = 1 ] || { echo "FAIL: the search's result was not kept in the cache"; ls -R "$TMP/cache"; fail=1; }
+expect 0 "check it again, from the cache" -- env -u IPU_NO_CACHE XDG_CACHE_HOME="$TMP/cache" "$IPU" check "$declared"
+cmp -s "$TMP/err" "$TMP/cached_first" || { echo "FAIL: the cached result says something else"; diff "$TMP/err" "$TMP/cached_first"; fail=1; }
+for f in "$TMP"/cache/ipu/search/*.json; do head -c 100 "$f" > "$f.cut" && mv "$f.cut" "$f"; done
+expect 0 "check with a damaged cache file" -- env -u IPU_NO_CACHE XDG_CACHE_HOME="$TMP/cache" "$IPU" check "$declared"
+cmp -s "$TMP/err" "$TMP/cached_first" || { echo "FAIL: a damaged cache file changed the result"; diff "$TMP/err" "$TMP/cached_first"; fail=1; }
+python3 -c "import glob, json; [json.load(open(f)) for f in glob.glob('$TMP/cache/ipu/search/*.json')]" || { echo "FAIL: the damaged cache file was not written again"; fail=1; }
+expect 0 "check with the cache off" -- env IPU_NO_CACHE=1 XDG_CACHE_HOME="$TMP/nocache" "$IPU" check "$declared"
+[ -e "$TMP/nocache" ] && { echo "FAIL: IPU_NO_CACHE=1 still wrote a cache"; fail=1; }
+
 # Examples and the standard library are kept in canonical format.
 expect 0 "examples and stdlib are formatted" -- "$IPU" fmt --check "$ROOT"/examples/*.ipu "$ROOT"/stdlib/*.ipu "$ROOT"/stdlib/models/*.ipu
 

@@ -17,12 +17,14 @@
 #include "interpreter/plan/expand_layers.h"
 #include "interpreter/plan/planner.h"
 #include "interpreter/session/declarations.h"
+#include "interpreter/search/result_cache.h"
 #include "interpreter/search/search.h"
 #include "interpreter/syntax/codes.h"
 
 namespace ipu::session {
 
-Session::Session() : prelude_(&check::Prelude::get()), sources_(prelude_->sources()) {}
+Session::Session()
+    : prelude_(&check::Prelude::get()), sources_(prelude_->sources()), searchCache_(search::cacheDirectoryFromEnvironment()) {}
 Session::~Session() = default;
 
 std::optional<base::FileId> Session::readFile(const std::string& path) {
@@ -130,7 +132,8 @@ void Session::resolveSearches() {
         if (row.written == ir::FieldWritten::ByUser && m.fieldSpans.count(row.name) > 0) o.fixed.fix(row.field, m.mapping);
       if (m.fieldSpans.count("pipeline") > 0 && m.pipelineKind != check::MappingSpec::PipelineKind::Lua)
         o.fixed.fix(ir::MappingField::PipelineIpus, m.mapping);
-      search::PhaseResult r = search::searchPhase(phase, checker_->evaluator(), sources_, o);
+      // Searched again only when something it depends on changed (result_cache.h).
+      search::PhaseResult r = search::searchPhaseCached(phase, checker_->evaluator(), sources_, o, searchCache_);
       if (!r.error.empty()) {
         diags_.error(plan::code::kSearchNothingFits, at, "the search of `" + m.name + "` for phase `" + phase.name + "` cannot run: " + r.error);
         continue;

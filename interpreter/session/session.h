@@ -79,6 +79,12 @@ class Session {
     return check(file);
   }
 
+  // Where the results of `search { }` blocks are kept between checks
+  // (search/result_cache.h): by default $XDG_CACHE_HOME/ipu/search or
+  // ~/.cache/ipu/search, none with IPU_NO_CACHE=1; none: every check searches.
+  void setSearchCache(std::optional<std::string> directory) { searchCache_ = std::move(directory); }
+  const std::optional<std::string>& searchCache() const { return searchCache_; }
+
   // What later plans are for (declarations.h): with Purpose::Run, what the
   // emulator cannot execute is an error of plan(); by default a warning.
   void setPurpose(Purpose purpose) { purpose_ = purpose; }
@@ -148,6 +154,7 @@ class Session {
   std::unique_ptr<check::Checker> checker_;
   std::unique_ptr<check::CheckedProgram> program_;
   std::optional<check::Overrides> overrides_;      // a sweep trial's values (setOverrides)
+  std::optional<std::string> searchCache_;         // setSearchCache
   std::unique_ptr<check::LayerCostCache> layerCosts_;  // for variants of the checked program
   std::unique_ptr<plan::LayerExpansions> layerExpansions_;
   std::unique_ptr<ir::ExecutionPlan> plan_;

@@ -41,7 +41,8 @@ def main():
             if name.endswith('.ipu'):
                 data = strip(data.decode('latin-1')).encode('latin-1')
             open(os.path.join(work, name), 'wb').write(data)
-        env = dict(os.environ, NO_COLOR='1')
+        # IPU_NO_CACHE: the searches of the examples are run, not read from the user's cache.
+        env = dict(os.environ, NO_COLOR='1', IPU_NO_CACHE='1')
         env.pop('FORCE_COLOR', None)
         env.pop('CLICOLOR_FORCE', None)
         doc = open(doc_path, encoding='utf-8').read()

@@ -9,6 +9,7 @@
 
 #include "runtime/ir/json.h"
 #include "runtime/ir/plan_hash.h"
+#include "runtime/ir/sha256.h"
 #include "tests/unit/test_support.h"
 
 namespace ipu {
@@ -162,6 +163,24 @@ TEST(PlanHash, ChangesOfThePlanChangeIt) {
     edits[i](changed);
     EXPECT_NE(ir::planHash(changed), h) << "edit " << i;
   }
+}
+
+// SHA-256 (runtime/ir/sha256.h), the key of cached search results, against
+// the test vectors of FIPS 180-4 and NIST's example of a million `a`s, fed
+// in pieces that straddle its 64-byte blocks.
+TEST(Sha256, MatchesTheStandardVectors) {
+  EXPECT_EQ(ir::sha256Hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(ir::sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(ir::sha256Hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  // 55, 56 and 64 bytes: the padding's edge cases (the length fits, does not fit, a whole block).
+  EXPECT_EQ(ir::sha256Hex(std::string(55, 'a')), "9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318");
+  EXPECT_EQ(ir::sha256Hex(std::string(56, 'a')), "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a");
+  EXPECT_EQ(ir::sha256Hex(std::string(64, 'a')), "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb");
+  ir::Sha256 h;
+  const std::string a(1000000, 'a');
+  for (std::size_t i = 0; i < a.size(); i += 7) h.add(std::string_view(a).substr(i, 7));
+  EXPECT_EQ(h.hex(), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
 }
 
 }  // namespace

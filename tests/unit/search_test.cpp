@@ -8,10 +8,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <unistd.h>
 
+#include "interpreter/search/result_cache.h"
 #include "interpreter/search/script_edit.h"
 #include "interpreter/search/search.h"
 #include "interpreter/session/session.h"
@@ -594,6 +598,250 @@ training t {
   ASSERT_NE(out.plan, nullptr) << out.rendered();
   EXPECT_TRUE(out.codes().empty()) << out.rendered();  // no IPU2008: nothing was searched
   EXPECT_EQ(out.plan->runs.at(0).phases.at(0).mapping.name, "best_searched");
+}
+
+// ----------------------------------------------------------------- the cache
+// Results of `search { }` blocks kept between checks (search/result_cache.h),
+// in a temporary directory (never the user's).
+
+const char* kSearchedScript = R"(
+import "std/pods"
+import "std/precision"
+import "std/models/bert"
+model small = bert(layers: 2, hidden: 128, heads: 2, ffn: 512, vocab: 4000, positions: 128)
+mapping best for small on POD16 {
+  search {
+    max_ipus: 4
+  }
+}
+training t {
+  mapping: best
+  precision: fp16_mixed
+  optimizer: lamb(weight_decay: 0.01)
+  phase p {
+    seq_len: 128
+    masked_tokens: 20
+    micro_batch: 4
+    global_batch: 64
+    steps: 100
+    lr: 0.001
+  }
+}
+)";
+
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "ipu-search-cache-XXXXXX").string();
+    path = ::mkdtemp(pattern.data()) != nullptr ? pattern : std::string();
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  std::vector<std::filesystem::path> files() const {
+    std::vector<std::filesystem::path> out;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(path, ec))
+      if (e.is_regular_file()) out.push_back(e.path());
+    return out;
+  }
+};
+
+std::string readAll(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A cache file's content but for how long its search took.
+std::string withoutSeconds(const std::string& file) {
+  auto j = nlohmann::ordered_json::parse(file, nullptr, false);
+  if (j.is_object() && j.contains("result") && j["result"].is_object()) j["result"].erase("seconds");
+  return j.dump();
+}
+
+// What a check says of the searched phase: its note, and the plan made from it (every number exactly).
+struct Checked {
+  std::string note, plan;
+};
+Checked checkWithCache(const std::string& text, const std::optional<std::string>& directory) {
+  session::Session s;
+  s.setSearchCache(directory);
+  const ir::ExecutionPlan* plan = s.plan(s.addSource(test::sourceDir() + "/tests/search_cache.ipu", text));
+  Checked out;
+  for (const auto& d : s.diagnostics().all())
+    if (d.code == "IPU2008") out.note = d.message;
+  if (plan != nullptr) out.plan = static_cast<const nlohmann::ordered_json&>(ir::toJson(*plan)).dump();
+  return out;
+}
+
+std::string withoutSeconds(const search::PhaseResult& r) {
+  ir::Json j = search::resultJson(r);
+  j.erase("seconds");
+  return static_cast<const nlohmann::ordered_json&>(j).dump();
+}
+
+TEST(SearchCache, CachedIsWhatAFreshSearchGives) {
+  TempDir dir;
+  ASSERT_FALSE(dir.path.empty());
+  const Checked fresh = checkWithCache(kSearchedScript, std::nullopt);
+  ASSERT_FALSE(fresh.note.empty());
+  ASSERT_FALSE(fresh.plan.empty());
+  EXPECT_TRUE(dir.files().empty());
+  const Checked first = checkWithCache(kSearchedScript, dir.path.string());
+  ASSERT_EQ(dir.files().size(), 1u);
+  const Checked again = checkWithCache(kSearchedScript, dir.path.string());
+  EXPECT_EQ(first.note, fresh.note);
+  EXPECT_EQ(again.note, fresh.note);
+  EXPECT_EQ(first.plan, fresh.plan);
+  EXPECT_EQ(again.plan, fresh.plan);
+  EXPECT_EQ(dir.files().size(), 1u);
+
+  // The result read back is the result, every figure of it.
+  Searched s = load(kSearchedScript);
+  ASSERT_NE(s.program, nullptr);
+  const check::PhaseSpec& ph = s.program->runs.at(0).phases.at(0);
+  search::Options o;
+  o.maxIpus = 4;
+  bool cached = true;
+  const search::PhaseResult a = search::searchPhaseCached(ph, s.session->checker()->evaluator(), s.session->sources(), o,
+                                                          dir.path.string(), &cached);
+  EXPECT_FALSE(cached);
+  const search::PhaseResult b = search::searchPhaseCached(ph, s.session->checker()->evaluator(), s.session->sources(), o,
+                                                          dir.path.string(), &cached);
+  EXPECT_TRUE(cached);
+  const search::PhaseResult c = search::searchPhase(ph, s.session->checker()->evaluator(), s.session->sources(), o);
+  EXPECT_EQ(withoutSeconds(b), withoutSeconds(c));
+  EXPECT_EQ(withoutSeconds(a), withoutSeconds(c));
+  ASSERT_FALSE(b.top.empty());
+  EXPECT_EQ(describe(b.top.front()), describe(c.top.front()));
+  EXPECT_EQ(b.top.front().stages, c.top.front().stages);
+}
+
+// The check takes what the file holds: a result changed in the file shows in
+// the note (so the cache is what answered), and a file that is not a result
+// for its key (empty, cut short, not JSON, another key, a value of the wrong
+// type) is ignored, searched again and written again.
+TEST(SearchCache, DamagedFileIsIgnoredAndWrittenAgain) {
+  TempDir dir;
+  ASSERT_FALSE(dir.path.empty());
+  const Checked fresh = checkWithCache(kSearchedScript, dir.path.string());
+  ASSERT_FALSE(fresh.note.empty());
+  ASSERT_EQ(dir.files().size(), 1u);
+  const std::filesystem::path file = dir.files().front();
+  const std::string good = readAll(file);
+  ASSERT_FALSE(good.empty());
+
+  nlohmann::ordered_json edited = nlohmann::ordered_json::parse(good);
+  edited["result"]["top"][0]["samples_per_second"] = 4242.0;
+  std::ofstream(file) << edited.dump();
+  EXPECT_NE(checkWithCache(kSearchedScript, dir.path.string()).note.find("4242 samples/s predicted"), std::string::npos);
+
+  nlohmann::ordered_json otherKey = nlohmann::ordered_json::parse(good);
+  otherKey["key"] = std::string(64, '0');
+  nlohmann::ordered_json wrongType = nlohmann::ordered_json::parse(good);
+  wrongType["result"]["top"] = 3;
+  nlohmann::ordered_json missing = nlohmann::ordered_json::parse(good);
+  missing["result"]["top"][0].erase("replicas");
+  for (const std::string& damage : {std::string(), good.substr(0, good.size() / 2), std::string("not json {"),
+                                    std::string("[]"), otherKey.dump(), wrongType.dump(), missing.dump()}) {
+    std::ofstream(file, std::ios::trunc) << damage;
+    const Checked again = checkWithCache(kSearchedScript, dir.path.string());
+    EXPECT_EQ(again.note, fresh.note) << damage.substr(0, 80);
+    EXPECT_EQ(again.plan, fresh.plan) << damage.substr(0, 80);
+    EXPECT_EQ(withoutSeconds(readAll(file)), withoutSeconds(good)) << damage.substr(0, 80);
+  }
+}
+
+// The key follows what the search reads, not where it is written.
+TEST(SearchCache, KeyFollowsWhatTheSearchReads) {
+  auto keyOf = [](const std::string& text, double headroom = 0) {
+    Searched s = load(text);
+    EXPECT_NE(s.program, nullptr) << text;
+    if (s.program == nullptr) return std::string();
+    search::Options o;
+    o.maxIpus = 4;
+    o.headroom = headroom;
+    return search::resultKey(s.program->runs.at(0).phases.at(0), s.session->checker()->evaluator(), s.session->sources(), o)
+        .value_or("");
+  };
+  auto replaced = [](std::string text, const std::string& from, const std::string& to) {
+    text.replace(text.find(from), from.size(), to);
+    return text;
+  };
+  const std::string base = keyOf(kSearchedScript);
+  ASSERT_EQ(base.size(), 64u);
+  // Moved down by a comment: the same search.
+  EXPECT_EQ(keyOf("// the same search, two lines lower\n\n" + std::string(kSearchedScript)), base);
+  EXPECT_NE(keyOf(kSearchedScript, 0.1), base);
+  EXPECT_NE(keyOf(replaced(kSearchedScript, "global_batch: 64", "global_batch: 128")), base);
+  EXPECT_NE(keyOf(replaced(kSearchedScript, "hidden: 128", "hidden: 192")), base);
+  EXPECT_NE(keyOf(replaced(kSearchedScript, "fp16_mixed", "fp16_sr")), base);
+  EXPECT_NE(keyOf(replaced(kSearchedScript, "lamb(weight_decay: 0.01)", "adamw(weight_decay: 0.01)")), base);
+  EXPECT_NE(keyOf(replaced(kSearchedScript, "on POD16", "on POD64")), base);
+}
+
+TEST(SearchCache, DirectoryFromTheEnvironment) {
+  struct Saved {
+    const char* name;
+    std::optional<std::string> value;
+  };
+  std::vector<Saved> saved;
+  for (const char* name : {"IPU_NO_CACHE", "XDG_CACHE_HOME", "HOME"}) {
+    const char* v = std::getenv(name);
+    saved.push_back({name, v != nullptr ? std::optional<std::string>(v) : std::nullopt});
+  }
+  ::setenv("IPU_NO_CACHE", "1", 1);
+  ::setenv("XDG_CACHE_HOME", "/tmp/xdg", 1);
+  EXPECT_EQ(search::cacheDirectoryFromEnvironment(), std::nullopt);
+  ::setenv("IPU_NO_CACHE", "0", 1);
+  EXPECT_EQ(search::cacheDirectoryFromEnvironment(), std::optional<std::string>("/tmp/xdg/ipu/search"));
+  ::unsetenv("IPU_NO_CACHE");
+  ::setenv("XDG_CACHE_HOME", "relative/ignored", 1);
+  ::setenv("HOME", "/home/someone", 1);
+  EXPECT_EQ(search::cacheDirectoryFromEnvironment(), std::optional<std::string>("/home/someone/.cache/ipu/search"));
+  ::unsetenv("XDG_CACHE_HOME");
+  ::unsetenv("HOME");
+  EXPECT_EQ(search::cacheDirectoryFromEnvironment(), std::nullopt);
+  for (const auto& s : saved) {
+    if (s.value) ::setenv(s.name, s.value->c_str(), 1);
+    else ::unsetenv(s.name);
+  }
+}
+
+// The key writes the fields of these structures one by one
+// (result_cache.cpp): a field added to one of them changes its size here, and
+// must be added to the key too (or said why not), before this size is updated.
+// Sizes are those of x86-64 with libstdc++, where the project is built.
+TEST(SearchCache, KeyCoversEveryFieldOfWhatItReads) {
+#if defined(__x86_64__) && defined(__GLIBCXX__)
+  EXPECT_EQ(sizeof(hw::Calibration), 168u);
+  EXPECT_EQ(sizeof(hw::Calibration::Row), 64u);
+  EXPECT_EQ(sizeof(hw::Chip), 280u);
+  EXPECT_EQ(sizeof(hw::Machine), 352u);
+  EXPECT_EQ(sizeof(hw::Pod), 400u);
+  EXPECT_EQ(sizeof(ir::Precision), 128u);
+  EXPECT_EQ(sizeof(ir::LossScale), 64u);
+  EXPECT_EQ(sizeof(ir::Optimizer), 136u);
+  EXPECT_EQ(sizeof(ir::LrSchedule), 88u);
+  EXPECT_EQ(sizeof(ir::Dataset), 104u);
+  EXPECT_EQ(sizeof(ir::Batch), 40u);
+  EXPECT_EQ(sizeof(ir::Flops), 32u);
+  EXPECT_EQ(sizeof(ir::Attribute), 72u);
+  EXPECT_EQ(sizeof(ir::Mapping), 136u);
+  EXPECT_EQ(sizeof(check::LayerFacts), 344u);
+  EXPECT_EQ(sizeof(check::PhaseSpec), 1008u);
+  EXPECT_EQ(sizeof(check::MappingSpec), 808u);
+  EXPECT_EQ(sizeof(check::StageSpec), 48u);
+  EXPECT_EQ(sizeof(check::SearchSpec), 64u);
+  EXPECT_EQ(sizeof(check::ModelSpec), 128u);
+  EXPECT_EQ(sizeof(search::Options), 264u);
+  EXPECT_EQ(sizeof(search::Fixed), 208u);
+#else
+  GTEST_SKIP() << "sizes are recorded for x86-64 with libstdc++";
+#endif
 }
 
 }  // namespace

@@ -11,6 +11,13 @@
 
 namespace ipu::test {
 
+namespace {
+// Run outside ctest too (which sets it), a test never reads or writes the
+// user's cache of search results; the cache's own tests give each session a
+// temporary directory (Session::setSearchCache).
+[[maybe_unused]] const bool kNoUserCache = ::setenv("IPU_NO_CACHE", "1", /*overwrite=*/0) == 0;
+}  // namespace
+
 std::string sourceDir() { return IPU_SOURCE_DIR; }
 
 std::vector<std::string> Outcome::codes() const {
