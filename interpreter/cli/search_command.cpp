@@ -187,15 +187,18 @@ namespace {
 
 // The written script checked as the file it becomes, and each written phase
 // planned and estimated to the figure the search reported for it: a wrong
-// edit must never reach the disk. Empty when it holds, else what does not.
-std::string verifyWritten(const search::ScriptEdit& edit, const std::string& target) {
+// edit must never reach the disk. Empty when it holds, else what does not;
+// `checks` says whether the text checked (when it does not, the file's place
+// may be why: its imports resolve from its directory).
+std::string verifyWritten(const search::ScriptEdit& edit, const std::string& target, bool& checks) {
   session::Session v;
   const check::CheckedProgram* checked = v.check(v.addSource(target, edit.text));
+  checks = checked != nullptr;
   if (checked == nullptr) {
     std::string errors;
     for (const auto& d : v.diagnostics().all())
       if (d.severity == base::Severity::Error) errors += base::renderHuman(d, v.sources());
-    return "the written script does not check:\n" + errors;
+    return "the script with the answer put in does not check as `" + target + "`:\n" + errors;
   }
   for (const auto& w : edit.phases) {
     const check::PhaseSpec* ph = nullptr;
@@ -236,9 +239,15 @@ int writeFound(session::Session& s, base::FileId file, const check::CheckedProgr
     std::cerr << "ipu search: nothing written to `" << target << "`: " << edit.problem << "\n";
     return kUserError;
   }
-  if (const std::string problem = verifyWritten(edit, target); !problem.empty()) {
-    std::cerr << "ipu search: internal error: nothing written to `" << target << "`: " << problem
-              << "\n(please report this, with the script)\n";
+  bool checks = false;
+  if (const std::string problem = verifyWritten(edit, target, checks); !problem.empty()) {
+    if (checks)
+      std::cerr << "ipu search: internal error: nothing written to `" << target << "`: " << problem
+                << "\n(please report this, with the script)\n";
+    else
+      std::cerr << "ipu search: nothing written: " << problem
+                << "(its imports and files are found from its own directory: write it beside the script, or "
+                   "report this with the script if it is there)\n";
     return kUserError;
   }
   const std::string& original = s.sources().file(file).text();

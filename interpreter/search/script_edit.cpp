@@ -295,10 +295,29 @@ ScriptEdit putFoundMappings(const base::SourceMap& sources, base::FileId root, c
   for (const auto& g : groups) {
     const check::MappingSpec& m = *g.mapping;
     const syntax::Declaration* decl = declarationOf(m);
+    // The model and pod as the script can name them: as the declaration
+    // writes them, else through the mapping (`four.model`), by the name the
+    // phase or its training gives it (a mapping imported from a module that
+    // imports its pod: the script need not see the pod's name).
     std::string model = m.model->name, pod = m.pod.name;
     if (decl != nullptr && decl->forExpr && decl->onExpr) {
       model = t.of(decl->forExpr->span);
       pod = t.of(decl->onExpr->span);
+    } else if (decl != nullptr) {
+      model = decl->name + ".model";
+      pod = decl->name + ".pod";
+    } else {
+      for (const auto& p : phases) {
+        if (p.body.empty() || &groups[p.group] != &g) continue;
+        const syntax::FieldMember* f = fieldOf(*p.site.member->block, "mapping");
+        if (f == nullptr && p.site.training->body) f = fieldOf(*p.site.training->body, "mapping");
+        if (f == nullptr) continue;
+        std::string ref = t.of(f->value->span);
+        if (f->value->kind != syntax::ExprKind::Name && f->value->kind != syntax::ExprKind::Member) ref = "(" + ref + ")";
+        model = ref + ".model";
+        pod = ref + ".pod";
+        break;
+      }
     }
     std::uint32_t at = 0;
     std::string where;
