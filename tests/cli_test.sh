@@ -360,6 +360,63 @@ expect 1 "search where nothing fits" -- "$IPU" search "$ROOT/examples/gpt3_175b_
 grep -q "nothing fits: the closest mapping found needs" "$TMP/out" || { echo "FAIL: nothing-fits explanation missing"; cat "$TMP/out"; fail=1; }
 grep -q -- "--max-ipus 256" "$TMP/out" || { echo "FAIL: nothing-fits does not say which constraint to relax"; fail=1; }
 
+# A phase whose mapping is declared with `search { }`: the check gave it the
+# block's answer (batch included); what is written is the script as written
+# with the search's best put in, and it estimates to the search's figure.
+expect 0 "search --write of a searched mapping" -- "$IPU" search "$ROOT/tests/scripts/search/declared_search.ipu" --top 1 --max-ipus 8 --headroom 10% --fix recompute=every_layer --json --write "$TMP/declared_written.ipu"
+cp "$TMP/out" "$TMP/declared_search.json"
+grep -q "^    mapping: best_searched$" "$TMP/declared_written.ipu" && grep -q "^  search {" "$TMP/declared_written.ipu" \
+  || { echo "FAIL: a searched mapping's phase is not written with the new mapping beside the searched one"; cat "$TMP/declared_written.ipu"; fail=1; }
+expect 0 "estimate the script written for a searched mapping" -- "$IPU" estimate "$TMP/declared_written.ipu" --json
+python3 -c "
+import json
+want = json.load(open('$TMP/declared_search.json'))['phases'][0]['top'][0]['samples_per_s']
+got = json.load(open('$TMP/out'))['runs'][0]['phases'][0]['throughput_samples_per_s']
+assert abs(got - want) <= 1e-9 * want, (got, want)
+" || { echo "FAIL: the script written for a searched mapping estimates to another figure"; fail=1; }
+
+# A mapping imported from a module is written for `four.model on four.pod`
+# (the script does not import the pod); written elsewhere, the script's
+# imports would not resolve: nothing is written. A phase of an imported
+# training cannot be written into the script.
+mkdir -p "$TMP/imported/sub"
+cat > "$TMP/imported/lib.ipu" <<'IPU'
+import "std/pods"
+import "std/models/bert"
+import "std/precision"
+model small = bert(layers: 2, hidden: 128, heads: 2, ffn: 512, vocab: 4000, positions: 128)
+mapping four for small on POD4 {
+  replicas: 4
+}
+training imported {
+  mapping: four
+  precision: fp16_mixed
+  optimizer: lamb(weight_decay: 0.01)
+  phase p { seq_len: 128, masked_tokens: 20, micro_batch: 4, global_batch: 64, steps: 100, lr: 0.001 }
+}
+IPU
+cat > "$TMP/imported/main.ipu" <<'IPU'
+import "lib"
+import "std/precision"
+
+training t {
+  mapping: four
+  precision: fp16_mixed
+  optimizer: lamb(weight_decay: 0.01)
+  phase p { seq_len: 128, masked_tokens: 20, micro_batch: 4, global_batch: 64, steps: 100, lr: 0.001 }
+}
+run t
+IPU
+expect 0 "search --write with an imported mapping" -- "$IPU" search "$TMP/imported/main.ipu" --top 1 --write "$TMP/imported/written.ipu"
+grep -q "^mapping four_searched for four.model on four.pod {" "$TMP/imported/written.ipu" || { echo "FAIL: an imported mapping is not written through its name"; cat "$TMP/imported/written.ipu"; fail=1; }
+expect 0 "the script written with an imported mapping checks" -- "$IPU" check "$TMP/imported/written.ipu"
+expect 1 "search --write where the script's imports do not resolve" -- "$IPU" search "$TMP/imported/main.ipu" --top 1 --write "$TMP/imported/sub/written.ipu"
+[ -e "$TMP/imported/sub/written.ipu" ] && { echo "FAIL: a script that does not check where it goes was written"; fail=1; }
+grep -q "does not check as" "$TMP/err" || { echo "FAIL: --write elsewhere does not say why nothing was written"; cat "$TMP/err"; fail=1; }
+printf 'import "lib"\nrun imported\n' > "$TMP/imported/runs_lib.ipu"
+expect 1 "search --write of a phase declared in a module" -- "$IPU" search "$TMP/imported/runs_lib.ipu" --top 1 --write "$TMP/imported/lib_written.ipu"
+grep -q "is written in .*lib.ipu., not in" "$TMP/err" || { echo "FAIL: a phase of a module is not refused with its reason"; cat "$TMP/err"; fail=1; }
+
 # The results of `search { }` are kept in the user's cache ($XDG_CACHE_HOME/ipu/search)
 # and read back; a damaged file is searched again and rewritten; IPU_NO_CACHE=1
 # keeps nothing (docs/search.md, "Cached results").

@@ -224,7 +224,7 @@ std::string verifyWritten(const search::ScriptEdit& edit, const std::string& tar
 // --write FILE and --apply: the script with each searched phase's best
 // mapping put in (search/script_edit.h), verified, then written as `ipu fmt`
 // writes (cli/output_file.h: whole or not at all, mode and links kept).
-int writeFound(session::Session& s, base::FileId file, const check::CheckedProgram& program, const Args& a,
+int writeFound(session::Session& s, base::FileId file, const Args& a,
                const std::vector<search::FoundMapping>& found, const std::vector<std::string>& unfound) {
   const std::string target = a.apply ? a.file : a.write;
   if (!unfound.empty()) {
@@ -234,7 +234,23 @@ int writeFound(session::Session& s, base::FileId file, const check::CheckedProgr
               << (found.empty() ? "" : " (`--phase` searches the others alone)") << "\n";
     return kUserError;
   }
-  search::ScriptEdit edit = search::putFoundMappings(s.sources(), file, program, found);
+  // The phases as the script writes them: a phase whose mapping is declared
+  // with `search { }` was given the block's answer, batch included, by the check.
+  session::Session asWritten;
+  asWritten.setSearches(session::Session::Searches::AsWritten);
+  const base::FileId root = asWritten.addSource(s.sources().file(file).path(), s.sources().file(file).text());
+  const check::CheckedProgram* written = asWritten.check(root);
+  std::vector<search::FoundMapping> edits;
+  for (const auto& f : found)
+    for (std::size_t r = 0; written != nullptr && r < written->runs.size(); ++r)
+      for (const auto& ph : written->runs[r].phases)
+        if (written->runs[r].name == f.run && ph.name == f.phase->name) edits.push_back({f.run, f.phase, f.candidate, &ph});
+  if (written == nullptr || edits.size() != found.size()) {
+    std::cerr << "ipu search: internal error: nothing written to `" << target
+              << "`: the script's phases do not check again as written (please report this, with the script)\n";
+    return kUserError;
+  }
+  search::ScriptEdit edit = search::putFoundMappings(asWritten.sources(), root, *written, edits);
   if (!edit.ok) {
     std::cerr << "ipu search: nothing written to `" << target << "`: " << edit.problem << "\n";
     return kUserError;
@@ -536,7 +552,7 @@ int searchCommand(const std::vector<std::string>& args) {
   }
   if (a.json) std::cout << out.dump() << "\n";  // the plan's JSON conventions (runtime/ir/json.h)
   if (!a.write.empty() || a.apply) {
-    const int status = writeFound(s, *file, *program, a, found, unfound);
+    const int status = writeFound(s, *file, a, found, unfound);
     if (status != kOk) return status;
   }
   return allFit ? kOk : kUserError;

@@ -235,7 +235,7 @@ ScriptEdit putFoundMappings(const base::SourceMap& sources, base::FileId root, c
   std::vector<Group> groups;
   std::map<std::tuple<std::string, base::FileId, std::uint32_t>, std::size_t> groupOf;
   for (const auto& f : found) {
-    const check::PhaseSpec& ph = *f.phase;
+    const check::PhaseSpec& ph = f.written != nullptr ? *f.written : *f.phase;
     const check::MappingSpec& m = *ph.mapping;
     Phase p;
     p.found = &f;
@@ -253,7 +253,7 @@ ScriptEdit putFoundMappings(const base::SourceMap& sources, base::FileId root, c
     }
     const bool keep = isDeclared(ph, f.candidate, sources);
     if (!keep) {
-      p.body = mappingBody(ph, f.candidate);
+      p.body = mappingBody(*f.phase, f.candidate);
       auto key = std::make_tuple(m.name, m.span.file, m.span.begin);
       auto it = groupOf.find(key);
       if (it == groupOf.end()) {
@@ -347,7 +347,7 @@ ScriptEdit putFoundMappings(const base::SourceMap& sources, base::FileId root, c
   // (`training t2 = t with { ... }` inherits t's phases) is edited once.
   std::map<std::uint32_t, const Phase*> edited;
   for (const auto& p : phases) {
-    const check::PhaseSpec& ph = *p.found->phase;
+    const check::PhaseSpec& ph = p.found->written != nullptr ? *p.found->written : *p.found->phase;
     const Candidate& c = p.found->candidate;
     const std::string newMapping =
         p.body.empty() ? ph.mapping->name

@@ -34,9 +34,14 @@ namespace ipu::search {
 
 // One searched phase and the mapping to write for it.
 struct FoundMapping {
-  std::string run;                        // the training's name
-  const check::PhaseSpec* phase = nullptr;  // as checked: its mapping, batch and span
-  Candidate candidate;                    // the best that fits
+  std::string run;                          // the training's name
+  const check::PhaseSpec* phase = nullptr;  // as searched: the candidate's settings are read through it (mappingOf)
+  Candidate candidate;                      // the best that fits
+  // The same phase as the script writes it (of the file given to
+  // putFoundMappings): its span, mapping and batch as written. A check gives
+  // a phase whose mapping is declared with `search { }` the block's answer,
+  // batch included, so it differs from `phase` there. Null: `phase` is.
+  const check::PhaseSpec* written = nullptr;
 };
 
 // What the edited script says for one phase, for the caller to verify.

@@ -99,7 +99,7 @@ const check::CheckedProgram* Session::check(base::FileId file) {
     placement_ = std::make_unique<hooks::LuaPlacement>(*hooks_);
   }
   if (diags_.hasErrors()) return nullptr;
-  resolveSearches();
+  if (searches_ == Searches::Run) resolveSearches();
   if (diags_.hasErrors()) return nullptr;
   return program_.get();
 }

@@ -79,6 +79,12 @@ class Session {
     return check(file);
   }
 
+  // Whether check() runs the searches of mappings declared with `search { }`
+  // (Run, the default) or leaves their phases with the mapping and the batch
+  // the script writes (AsWritten: what `ipu search --write` edits).
+  enum class Searches { Run, AsWritten };
+  void setSearches(Searches searches) { searches_ = searches; }
+
   // Where the results of `search { }` blocks are kept between checks
   // (search/result_cache.h): by default $XDG_CACHE_HOME/ipu/search or
   // ~/.cache/ipu/search, none with IPU_NO_CACHE=1; none: every check searches.
@@ -155,6 +161,7 @@ class Session {
   std::unique_ptr<check::CheckedProgram> program_;
   std::optional<check::Overrides> overrides_;      // a sweep trial's values (setOverrides)
   std::optional<std::string> searchCache_;         // setSearchCache
+  Searches searches_ = Searches::Run;
   std::unique_ptr<check::LayerCostCache> layerCosts_;  // for variants of the checked program
   std::unique_ptr<plan::LayerExpansions> layerExpansions_;
   std::unique_ptr<ir::ExecutionPlan> plan_;
