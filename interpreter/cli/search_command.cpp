@@ -185,6 +185,13 @@ struct Args {
 
 namespace {
 
+// Something is at `path` (a file, a directory, a symlink, even a dangling one):
+// --write makes a new file and never writes through or over it.
+bool present(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::symlink_status(path, ec).type() != std::filesystem::file_type::not_found && !ec;
+}
+
 // The written script checked as the file it becomes, and each written phase
 // planned and estimated to the figure the search reported for it: a wrong
 // edit must never reach the disk. Empty when it holds, else what does not;
@@ -274,13 +281,13 @@ int writeFound(session::Session& s, base::FileId file, const Args& a,
       std::cerr << "ipu search: `" << a.file << "` changed while it was searched; it was left as it is now (search again)\n";
       return kUserError;
     }
-  } else if (std::filesystem::exists(std::filesystem::symlink_status(target))) {
+  } else if (present(target)) {
     std::cerr << "ipu search: `" << target << "` appeared while searching; --write makes a new file, so it was left alone\n";
     return kUserError;
   }
   std::string error;
   if (!replaceFile(target, edit.text, error)) {
-    std::cerr << "ipu search: cannot write `" << target << "`: " << error << "\n";
+    std::cerr << "ipu search: " << error << "\n";  // the writer's sentence names the file
     return kUserError;
   }
   // With --json, stdout holds the JSON document alone.
@@ -348,7 +355,7 @@ int searchCommand(const std::vector<std::string>& args) {
   }
   if (a.file.empty()) return usage("`search` needs a script");
   if (a.apply && !a.write.empty()) return usage("`--write` and `--apply` exclude each other: write a new file, or the script itself");
-  if (!a.write.empty() && std::filesystem::exists(std::filesystem::symlink_status(a.write))) {
+  if (!a.write.empty() && present(a.write)) {
     std::cerr << "ipu search: `" << a.write << "` exists; --write makes a new file (remove it or choose another name)\n";
     return kUserError;
   }

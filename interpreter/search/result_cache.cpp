@@ -576,6 +576,9 @@ PhaseResult searchPhaseCached(const check::PhaseSpec& phase, check::Evaluator& e
       }
   }
   PhaseResult r = searchPhase(phase, evaluator, sources, options);
+  // Only a search that covered its space is the function of its key that the
+  // cache assumes (a search that could stop early, at a time limit, would
+  // have to be left out here too).
   if (!r.error.empty()) return r;
   ir::Json doc = ir::Json::object();
   doc["format"] = kFormat;

@@ -109,10 +109,9 @@ void addFields(const Text& t, const syntax::Block& block, const std::vector<std:
   if (fields.empty()) return;
   const std::uint32_t open = block.span.begin;  // the `{`
   if (block.members.empty()) {
-    std::string s = " ";
-    for (const auto& f : fields) s += f + ", ";
-    s.pop_back();
-    edits.push_back({open + 1, open + 1, s, order++});
+    std::string s;
+    for (const auto& f : fields) s += (s.empty() ? " " : ", ") + f;
+    edits.push_back({open + 1, open + 1, s + " ", order++});
     return;
   }
   const std::uint32_t first = block.members.front()->span.begin;

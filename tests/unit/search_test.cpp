@@ -530,6 +530,41 @@ training t {
   expectReadsBack(edit, "p", c);
 }
 
+// A phase that takes everything from its training (an empty block), and one
+// whose block opens with a comment over several lines: the fields go where
+// they cannot change a comment.
+TEST(SearchWrite, EmptyBlockAndCommentAfterTheBrace) {
+  const std::string script = std::string(kWriteHeader) + R"(
+training t {
+  mapping: two
+  precision: fp16_mixed
+  optimizer: lamb(weight_decay: 0.01)
+  seq_len: 128
+  masked_tokens: 20
+  micro_batch: 4
+  global_batch: 64
+  steps: 100
+  lr: 0.001
+  phase p {}
+  phase q from p { /* a comment
+    over two lines */ steps: 10
+  }
+}
+)";
+  Searched s = load(script);
+  ASSERT_NE(s.program, nullptr);
+  const search::Candidate c = handMade(8, 2, 4);
+  search::ScriptEdit edit = search::putFoundMappings(s.session->sources(), s.file, *s.program,
+                                                     {{"t", &phaseNamed(s, "p"), c}, {"t", &phaseNamed(s, "q"), c}});
+  ASSERT_TRUE(edit.ok) << edit.problem;
+  EXPECT_NE(edit.text.find("  phase p { mapping: two_searched, micro_batch: 2 }\n"), std::string::npos) << edit.text;
+  EXPECT_NE(edit.text.find("  phase q from p { /* a comment\n    over two lines */ mapping: two_searched, micro_batch: 2, steps: 10\n"),
+            std::string::npos)
+      << edit.text;
+  expectReadsBack(edit, "p", c);
+  expectReadsBack(edit, "q", c);
+}
+
 // Two phases of one mapping given different answers: one mapping each,
 // named after its phase; a phase given its own mapping keeps it.
 TEST(SearchWrite, EachPhaseGetsItsMapping) {
@@ -811,10 +846,13 @@ TEST(SearchCache, DirectoryFromTheEnvironment) {
   }
 }
 
-// The key writes the fields of these structures one by one
-// (result_cache.cpp): a field added to one of them changes its size here, and
-// must be added to the key too (or said why not), before this size is updated.
-// Sizes are those of x86-64 with libstdc++, where the project is built.
+// The key writes the fields of these structures one by one, and a cache file
+// the fields of a result (result_cache.cpp): a field added to one of them
+// changes its size here, and must be added to the key or the file too (or
+// said why not), before this size is updated. A result that depends on
+// something else than its inputs (a search stopped by a time limit) must not
+// be kept. Sizes are those of x86-64 with libstdc++, where the project is
+// built; a field that fits in padding does not change them.
 TEST(SearchCache, KeyCoversEveryFieldOfWhatItReads) {
 #if defined(__x86_64__) && defined(__GLIBCXX__)
   EXPECT_EQ(sizeof(hw::Calibration), 168u);
@@ -839,6 +877,9 @@ TEST(SearchCache, KeyCoversEveryFieldOfWhatItReads) {
   EXPECT_EQ(sizeof(check::ModelSpec), 128u);
   EXPECT_EQ(sizeof(search::Options), 264u);
   EXPECT_EQ(sizeof(search::Fixed), 208u);
+  EXPECT_EQ(sizeof(search::Candidate), 232u);
+  EXPECT_EQ(sizeof(search::Counts), 40u);
+  EXPECT_EQ(sizeof(search::PhaseResult), 712u);
 #else
   GTEST_SKIP() << "sizes are recorded for x86-64 with libstdc++";
 #endif
