@@ -506,9 +506,11 @@ int searchCommand(const std::vector<std::string>& args) {
                     << rate(best.samplesPerSecond) << " samples/s\n";
         else if (best.split == search::Split::Declared || best.score >= d.score) std::cout << "yours is the best\n";
         else if (r.objective == search::Objective::ThroughputPerIpu)
+          // The ranked figure's throughput: the estimate's, or the likely range's lower end.
           std::cout << "the best has " << fixed(d.score / best.score, 2) << "x the throughput per IPU ("
-                    << rate(best.samplesPerSecond / std::max(1, best.ipusUsed)) << " samples/s per IPU"
-                    << (r.rank == search::Rank::Conservative ? ", at the likely ranges' lower ends" : "") << ")\n";
+                    << rate(best.samplesPerSecond * best.stepTime / best.rankedStep / std::max(1, best.ipusUsed))
+                    << " samples/s per IPU"
+                    << (r.rank == search::Rank::Conservative ? ", at the likely range's lower end" : "") << ")\n";
         else if (r.rank == search::Rank::Conservative)
           std::cout << "the best is " << fixed(d.rankedStep / best.rankedStep, 2) << "x faster at the likely ranges' lower ends ("
                     << fixed(d.stepTime / best.stepTime, 2) << "x by the estimates)\n";
