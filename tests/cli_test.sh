@@ -261,6 +261,8 @@ expect 0 "search the POD16 example" -- "$IPU" search "$ROOT/examples/bert_large_
 grep -q "candidates in" "$TMP/out" || { echo "FAIL: search report lacks its counts"; fail=1; }
 grep -q "yours (\`pod16\`)" "$TMP/out" || { echo "FAIL: search report does not compare with the script's mapping"; fail=1; }
 grep -q "IPUs against throughput" "$TMP/out" || { echo "FAIL: search report lacks the Pareto table"; fail=1; }
+grep -q "ranked by the likely range's lower end" "$TMP/out" || { echo "FAIL: search report does not say how it ranks"; fail=1; }
+grep -q "why, by the step time's causes" "$TMP/out" || { echo "FAIL: search report does not explain the winner"; cat "$TMP/out"; fail=1; }
 [ -s "$TMP/err" ] && { echo "FAIL: search wrote to stderr without a terminal (a progress bar?)"; cat "$TMP/err"; fail=1; }
 # The comparison with the script's mapping follows the objective and the limits.
 expect 0 "search per IPU" -- "$IPU" search "$ROOT/examples/tiny_bert.ipu" --objective throughput_per_ipu --top 1
@@ -280,7 +282,16 @@ p=d['phases'][0]
 assert len(p['top'])==2 and p['max_ipus']==8
 for c in p['top']:
     assert c['fits'] and c['ipus_used']<=8 and c['peak_memory_bytes']<=0.9*c['memory_capacity_bytes'], c
-assert p['top'][0]['step_time_s']<=p['top'][1]['step_time_s']
+assert p['top'][0]['ranked_step_time_s']<=p['top'][1]['ranked_step_time_s']
+assert p['rank']=='conservative'
+for c in p['top']:
+    lo,hi=c['throughput_interval']
+    assert lo<=c['samples_per_s']<=hi, c
+    assert abs(c['ranked_step_time_s']-c['step_time_s']*c['samples_per_s']/lo)<=1e-6*c['ranked_step_time_s'], c
+    assert len(c['regimes'])==len(c['coverage_warnings'])
+    assert abs(sum(c['breakdown_s'].values())-c['step_time_s'])<=1e-6*c['step_time_s'], c
+for a in p['assumptions']:
+    assert a['assumption']=='Streaming Memory bandwidth' and a['low']<=a['nominal']<=a['high'], a
 assert sum(p['counts'][k] for k in ('evaluated','pruned_by_bound','pruned_by_memory'))>=p['counts']['space']
 assert p['declared']['name']=='pod16'
 " || { echo "FAIL: search --json is not the documented JSON"; fail=1; }
@@ -352,6 +363,10 @@ grep -q "nothing written to" "$TMP/err" || { echo "FAIL: --write where nothing f
 expect 1 "search --write does not overwrite" -- "$IPU" search "$ROOT/examples/bert_large_pod16.ipu" --write "$TMP/best.ipu"
 expect 2 "search without a script" -- "$IPU" search
 expect 2 "search with a bad objective" -- "$IPU" search "$ROOT/examples/bert_large_pod16.ipu" --objective fastest
+expect 2 "search with a bad ranking" -- "$IPU" search "$ROOT/examples/bert_large_pod16.ipu" --rank fastest
+expect 0 "search ranked by the estimate" -- "$IPU" search "$ROOT/examples/bert_large_pod16.ipu" --phase one --top 1 --rank expected
+grep -q "ranked by the estimate" "$TMP/out" || { echo "FAIL: --rank expected does not say how it ranks"; cat "$TMP/out"; fail=1; }
+grep -q "outside the calibration: phased execution" "$TMP/out" || { echo "FAIL: the phased winner by the estimate is not flagged"; cat "$TMP/out"; fail=1; }
 expect 2 "search with a bad --fix" -- "$IPU" search "$ROOT/examples/bert_large_pod16.ipu" --fix replicas=many
 expect 2 "search with a bad headroom" -- "$IPU" search "$ROOT/examples/bert_large_pod16.ipu" --headroom 120%
 expect 2 "search of a run that is not there" -- "$IPU" search "$ROOT/examples/bert_large_pod16.ipu" --run nope

@@ -113,6 +113,8 @@ hw::Pod Resolver::pod(const Record& rec) {
     p.machine.ipus = static_cast<int>(num(mr, "ipus"));
     p.machine.streamingMemoryBytes = num(mr, "streaming_memory");
     p.machine.streamingBandwidth = num(mr, "streaming_bandwidth");
+    p.machine.streamingBandwidthLow = num(mr, "streaming_bandwidth_low");
+    p.machine.streamingBandwidthHigh = num(mr, "streaming_bandwidth_high");
     p.machine.gwLinkBandwidth = num(mr, "gw_link_bandwidth");
     p.machine.hostBandwidth = num(mr, "host_bandwidth");
     if (const Value* c = mr.get("chip"); c != nullptr && c->kind == ValueKind::Record) {
@@ -156,10 +158,28 @@ hw::Pod Resolver::pod(const Record& rec) {
         const auto* acc = list("loo_accumulation");
         const auto* err = list("loo_error");
         const auto* groupErr = list("logo_error");   // absent from calibrations fitted before it: the row's own error then
+        // The regime each row ran in; absent from calibrations fitted before it was recorded.
+        const auto* micro = list("loo_micro_batch");
+        const auto* memory = list("loo_memory");
+        const auto* phased = list("loo_phased");
+        const auto* recomputes = list("loo_recomputes");
         if (fam != nullptr && ipus != nullptr && acc != nullptr && err != nullptr)
           for (std::size_t i = 0; i < fam->size() && i < ipus->size() && i < acc->size() && i < err->size(); ++i) {
-            const double logo = groupErr != nullptr && i < groupErr->size() ? (*groupErr)[i].number : (*err)[i].number;
-            chip.calibration.rows.push_back({(*fam)[i].text, (*ipus)[i].number, (*acc)[i].number, (*err)[i].number, logo});
+            hw::Calibration::Row row;
+            row.family = (*fam)[i].text;
+            row.ipus = (*ipus)[i].number;
+            row.accumulation = (*acc)[i].number;
+            row.looError = (*err)[i].number;
+            row.logoError = groupErr != nullptr && i < groupErr->size() ? (*groupErr)[i].number : (*err)[i].number;
+            if (micro != nullptr && memory != nullptr && phased != nullptr && recomputes != nullptr && i < micro->size() &&
+                i < memory->size() && i < phased->size() && i < recomputes->size()) {
+              row.described = true;
+              row.microBatch = (*micro)[i].number;
+              row.memory = (*memory)[i].number;
+              row.phased = (*phased)[i].boolean;
+              row.recomputes = (*recomputes)[i].boolean;
+            }
+            chip.calibration.rows.push_back(row);
           }
       }
     }

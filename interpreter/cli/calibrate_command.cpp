@@ -175,6 +175,10 @@ int calibrate(const std::string& table, const std::string& output, base::ColorMo
     listOf("loo_family", [](const hw::Calibration::Row& r) { return "\"" + r.family + "\""; });
     listOf("loo_ipus", [](const hw::Calibration::Row& r) { return fixed(r.ipus, 0); });
     listOf("loo_accumulation", [](const hw::Calibration::Row& r) { return fixed(r.accumulation, 0); });
+    listOf("loo_micro_batch", [](const hw::Calibration::Row& r) { return fixed(r.microBatch, 0); });
+    listOf("loo_memory", [](const hw::Calibration::Row& r) { return fixed(r.memory, 4); });
+    listOf("loo_phased", [](const hw::Calibration::Row& r) { return std::string(r.phased ? "true" : "false"); });
+    listOf("loo_recomputes", [](const hw::Calibration::Row& r) { return std::string(r.recomputes ? "true" : "false"); });
     listOf("loo_error", [](const hw::Calibration::Row& r) { return fixed(r.looError, 4); });
     listOf("logo_error", [](const hw::Calibration::Row& r) { return fixed(r.logoError, 4); });
     module << "}\n";

@@ -43,6 +43,8 @@ options:
   --run NAME            search this run only (default: every run)
   --phase NAME          search this phase only (default: every phase)
   --objective OBJ       throughput (default), time_to_train, throughput_per_ipu (or cost)
+  --rank HOW            conservative (default: by the likely range's lower end) or expected
+                        (by the cost model's estimate)
   --max-ipus N          use at most N IPUs (default: the pod's)
   --headroom P          keep P of each IPU's memory free: 10% or 0.1 (default 0)
   --fix KEY=VALUE       fix a choice: shard, pipeline, replicas, micro_batch, recompute,
@@ -144,6 +146,36 @@ std::string candidateLine(const search::Candidate& c) {
   return s;
 }
 
+// The step time's causes, in the order `ipu estimate` gives them.
+struct Cause {
+  const char* text;   // as printed
+  const char* json;   // as in `ipu estimate --json`'s breakdown_s
+};
+std::vector<std::pair<Cause, double>> causes(const cost::Breakdown& b) {
+  return {{{"compute", "compute"}, b.compute},
+          {{"recompute", "recompute"}, b.recompute},
+          {{"pipeline fill and drain", "pipeline_fill_drain"}, b.pipelineFillDrain},
+          {{"stage imbalance", "stage_imbalance"}, b.stageImbalance},
+          {{"exchange", "exchange"}, b.exchange},
+          {{"gradient all-reduce", "all_reduce"}, b.allReduce},
+          {{"RTS collectives", "rts_collectives"}, b.rtsCollectives},
+          {{"Streaming Memory", "streaming"}, b.streaming},
+          {{"weight update", "optimizer"}, b.optimizer},
+          {{"host I/O", "host_io"}, b.hostIo},
+          {{"fixed per step", "overhead"}, b.overhead}};
+}
+
+// The short names of the regimes a candidate is outside the calibration rows in.
+std::string regimesOf(const search::Candidate& c) {
+  std::string s;
+  for (const auto& f : c.regimes) s += (s.empty() ? "" : ",") + std::string(cost::name(f.regime));
+  return s.empty() ? "-" : s;
+}
+
+std::string likely(const search::Candidate& c) {
+  return c.throughputHigh > 0 ? rate(c.throughputLow) + "-" + rate(c.throughputHigh) : "-";
+}
+
 // A candidate's settings under the names of the table of mapping fields (the
 // plan JSON's and the language's), then what the search adds.
 ir::Json toJson(const check::PhaseSpec& phase, const search::Candidate& c) {
@@ -170,6 +202,21 @@ ir::Json toJson(const check::PhaseSpec& phase, const search::Candidate& c) {
   j["peak_component_bytes"] = c.peakComponentBytes;
   j["streaming_bytes"] = c.streamingBytes;
   j["streaming_capacity_bytes"] = c.streamingCapacityBytes;
+  ir::Json interval = ir::Json::array();
+  interval.push(c.throughputLow);
+  interval.push(c.throughputHigh);
+  j["throughput_interval"] = c.throughputHigh > 0 ? interval : ir::Json();
+  j["ranked_step_time_s"] = c.rankedStep;
+  ir::Json regimes = ir::Json::array(), warnings = ir::Json::array();
+  for (const auto& f : c.regimes) {
+    regimes.push(cost::name(f.regime));
+    warnings.push(f.message);
+  }
+  j["regimes"] = regimes;
+  j["coverage_warnings"] = warnings;
+  ir::Json bd = ir::Json::object();
+  for (const auto& [cause, seconds] : causes(c.breakdown)) bd[cause.json] = seconds;
+  j["breakdown_s"] = bd;
   return j;
 }
 
@@ -300,7 +347,7 @@ int writeFound(session::Session& s, base::FileId file, const Args& a,
 int searchCommand(const std::vector<std::string>& args) {
   Args a;
   ArgumentReader in(args);
-  const char* const withValue[] = {"--run", "--phase", "--write", "--objective", "--max-ipus", "--headroom", "--fix", "--top", "--color"};
+  const char* const withValue[] = {"--run", "--phase", "--write", "--objective", "--rank", "--max-ipus", "--headroom", "--fix", "--top", "--color"};
   while (in.next()) {
     if (in.flag("--json")) {
       a.json = true;
@@ -332,6 +379,10 @@ int searchCommand(const std::vector<std::string>& args) {
       auto o = search::objectiveNamed(v);
       if (!o) return usage("--objective takes throughput, time_to_train or throughput_per_ipu (cost), not `" + v + "`");
       a.options.objective = *o;
+    } else if (name == "--rank") {
+      auto r = search::rankNamed(v);
+      if (!r) return usage("--rank takes conservative or expected, not `" + v + "`");
+      a.options.rank = *r;
     } else if (name == "--max-ipus" || name == "--top") {
       char* end = nullptr;
       long n = std::strtol(v.c_str(), &end, 10);
@@ -462,11 +513,27 @@ int searchCommand(const std::vector<std::string>& args) {
           row["at_most_ipus"] = r.paretoLimits[k];
           j["pareto"].push_back(row);
         }
+        j["rank"] = search::name(r.rank);
         if (r.declared) {
           j["declared"] = toJson(ph, *r.declared);
           j["declared"]["name"] = ph.mapping->name;
-          if (!r.top.empty() && r.declared->fits && r.top.front().stepTime > 0)
+          if (!r.top.empty() && r.declared->fits && r.top.front().stepTime > 0) {
             j["speedup_over_declared"] = r.declared->stepTime / r.top.front().stepTime;
+            j["ranked_speedup_over_declared"] = r.declared->rankedStep / r.top.front().rankedStep;
+          }
+        }
+        j["assumptions"] = ir::Json::array();
+        for (const auto& check : r.assumptions) {
+          ir::Json aj = ir::Json::object();
+          aj["assumption"] = cost::name(check.range.assumption);
+          aj["nominal"] = check.range.nominal;
+          aj["low"] = check.range.low;
+          aj["high"] = check.range.high;
+          aj["winner_holds_at_low"] = check.holdsAtLow;
+          aj["winner_holds_at_high"] = check.holdsAtHigh;
+          aj["best_at_low"] = check.bestAtLow ? toJson(ph, *check.bestAtLow) : ir::Json();
+          aj["best_at_high"] = check.bestAtHigh ? toJson(ph, *check.bestAtHigh) : ir::Json();
+          j["assumptions"].push_back(aj);
         }
         if (r.top.empty()) {
           if (r.leastMemory) j["least_memory"] = toJson(ph, *r.leastMemory);
@@ -480,7 +547,10 @@ int searchCommand(const std::vector<std::string>& args) {
                 << ph.model->name << " on " << ph.mapping->pod.name << " (" << r.podIpus << " IPUs"
                 << (r.maxIpus < r.podIpus ? ", at most " + std::to_string(r.maxIpus) + " used" : "") << "), global batch "
                 << commas(static_cast<double>(r.globalBatch)) << ", objective " << search::name(r.objective)
-                << (a.options.headroom > 0 ? ", headroom " + fixed(a.options.headroom * 100, 0) + "%" : "") << "\n";
+                << (a.options.headroom > 0 ? ", headroom " + fixed(a.options.headroom * 100, 0) + "%" : "")
+                << (r.rank == search::Rank::Conservative ? ", ranked by the likely range's lower end"
+                                                         : ", ranked by the estimate")
+                << "\n";
       std::cout << "  " << commas(static_cast<double>(r.counts.space)) << " candidates in " << fixed(r.seconds, 2) << " s ("
                 << commas(perSecond) << "/s): " << commas(static_cast<double>(r.counts.evaluated)) << " evaluated, "
                 << commas(static_cast<double>(r.counts.pruned)) << " pruned by bound, "
@@ -516,15 +586,42 @@ int searchCommand(const std::vector<std::string>& args) {
                             std::to_string(c.replicas), std::to_string(c.microBatch), std::to_string(c.gradientAccumulation),
                             search::name(c.split), layersPerIpu(c), ir::name(c.recompute),
                             c.optimizerStateStreaming ? "streaming" : "on_chip", rts(c), phased(c),
-                            rate(c.samplesPerSecond), duration(c.timeToTrain),
-                            gib(c.peakMemoryBytes) + " (IPU " + std::to_string(c.peakIpu) + ")"}});
+                            rate(c.samplesPerSecond), likely(c), duration(c.timeToTrain),
+                            gib(c.peakMemoryBytes) + " (IPU " + std::to_string(c.peakIpu) + ")", regimesOf(c)}});
       }
       printTable(std::cout,
                  {"#", "t", "p", "r", "micro", "GA", "split", "layers/IPU", "recompute", "opt.state", "RTS", "phased",
-                  "samples/s", "to train", "peak memory"},
-                 rows, {true, true, true, true, true, true, false, false, false, false, false, false, true, true, true},
+                  "samples/s", "likely", "to train", "peak memory", "outside the calibration"},
+                 rows, {true, true, true, true, true, true, false, false, false, false, false, false, true, true, true, true, false},
                  painter);
       std::cout << "\n";
+      // Why the first is outside the calibration, and whether its lead rests on an assumption.
+      const auto& first = r.top.front();
+      for (const auto& f : first.regimes) std::cout << "  #1 " << painter.paint(base::Style::Accent, "outside the calibration") << ": " << f.message << "\n";
+      for (const auto& check : r.assumptions) {
+        const bool moves = !first.sensitivities.empty() || (check.bestAtLow && !check.bestAtLow->sensitivities.empty()) ||
+                           (check.bestAtHigh && !check.bestAtHigh->sensitivities.empty());
+        if (!moves) continue;
+        const double unit = check.range.assumption == cost::Assumption::StreamingBandwidth ? 1e9 : 1;
+        auto at = [&](double v) { return fixed(v / unit, v / unit < 10 ? 1 : 0) + " GB/s"; };
+        std::cout << "  " << cost::name(check.range.assumption) << " " << at(check.range.nominal) << " is assumed ("
+                  << at(check.range.low) << " to " << at(check.range.high) << " plausible): ";
+        if (check.holdsAtLow && check.holdsAtHigh) {
+          std::cout << "#1 stays the best across the range (" << rate(first.samplesPerSecondAt(check.range.assumption, false))
+                    << " to " << rate(first.samplesPerSecondAt(check.range.assumption, true)) << " samples/s)\n";
+          continue;
+        }
+        std::cout << "#1's lead rests on it\n";
+        for (int high = 0; high < 2; ++high) {
+          const auto& best = high ? check.bestAtHigh : check.bestAtLow;
+          if (!best || (high ? check.holdsAtHigh : check.holdsAtLow)) continue;
+          const double v = high ? check.range.high : check.range.low;
+          std::cout << "    at " << at(v) << " the best is " << candidateLine(*best) << ": "
+                    << rate(best->samplesPerSecondAt(check.range.assumption, high == 1)) << " samples/s, #1 "
+                    << rate(first.samplesPerSecondAt(check.range.assumption, high == 1)) << "\n";
+        }
+      }
+      if (!first.regimes.empty() || !r.assumptions.empty()) std::cout << "\n";
       if (r.declared) {
         const auto& d = *r.declared;
         const auto& best = r.top.front();
@@ -537,9 +634,28 @@ int searchCommand(const std::vector<std::string>& args) {
                     << rate(best.samplesPerSecond) << " samples/s\n";
         else if (best.split == search::Split::Declared || best.score >= d.score) std::cout << "yours is the best\n";
         else if (r.objective == search::Objective::ThroughputPerIpu)
+          // The ranked figure's throughput: the estimate's, or the likely range's lower end.
           std::cout << "the best has " << fixed(d.score / best.score, 2) << "x the throughput per IPU ("
-                    << rate(best.samplesPerSecond / std::max(1, best.ipusUsed)) << " samples/s per IPU)\n";
+                    << rate(best.samplesPerSecond * best.stepTime / best.rankedStep / std::max(1, best.ipusUsed))
+                    << " samples/s per IPU"
+                    << (r.rank == search::Rank::Conservative ? ", at the likely range's lower end" : "") << ")\n";
+        else if (r.rank == search::Rank::Conservative)
+          std::cout << "the best is " << fixed(d.rankedStep / best.rankedStep, 2) << "x faster at the likely ranges' lower ends ("
+                    << fixed(d.stepTime / best.stepTime, 2) << "x by the estimates)\n";
         else std::cout << "the best is " << fixed(d.stepTime / best.stepTime, 2) << "x faster\n";
+        // Why: the step time by cause, the best beside yours.
+        if (d.fits && !(best.split == search::Split::Declared || best.score >= d.score)) {
+          std::vector<Row> why;
+          auto ms = [](double seconds) { return seconds == 0 ? std::string("-") : fixed(seconds * 1e3, seconds < 0.1 ? 2 : 1); };
+          const auto bestCauses = causes(best.breakdown), yourCauses = causes(d.breakdown);
+          for (std::size_t k = 0; k < bestCauses.size(); ++k) {
+            if (bestCauses[k].second == 0 && yourCauses[k].second == 0) continue;
+            why.push_back(Row{{bestCauses[k].first.text, ms(bestCauses[k].second), ms(yourCauses[k].second)}});
+          }
+          why.push_back(Row{{"step", ms(best.stepTime), ms(d.stepTime)}});
+          std::cout << "\n  why, by the step time's causes (ms per step):\n";
+          printTable(std::cout, {"cause", "#1", "yours"}, why, {false, true, true}, painter);
+        }
       }
       if (!r.declared && ph.mapping->pipelineKind == check::MappingSpec::PipelineKind::Lua)
         std::cout << "  yours (`" << ph.mapping->name << "`) is placed by the Lua function `" << ph.mapping->luaFunction

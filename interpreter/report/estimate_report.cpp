@@ -82,7 +82,7 @@ void printPhase(std::ostream& os, const ir::PhasePlan& ph, const cost::PhaseEsti
   row("step", step.str());
   if (e.throughputHigh > 0)
     row("likely", commas(e.throughputLow) + " to " + commas(e.throughputHigh) + " samples/s (" + e.intervalBasis + ")");
-  for (const auto& w : e.coverageWarnings) row("warning", p.paint(Style::Accent, w));
+  for (const auto& f : e.regimes) row("warning", p.paint(Style::Accent, f.message));
   row("time to train", formatDuration(e.timeToTrain) + " (" + commas(static_cast<double>(e.steps)) + " steps)");
   std::ostringstream pipe;
   pipe << commas(e.cycles) << " cycles of " << formatDuration(e.cycleTime) << ", " << pct(e.pipelineUtilisation)

@@ -45,6 +45,27 @@ const char* name(Split s) {
   return "single";
 }
 
+const char* name(Rank r) { return r == Rank::Expected ? "expected" : "conservative"; }
+
+std::optional<Rank> rankNamed(const std::string& text) {
+  for (Rank r : {Rank::Conservative, Rank::Expected})
+    if (text == name(r)) return r;
+  return std::nullopt;
+}
+
+double Candidate::samplesPerSecondAt(cost::Assumption assumption, bool high) const {
+  for (const auto& s : sensitivities)
+    if (s.range.assumption == assumption) return high ? s.samplesPerSecondAtHigh : s.samplesPerSecondAtLow;
+  return samplesPerSecond;
+}
+
+double Candidate::rankedStepAt(cost::Assumption assumption, bool high, Rank rank) const {
+  const double sps = samplesPerSecondAt(assumption, high);
+  if (!(sps > 0) || !(samplesPerSecond > 0)) return rankedStep;
+  const double step = stepTime * samplesPerSecond / sps;
+  return rank == Rank::Conservative && throughputHigh > 0 ? step * (1 + errorHigh) : step;
+}
+
 void Fixed::fix(ir::MappingField field, const ir::Mapping& from) {
   ir::mappingField(field).set(values, ir::mappingField(field).get(from));
   fields.insert(field);
@@ -211,9 +232,10 @@ struct Group {
   int t = 1, p = 1, r = 1;
   long long b = 0, ga = 0;
   ir::Recompute recompute = ir::Recompute::None;
-  double boundStep = 0;   // lower bound on the step time of any candidate of the group
+  double boundStep = 0;   // lower bound on the ranked step time of any candidate of the group
   double boundScore = 0;
   int ipus = 0;
+  double computeBound = 0;   // lower bound on the estimate's step time (boundStep before the ranking's widening)
 };
 
 // A candidate's settings apart from t, p, r, b, recompute and the split.
@@ -280,14 +302,19 @@ class Searcher {
     out.maxIpus = maxIpus_;
     n_ = static_cast<int>(phase_.layers->size());
     chain_ = tailStart(*phase_.layers);
-    overhead_ = declared_.pod.machine.chip.calibration.stepOverheadSeconds;
     for (const auto& l : *phase_.layers) params_ += l.params;
+    // What every step pays whatever the mapping: the software's fixed cost and
+    // the update's cost per parameter of a replica (cost::Breakdown's overhead
+    // and part of its optimizer term).
+    const hw::Calibration& cal = declared_.pod.machine.chip.calibration;
+    overhead_ = cost::stepOverhead(cal, phase_.software) + params_ * cal.updateSecondsPerParameter;
     weightBytes_ = ir::bytesOf(phase_.precision.weights);
     accumulatorBytes_ = ir::bytesOf(phase_.precision.accumulators);
     stateBytesPerParam_ = phase_.optimizer.moments * ir::bytesOf(phase_.precision.optimizerState) +
                           (phase_.precision.masterWeights ? 4.0 : 0.0);
     codeBase_ = declared_.pod.machine.chip.codeBaseBytes;
     capacity_ = declared_.pod.machine.chip.memoryBytes;
+    for (const cost::AssumedRange& range : cost::assumedRanges(declared_.pod.machine)) atEnds_[range.assumption].range = range;
 
     // The script's own mapping, as written.
     {
@@ -342,10 +369,22 @@ class Searcher {
     // mapping within it; kept when faster than every smaller size's.
     double bestSoFar = std::numeric_limits<double>::infinity();
     for (const auto& [limit, c] : bestWithin_)
-      if (c.stepTime < bestSoFar) {
+      if (c.rankedStep < bestSoFar) {
         out.pareto.push_back(c);
         out.paretoLimits.push_back(limit);
-        bestSoFar = c.stepTime;
+        bestSoFar = c.rankedStep;
+      }
+    out.rank = o_.rank;
+    // The winner against the fastest with each assumption at an end of its range.
+    if (!top_.empty())
+      for (const auto& [assumption, ends] : atEnds_) {
+        AssumptionCheck check;
+        check.range = ends.range;
+        check.bestAtLow = ends.best[0];
+        check.bestAtHigh = ends.best[1];
+        check.holdsAtLow = !ends.best[0] || sameMapping(*ends.best[0], top_.front());
+        check.holdsAtHigh = !ends.best[1] || sameMapping(*ends.best[1], top_.front());
+        out.assumptions.push_back(std::move(check));
       }
     if (top_.empty()) {
       out.leastMemory = leastMemory_;
@@ -454,7 +493,12 @@ class Searcher {
               for (double x : *times) sum += x, slowest = std::max(slowest, x);
               const double cycle = std::max(sum / p, slowest) / t;
               const double cycles = static_cast<double>(ir::PipelineSchedule{p, g.ga, rc}.cycles());
-              g.boundStep = cycles * cycle + overhead_;
+              // Ranked by the likely range's lower end, a mapping's step is
+              // its estimate times at least (1 + the comparable rows' worst
+              // overstatement): regimes only widen that, and the ranges of
+              // the assumptions only lower the end.
+              g.computeBound = cycles * cycle + overhead_;
+              g.boundStep = g.computeBound * leastWidening(g, false);
               g.boundScore = scoreOf(g.boundStep, g.ipus);
               space_ += static_cast<long long>(variants(g).size()) * splits(g);
               groups.push_back(g);
@@ -464,6 +508,26 @@ class Searcher {
       }
     }
     return groups;
+  }
+
+  // The least factor the conservative ranking multiplies the estimate's step
+  // time of a mapping of the group by (phased or not): the interval's least
+  // overstatement for what is known of the mapping before it is planned
+  // (cost::leastErrorHigh); 1 under the expected ranking.
+  double leastWidening(const Group& g, bool phased) {
+    const auto& rows = declared_.pod.machine.chip.calibration.rows;
+    if (o_.rank != Rank::Conservative || rows.empty() || family_.empty()) return 1;
+    auto key = std::make_tuple(g.ipus, std::max<long long>(1, g.ga), g.b, g.recompute != ir::Recompute::None, phased);
+    auto it = widening_.find(key);
+    if (it != widening_.end()) return it->second;
+    cost::Configuration c;
+    c.family = family_;
+    c.ipus = g.ipus;
+    c.accumulation = static_cast<double>(std::max<long long>(1, g.ga));
+    c.microBatch = static_cast<double>(g.b);
+    c.phased = phased;
+    c.recomputes = g.recompute != ir::Recompute::None;
+    return widening_[key] = 1 + cost::leastErrorHigh(c, rows);
   }
 
   int splits(const Group& g) const {
@@ -509,7 +573,7 @@ class Searcher {
   // The fastest step among kept mappings within the Pareto row a count falls in.
   double bestStepAtOrBelow(int ipus) const {
     auto it = bestWithin_.find(rowFor(ipus));
-    return it == bestWithin_.end() ? std::numeric_limits<double>::infinity() : it->second.stepTime;
+    return it == bestWithin_.end() ? std::numeric_limits<double>::infinity() : it->second.rankedStep;
   }
 
   // Nothing in the group can enter the top list or the Pareto table.
@@ -605,7 +669,10 @@ class Searcher {
                  vs[j].rtsO == v.rtsO && vs[j].rtsW == v.rtsW)
             ++j;
         const long long rungs = static_cast<long long>(j - i);
-        if (hopeless(g.boundStep, g.boundScore, g.ipus)) {
+        // A phased ladder is outside the calibration rows when none ran
+        // phased: its bound widens with it.
+        const double ladderBound = phased ? std::max(g.boundStep, g.computeBound * leastWidening(g, true)) : g.boundStep;
+        if (hopeless(ladderBound, scoreOf(ladderBound, g.ipus), g.ipus)) {
           counts_.pruned += rungs;
           i = j;
           continue;
@@ -702,6 +769,7 @@ class Searcher {
                    "` (its chip has no calibration, or misses a figure): `ipu estimate` says why";
       return false;
     }
+    if (family_.empty()) family_ = cost::familyOf(plan);
     c.pipeline = plan.mapping.pipelineIpus;
     c.stages.clear();
     for (const auto& s : plan.stages) c.stages.emplace_back(s.ipu, s.layers);
@@ -710,6 +778,17 @@ class Searcher {
       if (l.ipu >= 0 && l.ipu < c.pipeline) ++c.layersPerIpu[static_cast<std::size_t>(l.ipu)];
     c.ipusUsed = plan.ipusUsed;
     c.stepTime = e.stepTime;
+    c.breakdown = e.breakdown;
+    c.throughputLow = e.throughputLow;
+    c.throughputHigh = e.throughputHigh;
+    c.regimes = e.regimes;
+    c.errorHigh = e.errorHigh;
+    c.sensitivities = e.sensitivities;
+    // The conservative step: the one the likely range's lower end gives
+    // (samples per step are the same at any throughput).
+    c.rankedStep = o_.rank == Rank::Conservative && e.throughputLow > 0 && e.samplesPerSecond > 0
+                       ? e.stepTime * e.samplesPerSecond / e.throughputLow
+                       : e.stepTime;
     c.samplesPerSecond = e.samplesPerSecond;
     c.tokensPerSecond = e.tokensPerSecond;
     c.timeToTrain = e.timeToTrain;
@@ -730,7 +809,7 @@ class Searcher {
       }
     c.inProcessorOver = c.peakMemoryBytes > (1 - o_.headroom) * c.capacityBytes;
     c.fits = plan.fits && !c.inProcessorOver;
-    c.score = scoreOf(c.stepTime, c.ipusUsed);
+    c.score = scoreOf(c.rankedStep, c.ipusUsed);
     if (!c.fits) {
       if (c.split != Split::Declared) ++counts_.rejectedMemory;
       // The closest to fitting: the smallest overrun of whichever memory binds.
@@ -746,10 +825,11 @@ class Searcher {
 
   void keep(const Candidate& c) {
     if (!c.fits) return;
+    keepAtEnds(c);
     for (int row = rowFor(c.ipusUsed);; row = rowFor(row + 1)) {
       auto it = bestWithin_.find(row);
-      if (it == bestWithin_.end() || std::make_tuple(c.stepTime, c.ipusUsed) < std::make_tuple(it->second.stepTime, it->second.ipusUsed) ||
-          (c.stepTime == it->second.stepTime && c.ipusUsed == it->second.ipusUsed && orderKey(c) < orderKey(it->second)))
+      if (it == bestWithin_.end() || std::make_tuple(c.rankedStep, c.ipusUsed) < std::make_tuple(it->second.rankedStep, it->second.ipusUsed) ||
+          (c.rankedStep == it->second.rankedStep && c.ipusUsed == it->second.ipusUsed && orderKey(c) < orderKey(it->second)))
         bestWithin_[row] = c;
       if (row >= maxIpus_) break;
     }
@@ -757,8 +837,8 @@ class Searcher {
     for (auto it = top_.begin(); it != top_.end(); ++it) {
       if (sameMapping(*it, c)) return;
       if (!sameButRung(*it, c)) continue;
-      if (it->stepTime <= c.stepTime && rung(*it) < rung(c)) return;
-      if (c.stepTime <= it->stepTime && rung(c) < rung(*it)) {
+      if (it->rankedStep <= c.rankedStep && rung(*it) < rung(c)) return;
+      if (c.rankedStep <= it->rankedStep && rung(c) < rung(*it)) {
         top_.erase(it);
         break;
       }
@@ -766,6 +846,20 @@ class Searcher {
     auto pos = std::upper_bound(top_.begin(), top_.end(), c, [](const Candidate& a, const Candidate& b) { return orderKey(a) < orderKey(b); });
     top_.insert(pos, c);
     if (static_cast<int>(top_.size()) > std::max(1, o_.top)) top_.pop_back();
+  }
+
+  // The fastest fitting mapping with each assumption at each end of its
+  // range, by the objective at that end (ties by the fixed order).
+  void keepAtEnds(const Candidate& c) {
+    for (auto& [assumption, ends] : atEnds_)
+      for (int high = 0; high < 2; ++high) {
+        auto& best = ends.best[high];
+        const double score = scoreOf(c.rankedStepAt(assumption, high == 1, o_.rank), c.ipusUsed);
+        if (!best || score < ends.score[high] || (score == ends.score[high] && orderKey(c) < orderKey(*best))) {
+          best = c;
+          ends.score[high] = score;
+        }
+      }
   }
 
   void report() {
@@ -794,6 +888,14 @@ class Searcher {
   std::map<int, Candidate> bestWithin_;  // Pareto row (most IPUs) -> fastest kept within it
   plan::LayerExpansions expansions_;     // the planner's expanded layers, shared by the candidates of a micro batch
   std::optional<Candidate> leastMemory_;
+  struct Ends {
+    cost::AssumedRange range;
+    std::optional<Candidate> best[2];   // at the low end, at the high end
+    double score[2] = {0, 0};
+  };
+  std::string family_;                             // the model's kinds of layers (cost::familyOf)
+  std::map<std::tuple<int, long long, long long, bool, bool>, double> widening_;  // leastWidening's answers
+  std::map<cost::Assumption, Ends> atEnds_;  // the pod's assumptions that declare a range
   std::map<std::tuple<int, long long, int>, std::vector<double>> layerTimes_;
   double params_ = 0, weightBytes_ = 0, accumulatorBytes_ = 0, stateBytesPerParam_ = 0, codeBase_ = 0, capacity_ = 0;
 };

@@ -32,6 +32,7 @@
 #include "interpreter/check/evaluator.h"
 #include "interpreter/check/program.h"
 #include "interpreter/plan/mapping_value.h"
+#include "runtime/cost/cost_model.h"
 #include "runtime/ir/execution_plan.h"
 #include "runtime/ir/mapping_fields.h"
 
@@ -43,6 +44,16 @@ std::optional<Objective> objectiveNamed(const std::string& text);
 
 enum class Split { Single, Optimal, Balanced, Declared };
 const char* name(Split s);
+
+// What the ranking orders by. Conservative: the lower end of each mapping's
+// likely throughput range (cost::PhaseEstimate::throughputLow), so a mapping
+// that rests on a regime no calibration row covers, or on an assumed
+// constant, ranks by what it would give if the model erred as badly as it
+// has on configurations it had not seen. Expected: the cost model's point
+// estimate.
+enum class Rank { Conservative, Expected };
+const char* name(Rank r);
+std::optional<Rank> rankNamed(const std::string& text);
 
 // Choices the user fixes (`--fix key=value`, or the settings written beside
 // `search { }`); the others are searched. Mapping settings are fixed through
@@ -76,6 +87,7 @@ struct Progress {
 
 struct Options {
   Objective objective = Objective::Throughput;
+  Rank rank = Rank::Conservative;
   int maxIpus = 0;         // 0: the pod's IPUs
   double headroom = 0;     // fraction of each IPU's memory to keep free
   Fixed fixed;
@@ -109,7 +121,32 @@ struct Candidate {
   // headroom), Streaming Memory, or both.
   bool inProcessorOver = false;
   bool streamingOver() const { return streamingBytes > streamingCapacityBytes; }
-  double score = 0;            // the objective's value, lower is better
+  // How sure: the likely throughput range (samples/s; 0, 0 without
+  // calibration rows), the ways the mapping is outside every calibration
+  // row, the assumptions it moves with, and the step time by cause.
+  double throughputLow = 0, throughputHigh = 0;
+  std::vector<cost::RegimeFlag> regimes;
+  std::vector<cost::Sensitivity> sensitivities;
+  cost::Breakdown breakdown;
+  double errorHigh = 0;        // the most the estimate may overstate throughput by (cost::PhaseEstimate::errorHigh)
+  double rankedStep = 0;       // the step time the ranking uses (Options::rank): stepTime, or the range's lower end's
+  double score = 0;            // the objective's value of rankedStep, lower is better
+  // Samples per second with an assumption at an end of its range (the
+  // estimate itself when the mapping does not move with it).
+  double samplesPerSecondAt(cost::Assumption assumption, bool high) const;
+  // The step time the ranking would use with the assumption at that end.
+  double rankedStepAt(cost::Assumption assumption, bool high, Rank rank) const;
+};
+
+// The winner re-ranked with an assumed constant at each end of its plausible
+// range (cost::Sensitivity): whether it stays first. Under the conservative
+// ranking the answer covers the whole space (the bounds that prune are
+// compute-only, below any mapping's step time at any bandwidth); under the
+// expected ranking, the mappings evaluated.
+struct AssumptionCheck {
+  cost::AssumedRange range;
+  std::optional<Candidate> bestAtLow, bestAtHigh;   // the fastest with the constant at that end
+  bool holdsAtLow = true, holdsAtHigh = true;        // the winner is that fastest
 };
 
 struct Counts {
@@ -132,6 +169,8 @@ struct PhaseResult {
   std::optional<Candidate> declared;      // the script's mapping, as written
   std::optional<Candidate> leastMemory;   // when nothing fits: the closest (smallest overrun of the binding memory)
   std::vector<std::string> relax;         // when nothing fits: which constraint to relax
+  Rank rank = Rank::Conservative;
+  std::vector<AssumptionCheck> assumptions;  // when the winner or its rivals move with an assumption
   Counts counts;
   double seconds = 0;
   std::string error;               // the search could not run (no calibration, ...)

@@ -282,6 +282,11 @@ FitResult fitCalibration(std::vector<Measurement> rows, const std::string& sourc
     res.group = groupOf[i];
     res.ipus = r.phase.ipusUsed;
     res.accumulation = static_cast<double>(r.phase.batch.gradientAccumulation);
+    res.microBatch = static_cast<double>(r.phase.batch.microBatch);
+    for (const auto& ipu : r.phase.ipus)
+      if (ipu.capacityBytes > 0) res.memory = std::max(res.memory, ipu.memory.total() / ipu.capacityBytes);
+    res.phased = r.phase.mapping.phases > 1 || r.phase.mapping.weightsStreaming;
+    res.recomputes = r.phase.mapping.recompute != ir::Recompute::None;
     res.measured = r.samplesPerSecond;
     res.predicted = predict(r);
     res.looPredicted = loo[i];
@@ -299,8 +304,20 @@ FitResult fitCalibration(std::vector<Measurement> rows, const std::string& sourc
   for (std::size_t k = 0; k < chips.size(); ++k) {
     hw::Calibration cal = pb.calibration(best, k);
     for (const auto& r : out.residuals)
-      if (r.chip == chips[k] && r.looPredicted > 0)
-        cal.rows.push_back({r.family, r.ipus, r.accumulation, r.looError(), r.logoPredicted > 0 ? r.logoError() : r.looError()});
+      if (r.chip == chips[k] && r.looPredicted > 0) {
+        hw::Calibration::Row row;
+        row.family = r.family;
+        row.ipus = r.ipus;
+        row.accumulation = r.accumulation;
+        row.looError = r.looError();
+        row.logoError = r.logoPredicted > 0 ? r.logoError() : r.looError();
+        row.described = true;
+        row.microBatch = r.microBatch;
+        row.memory = r.memory;
+        row.phased = r.phased;
+        row.recomputes = r.recomputes;
+        cal.rows.push_back(row);
+      }
     out.chips[chips[k]] = cal;
     if (!hasMatmul[chips[k]])
       out.notes.push_back(chips[k] + ": no matmul in its measurements, so its matmul efficiency is not determined");

@@ -33,6 +33,9 @@ struct Residual {
   std::string family;           // familyOf(phase)
   std::string group;            // configurationGroup(phase)
   double ipus = 0, accumulation = 0;
+  // The regime the row ran in (hw::Calibration::Row): estimates say when they leave it.
+  double microBatch = 0, memory = 0;
+  bool phased = false, recomputes = false;
   double measured = 0, predicted = 0;
   double looPredicted = 0;      // predicted by the fit on every other row (0 when not computed)
   double logoPredicted = 0;     // predicted by the fit on every other group's rows (0 when not computed)

@@ -61,12 +61,13 @@ double shapeCost(double rows, double k, double n, double tiles) {
 // The fixed host-side cost of a step of `software` under `cal`: its
 // framework's, or the default when the calibration has no row of that
 // framework (then a warning says so).
-double softwareStepOverhead(const hw::Calibration& cal, const std::string& software, std::vector<std::string>* warnings) {
+double softwareStepOverhead(const hw::Calibration& cal, const std::string& software, std::vector<RegimeFlag>* regimes) {
   const std::string fw = frameworkOf(software);
   const auto it = cal.softwareStepOverhead.find(fw);
   if (it != cal.softwareStepOverhead.end()) return it->second;
-  if (warnings && !fw.empty() && !cal.softwareStepOverhead.empty())
-    warnings->push_back("no calibration row ran framework `" + fw + "`: its fixed cost per step is the default `step_overhead`");
+  if (regimes && !fw.empty() && !cal.softwareStepOverhead.empty())
+    regimes->push_back({Regime::OtherFramework,
+                        "no calibration row ran framework `" + fw + "`: its fixed cost per step is the default `step_overhead`"});
   return cal.stepOverheadSeconds;
 }
 
@@ -87,7 +88,10 @@ struct LayerTime {
 
 class Model {
  public:
-  Model(const ir::PhasePlan& p, std::vector<Problem>* problems) : p_(p), problems_(problems) {}
+  // `streamingBandwidth`: the bandwidth to price Streaming Memory traffic at,
+  // in place of the machine's (an assumption's range end); 0: the machine's.
+  Model(const ir::PhasePlan& p, std::vector<Problem>* problems, double streamingBandwidth = 0)
+      : p_(p), problems_(problems), streamingBandwidth_(streamingBandwidth) {}
 
   PhaseEstimate run() {
     PhaseEstimate e;
@@ -120,7 +124,7 @@ class Model {
     links_.pointToPoint = std::min(chip.ipuLinks, 2) * chip.ipuLinkBandwidth / 2;
     links_.gateway = m.ipus > 0 ? m.gwLinkBandwidth / m.ipus : 0;
     links_.host = m.ipus > 0 ? m.hostBandwidth / m.ipus : 0;
-    links_.streaming = m.streamingBandwidth;
+    links_.streaming = streamingBandwidth_ > 0 ? streamingBandwidth_ : m.streamingBandwidth;
 
     const ir::Mapping& map = p_.mapping;
     t_ = std::max(1, map.shard);
@@ -211,7 +215,7 @@ class Model {
     // The host-side cost of a step is the declared software's framework's
     // (the training loop, host synchronisation and per-step host work of
     // PopART, TensorFlow, PopTorch, ...), fitted per framework.
-    b.overhead = softwareStepOverhead(cal, p_.software, &e.coverageWarnings);
+    b.overhead = softwareStepOverhead(cal, p_.software, &e.regimes);
 
     e.stepTime = b.total();
     e.cycles = static_cast<int>(cycles);
@@ -394,6 +398,7 @@ class Model {
 
   const ir::PhasePlan& p_;
   std::vector<Problem>* problems_;
+  double streamingBandwidth_ = 0;
   double peak_ = 0, clock_ = 0, bc_ = 2, opLatency_ = 0, elementwiseRate_ = 0;
   int t_ = 1, r_ = 1;
   Links links_;
@@ -476,27 +481,42 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
-// The interval and the coverage warnings, from the calibration's rows.
-void placeInCalibration(const ir::PhasePlan& phase, PhaseEstimate& e) {
-  const auto& rows = phase.pod.machine.chip.calibration.rows;
-  if (rows.empty() || !(e.samplesPerSecond > 0)) return;
-  const std::string family = familyOf(phase);
+std::string percent(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%+.0f%%", 100 * x);
+  return buf;
+}
+
+}  // namespace
+
+Configuration configurationOf(const ir::PhasePlan& phase) {
+  Configuration c;
+  c.family = familyOf(phase);
+  c.ipus = phase.ipusUsed;
+  c.accumulation = static_cast<double>(std::max<long long>(1, phase.batch.gradientAccumulation));
+  c.microBatch = static_cast<double>(phase.batch.microBatch);
+  for (const auto& ipu : phase.ipus)
+    if (ipu.capacityBytes > 0) c.memory = std::max(c.memory, ipu.memory.total() / ipu.capacityBytes);
+  c.phased = phase.mapping.phases > 1 || phase.mapping.weightsStreaming;
+  c.recomputes = phase.mapping.recompute != ir::Recompute::None;
+  return c;
+}
+
+std::vector<RegimeFlag> regimesOf(const Configuration& c, const std::vector<hw::Calibration::Row>& rows) {
+  const std::string& family = c.family;
+  std::vector<RegimeFlag> out;
   std::vector<const hw::Calibration::Row*> same;
   for (const auto& r : rows)
     if (r.family == family) same.push_back(&r);
-  const double ipus = phase.ipusUsed, ga = static_cast<double>(std::max<long long>(1, phase.batch.gradientAccumulation));
-  const ComparableErrors comparable = comparableErrors(rows, family, ipus, ga);
-  const ErrorRange range = likelyErrorRange(comparable.errors);
-  e.intervalBasis = comparable.basis;
-  // predicted = measured x (1 + error), so measured = predicted / (1 + error).
-  e.throughputLow = e.samplesPerSecond / (1 + range.high);
-  e.throughputHigh = e.samplesPerSecond / (1 + range.low);
-
-  if (same.empty()) {
-    e.coverageWarnings.push_back("no calibration row has this model's kinds of layers (" + family +
-                                 "): the estimate extrapolates the fit to another model");
-    return;
+  const bool otherModel = same.empty();
+  if (otherModel) {
+    out.push_back({Regime::OtherModel, "no calibration row has this model's kinds of layers (" + family +
+                                           "): the estimate extrapolates the fit to another model"});
+    // How it runs is still judged, against every row.
+    for (const auto& r : rows) same.push_back(&r);
   }
+  const char* kind = otherModel ? "no calibration row" : "no calibration row of this kind of model";
+  const double ipus = c.ipus, ga = std::max(1.0, c.accumulation);
   // Nearby: a factor of 2 in IPUs (one pod size), a factor of 4 in accumulation.
   bool nearPod = false, nearGa = false;
   double minIpus = 1e300, maxIpus = 0, minGa = 1e300, maxGa = 0;
@@ -508,21 +528,172 @@ void placeInCalibration(const ir::PhasePlan& phase, PhaseEstimate& e) {
     minGa = std::min(minGa, r->accumulation);
     maxGa = std::max(maxGa, r->accumulation);
   }
-  if (!nearPod)
-    e.coverageWarnings.push_back(fmt("%.0f IPUs", ipus) + " is far from the calibration rows of this kind of model (" +
-                                 fmt("%.0f", minIpus) + " to " + fmt("%.0f", maxIpus) + " IPUs)");
-  if (!nearGa)
-    e.coverageWarnings.push_back(fmt("gradient accumulation %.0f", ga) + " is far from the calibration rows of this kind of model (" +
-                                 fmt("%.0f", minGa) + " to " + fmt("%.0f", maxGa) + ")");
+  if (!nearPod && !otherModel)
+    out.push_back({Regime::PodSize, fmt("%.0f IPUs", ipus) + " is far from the calibration rows of this kind of model (" +
+                                        fmt("%.0f", minIpus) + " to " + fmt("%.0f", maxIpus) + " IPUs)"});
+  if (!nearGa && !otherModel)
+    out.push_back({Regime::Accumulation, fmt("gradient accumulation %.0f", ga) +
+                                             " is far from the calibration rows of this kind of model (" + fmt("%.0f", minGa) +
+                                             " to " + fmt("%.0f", maxGa) + ")"});
+  // The rest needs rows that record their regime (calibrations fitted since it was recorded).
+  double minMb = 1e300, maxMb = 0, maxMemory = 0;
+  bool anyDescribed = false, anyPhased = false, anyWithoutRecompute = false;
+  for (const auto* r : same) {
+    if (!r->described) continue;
+    anyDescribed = true;
+    minMb = std::min(minMb, r->microBatch);
+    maxMb = std::max(maxMb, r->microBatch);
+    maxMemory = std::max(maxMemory, r->memory);
+    anyPhased = anyPhased || r->phased;
+    anyWithoutRecompute = anyWithoutRecompute || !r->recomputes;
+  }
+  if (!anyDescribed) return out;
+  const double mb = c.microBatch;
+  if (!otherModel && mb > 0 && (mb < minMb || mb > maxMb))
+    out.push_back({Regime::MicroBatch, fmt("micro batch %.0f", mb) + " is outside the calibration rows of this kind of model (" +
+                                           fmt("%.0f", minMb) + " to " + fmt("%.0f", maxMb) + ")"});
+  const double occupancy = c.memory;
+  // Half a percent of slack: the same mapping planned again is not a new regime.
+  if (!otherModel && occupancy > maxMemory + 0.005)
+    out.push_back({Regime::MemoryOccupancy, fmt("the fullest IPU is %.1f%% full", 100 * occupancy) +
+                                                ", fuller than any calibration row of this kind of model (at most " +
+                                                fmt("%.1f%%", 100 * maxMemory) + ")"});
+  if (c.phased && !anyPhased)
+    out.push_back({Regime::Phased, "phased execution: " + std::string(kind) + " ran phased, so its Streaming Memory "
+                                   "traffic and segment switches were never checked against a measurement"});
+  if (!c.recomputes && !anyWithoutRecompute)
+    out.push_back({Regime::NoRecompute, "no recomputation: " + std::string(kind) + " ran without recomputing, so the "
+                                        "stash it keeps was never checked against a measurement"});
+  return out;
+}
+
+ErrorRange worstErrors(const std::vector<hw::Calibration::Row>& rows) {
+  ErrorRange worst;
+  for (const auto& r : rows) {
+    worst.low = std::min(worst.low, r.logoError);
+    worst.high = std::max(worst.high, r.logoError);
+  }
+  return worst;
+}
+
+double leastErrorHigh(const Configuration& c, const std::vector<hw::Calibration::Row>& rows) {
+  if (rows.empty()) return 0;
+  double high = likelyErrorRange(comparableErrors(rows, c.family, c.ipus, std::max(1.0, c.accumulation)).errors).high;
+  for (const auto& f : regimesOf(c, rows))
+    if (widensToWorstErrors(f.regime)) return std::max(high, worstErrors(rows).high);
+  return high;
+}
+
+namespace {
+
+// The interval and the regimes, from the calibration's rows and the
+// assumptions' ranges.
+void placeInCalibration(const ir::PhasePlan& phase, PhaseEstimate& e) {
+  const auto& rows = phase.pod.machine.chip.calibration.rows;
+  if (rows.empty() || !(e.samplesPerSecond > 0)) return;
+  const Configuration config = configurationOf(phase);
+  const ComparableErrors comparable = comparableErrors(rows, config.family, config.ipus, config.accumulation);
+  ErrorRange range = likelyErrorRange(comparable.errors);
+  e.intervalBasis = comparable.basis;
+  for (auto& f : regimesOf(config, rows)) e.regimes.push_back(std::move(f));
+
+  // An assumption the step time moves with by more than 1% over its range.
+  double lowest = e.samplesPerSecond, highest = e.samplesPerSecond;
+  bool rests = false;
+  for (const auto& s : e.sensitivities) {
+    lowest = std::min({lowest, s.samplesPerSecondAtLow, s.samplesPerSecondAtHigh});
+    highest = std::max({highest, s.samplesPerSecondAtLow, s.samplesPerSecondAtHigh});
+    const double moves = std::max(std::fabs(s.samplesPerSecondAtLow / e.samplesPerSecond - 1),
+                                  std::fabs(s.samplesPerSecondAtHigh / e.samplesPerSecond - 1));
+    if (moves <= 0.01) continue;
+    rests = true;
+    e.regimes.push_back({Regime::StreamingBandwidth,
+                           "the estimate rests on the assumed " + std::string(name(s.range.assumption)) + " (" +
+                               fmt("%.3g GB/s", s.range.nominal / 1e9) + "): " + fmt("%.0f", s.samplesPerSecondAtLow) +
+                               " samples/s at " + fmt("%.3g GB/s", s.range.low / 1e9) + ", " +
+                               fmt("%.0f", s.samplesPerSecondAtHigh) + " at " + fmt("%.3g GB/s", s.range.high / 1e9)});
+  }
+
+  // Outside the rows, the comparable rows' errors say nothing: the interval
+  // takes the worst errors the fit made on a configuration group it had not
+  // seen (leave-one-group-out, over every row of the chip).
+  std::string outside;
+  for (const auto& f : e.regimes)
+    if (widensToWorstErrors(f.regime)) outside += (outside.empty() ? "" : ", ") + std::string(name(f.regime));
+  if (!outside.empty()) {
+    const ErrorRange worst = worstErrors(rows);
+    const double worstLow = worst.low, worstHigh = worst.high;
+    range.low = std::min(range.low, worstLow);
+    range.high = std::max(range.high, worstHigh);
+    e.intervalBasis += "; widened to the worst leave-one-group-out errors of all " + std::to_string(rows.size()) +
+                       " rows (" + percent(worstLow) + " to " + percent(worstHigh) + ") because the phase is outside them (" +
+                       outside + ")";
+  }
+  if (rests) e.intervalBasis += "; spanning the assumptions' ranges";
+  // predicted = measured x (1 + error), so measured = predicted / (1 + error).
+  e.errorLow = range.low;
+  e.errorHigh = range.high;
+  e.throughputLow = lowest / (1 + range.high);
+  e.throughputHigh = highest / (1 + range.low);
 }
 
 }  // namespace
 
+double stepOverhead(const hw::Calibration& cal, const std::string& software) { return softwareStepOverhead(cal, software, nullptr); }
+
 double matmulShapeCost(double rows, double inner, double outputs, double tiles) { return shapeCost(rows, inner, outputs, tiles); }
+
+const char* name(Regime r) {
+  switch (r) {
+    case Regime::OtherModel: return "other_model";
+    case Regime::OtherFramework: return "other_framework";
+    case Regime::PodSize: return "pod_size";
+    case Regime::Accumulation: return "accumulation";
+    case Regime::MicroBatch: return "micro_batch";
+    case Regime::MemoryOccupancy: return "memory_occupancy";
+    case Regime::Phased: return "phased";
+    case Regime::NoRecompute: return "no_recompute";
+    case Regime::StreamingBandwidth: return "streaming_bandwidth";
+  }
+  return "?";
+}
+
+bool widensToWorstErrors(Regime r) { return r != Regime::StreamingBandwidth; }
+
+const char* name(Assumption a) {
+  switch (a) {
+    case Assumption::StreamingBandwidth: return "Streaming Memory bandwidth";
+  }
+  return "?";
+}
+
+std::vector<AssumedRange> assumedRanges(const hw::Machine& m) {
+  std::vector<AssumedRange> out;
+  if (m.streamingBandwidth > 0 && (m.streamingBandwidthLow > 0 || m.streamingBandwidthHigh > 0)) {
+    AssumedRange r{Assumption::StreamingBandwidth, m.streamingBandwidth, m.streamingBandwidth, m.streamingBandwidth};
+    // A range that leaves out the assumed value is widened to include it.
+    if (m.streamingBandwidthLow > 0) r.low = std::min(m.streamingBandwidthLow, r.nominal);
+    r.high = std::max(m.streamingBandwidthHigh, r.nominal);
+    out.push_back(r);
+  }
+  return out;
+}
 
 PhaseEstimate estimatePhase(const ir::PhasePlan& phase, std::vector<Problem>* problems) {
   PhaseEstimate e = Model(phase, problems).run();
-  if (e.ok) placeInCalibration(phase, e);
+  if (!e.ok) return e;
+  // The Streaming Memory bandwidth is unpublished: a plan that streams is
+  // priced again at the ends of its declared plausible range.
+  bool streams = false;
+  for (const auto& st : phase.traffic.streaming) streams = streams || st.optimizerState > 0 || st.phased() > 0;
+  for (const AssumedRange& range : assumedRanges(phase.pod.machine)) {
+    if (range.assumption == Assumption::StreamingBandwidth && !streams) continue;
+    Sensitivity s{range};
+    s.samplesPerSecondAtLow = Model(phase, nullptr, range.low).run().samplesPerSecond;
+    s.samplesPerSecondAtHigh = Model(phase, nullptr, range.high).run().samplesPerSecond;
+    e.sensitivities.push_back(s);
+  }
+  placeInCalibration(phase, e);
   return e;
 }
 
@@ -594,9 +765,25 @@ ir::Json toJson(const PhaseEstimate& e) {
   } else {
     j["throughput_interval"] = ir::Json();
   }
-  ir::Json cw = ir::Json::array();
-  for (const auto& w : e.coverageWarnings) cw.push(w);
+  ir::Json cw = ir::Json::array(), rg = ir::Json::array();
+  for (const auto& f : e.regimes) {
+    cw.push(f.message);
+    rg.push(name(f.regime));
+  }
   j["coverage_warnings"] = std::move(cw);
+  j["regimes"] = std::move(rg);
+  ir::Json sens = ir::Json::array();
+  for (const auto& s : e.sensitivities) {
+    ir::Json sj = ir::Json::object();
+    sj["assumption"] = name(s.range.assumption);
+    sj["nominal"] = s.range.nominal;
+    sj["low"] = s.range.low;
+    sj["high"] = s.range.high;
+    sj["samples_per_s_at_low"] = s.samplesPerSecondAtLow;
+    sj["samples_per_s_at_high"] = s.samplesPerSecondAtHigh;
+    sens.push(std::move(sj));
+  }
+  j["sensitivities"] = std::move(sens);
   return j;
 }
 

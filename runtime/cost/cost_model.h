@@ -64,6 +64,47 @@ struct Problem {
   ir::SourceRef where;
 };
 
+// A way a phase leaves what the calibration rows ran (docs/cost-model.md,
+// "Uncertainty"): the fit was never checked there, so the estimate's interval
+// is widened, and the search ranks it by that wider interval's lower end.
+enum class Regime {
+  OtherModel,          // no row has the model's kinds of layers
+  OtherFramework,      // no row ran the declared software's framework
+  PodSize,             // IPUs far from every row of the model's kind
+  Accumulation,        // gradient accumulation far from every row
+  MicroBatch,          // micro batch outside the rows'
+  MemoryOccupancy,     // In-Processor Memory fuller than any row's
+  Phased,              // phased execution, which no row of the kind ran
+  NoRecompute,         // no recomputation, which no row of the kind ran
+  StreamingBandwidth,  // the step time rests on the assumed Streaming Memory bandwidth
+};
+const char* name(Regime r);
+// Whether leaving the rows this way widens the interval to the worst errors
+// of the whole calibration (an assumption widens it by its own range instead).
+bool widensToWorstErrors(Regime r);
+
+struct RegimeFlag {
+  Regime regime;
+  std::string message;   // what is outside the rows, in words
+};
+
+// A constant of the hardware description that is assumed, not published,
+// and the range it plausibly lies in (declared with the machine).
+enum class Assumption { StreamingBandwidth };
+const char* name(Assumption a);   // "Streaming Memory bandwidth"
+struct AssumedRange {
+  Assumption assumption;
+  double nominal = 0, low = 0, high = 0;   // as assumed, and its range's ends (widened to include it)
+};
+// The machine's assumptions that declare a range.
+std::vector<AssumedRange> assumedRanges(const hw::Machine& m);
+
+// How the estimate moves when an assumption takes the ends of its range.
+struct Sensitivity {
+  AssumedRange range;
+  double samplesPerSecondAtLow = 0, samplesPerSecondAtHigh = 0;
+};
+
 struct PhaseEstimate {
   std::string name;
   bool ok = false;
@@ -83,10 +124,17 @@ struct PhaseEstimate {
   std::vector<std::string> assumptions;
   // The range the throughput is likely in: from the leave-one-group-out
   // errors of the calibration rows comparable to this phase
-  // (comparableErrors, likelyErrorRange below). Empty (0, 0) without rows.
+  // (comparableErrors, likelyErrorRange below), widened when the phase
+  // leaves the rows (regimes) and spanning the assumptions' ranges
+  // (sensitivities). Empty (0, 0) without rows.
   double throughputLow = 0, throughputHigh = 0;
-  std::string intervalBasis;                 // which rows the interval comes from
-  std::vector<std::string> coverageWarnings; // how the phase is far from every calibration row
+  // The relative errors (predicted / measured - 1) the interval allows,
+  // before the assumptions' ranges: throughputLow is the lowest of the
+  // estimate and its sensitivities over (1 + errorHigh).
+  double errorLow = 0, errorHigh = 0;
+  std::string intervalBasis;                 // which rows the interval comes from, and how it was widened
+  std::vector<RegimeFlag> regimes;           // how the phase is outside every calibration row
+  std::vector<Sensitivity> sensitivities;    // assumptions the estimate moves with
 };
 
 // The range of relative errors (predicted / measured - 1) a prediction is
@@ -118,12 +166,32 @@ ComparableErrors comparableErrors(const std::vector<hw::Calibration::Row>& rows,
 // makes two rows of a calibration table comparable.
 std::string familyOf(const ir::PhasePlan& phase);
 
+// What the calibration rows record of a configuration (hw::Calibration::Row),
+// so a phase's regimes can be judged before it is planned (the search bounds
+// the ranked figure of a whole group of mappings with it).
+struct Configuration {
+  std::string family;
+  double ipus = 0, accumulation = 1, microBatch = 0;
+  double memory = 0;          // the fullest IPU's occupancy; 0 when not planned yet
+  bool phased = false, recomputes = true;
+};
+Configuration configurationOf(const ir::PhasePlan& phase);
+// The ways `c` is outside every calibration row (no assumption regimes: those
+// need the estimate).
+std::vector<RegimeFlag> regimesOf(const Configuration& c, const std::vector<hw::Calibration::Row>& rows);
+// The least the interval of an estimate of `c` lets it overstate throughput
+// by (its errorHigh): what any mapping with `c`'s figures is at least widened
+// by; planning can only add regimes (memory occupancy), which only widen it.
+double leastErrorHigh(const Configuration& c, const std::vector<hw::Calibration::Row>& rows);
+
 // The framework of a declared `software` ("pytorch sdk3.3" -> "pytorch"): its
 // first word. The calibration's fixed cost per step is per framework: the
 // published figures show frameworks on the same configuration hundreds of
 // milliseconds apart per step, and SDK releases of one framework within a
 // few milliseconds (docs/cost-model.md).
 std::string frameworkOf(const std::string& software);
+// The fixed cost per step of `software` under `cal` (the breakdown's overhead).
+double stepOverhead(const hw::Calibration& cal, const std::string& software);
 
 // Work the chip does per useful FLOP of a matrix product with inner dimension
 // `inner` and `outputs` outputs per row, over `rows` rows on `tiles` tiles: 1

@@ -39,6 +39,14 @@ struct Calibration {
     // Predicted / measured - 1 with the row's whole configuration group left
     // out of the fit (cost::configurationGroup): what the intervals use.
     double logoError = 0;
+    // The regime the row ran in, so an estimate can say when it leaves every
+    // row's (cost::Regime). Calibrations fitted before these were recorded
+    // leave `described` false: no regime is then judged against them.
+    bool described = false;
+    double microBatch = 0;
+    double memory = 0;           // the fullest IPU's In-Processor Memory over its capacity, as planned
+    bool phased = false;         // phased execution (sub-graphs or weights streamed)
+    bool recomputes = false;     // some activations recomputed
   };
   std::vector<Row> rows;
 };
@@ -66,6 +74,9 @@ struct Machine {
   int ipus = 0;                      // IPUs per machine
   double streamingMemoryBytes = 0;   // DDR per machine
   double streamingBandwidth = 0;     // bytes/s per IPU to Streaming Memory (an assumption: unpublished)
+  // The range the unpublished bandwidth plausibly lies in (0, 0: none
+  // declared): estimates that stream are re-priced at its ends.
+  double streamingBandwidthLow = 0, streamingBandwidthHigh = 0;
   double gwLinkBandwidth = 0;        // bytes/s per machine between racks
   double hostBandwidth = 0;          // bytes/s per machine to the host
 };

@@ -488,7 +488,7 @@ TEST(CostModel, HostInputBoundsImageThroughput) {
 // An estimate far from every calibration row says so; one inside it does not.
 TEST(CostModel, CoverageWarnings) {
   cost::PhaseEstimate inside = estimateOf(slurp(test::sourceDir() + "/tests/published/bert_large_pod64_mlperf_v11.ipu"));
-  EXPECT_TRUE(inside.coverageWarnings.empty());
+  EXPECT_TRUE(inside.regimes.empty());
   std::string gpt =
       "import \"std/pods\"\nimport \"std/models/gpt\"\nimport \"std/precision\"\n"
       "mapping m for gpt2_small on POD16 {\n pipeline {\n ipu 0: embedding, decoder[0..3]\n ipu 1: decoder[3..6]\n"
@@ -496,8 +496,9 @@ TEST(CostModel, CoverageWarnings) {
       "training t {\n mapping: m\n precision: fp16_sr\n optimizer: adamw(weight_decay: 0.01)\n"
       " phase one { seq_len: 1024; micro_batch: 1; gradient_accumulation: 2048; steps: 10; lr: 0.0001 }\n}\n";
   cost::PhaseEstimate far = estimateOf(gpt);
-  ASSERT_FALSE(far.coverageWarnings.empty());
-  EXPECT_NE(far.coverageWarnings[0].find("no calibration row"), std::string::npos);
+  ASSERT_FALSE(far.regimes.empty());
+  EXPECT_EQ(far.regimes[0].regime, cost::Regime::OtherModel);
+  EXPECT_NE(far.regimes[0].message.find("no calibration row"), std::string::npos);
   EXPECT_GT(far.throughputHigh, far.throughputLow);  // still an interval, from every row
   // A pod size far from the BERT rows of the GC200 (16 to 128 IPUs).
   std::string one = slurp(test::sourceDir() + "/tests/published/bert_large_pod16_mlperf_v11.ipu");
@@ -505,8 +506,87 @@ TEST(CostModel, CoverageWarnings) {
   one.replace(one.find("on POD16"), 8, "on POD4");
   cost::PhaseEstimate small = estimateOf(one);
   bool pod = false;
-  for (const auto& w : small.coverageWarnings) pod = pod || w.find("IPUs") != std::string::npos;
+  for (const auto& f : small.regimes) pod = pod || (f.regime == cost::Regime::PodSize && f.message.find("IPUs") != std::string::npos);
   EXPECT_TRUE(pod);
+}
+
+ir::PhasePlan planOf(const std::string& text) {
+  test::Outcome o = test::runText(text);
+  EXPECT_NE(o.plan, nullptr) << o.rendered();
+  return o.plan != nullptr ? o.plan->runs.at(0).phases.at(0) : ir::PhasePlan{};
+}
+
+bool flags(const cost::PhaseEstimate& e, cost::Regime r) {
+  for (const auto& f : e.regimes)
+    if (f.regime == r) return true;
+  return false;
+}
+
+// Each way a phase leaves the calibration rows of its kind (recorded with each
+// row by `ipu calibrate`) is flagged, and widens the interval to the worst
+// leave-one-group-out errors of the chip's rows; a phase inside them keeps the
+// comparable rows' interval.
+TEST(CostModel, RegimesOutsideTheRowsWidenTheInterval) {
+  const ir::PhasePlan inside = planOf(slurp(test::sourceDir() + "/tests/published/bert_large_pod64_mlperf_v11.ipu"));
+  const auto& rows = inside.pod.machine.chip.calibration.rows;
+  ASSERT_FALSE(rows.empty());
+  for (const auto& r : rows) EXPECT_TRUE(r.described);
+  double worstHigh = 0, worstLow = 0;
+  for (const auto& r : rows) worstHigh = std::max(worstHigh, r.logoError), worstLow = std::min(worstLow, r.logoError);
+  const cost::PhaseEstimate base = cost::estimatePhase(inside);
+  ASSERT_TRUE(base.regimes.empty());
+  ASSERT_LT(base.errorHigh, worstHigh);  // else widening could not be seen
+  auto outside = [&](auto change, cost::Regime expected) {
+    ir::PhasePlan p = inside;
+    change(p);
+    const cost::PhaseEstimate e = cost::estimatePhase(p);
+    EXPECT_TRUE(flags(e, expected)) << cost::name(expected);
+    EXPECT_DOUBLE_EQ(e.errorHigh, worstHigh) << cost::name(expected);
+    EXPECT_DOUBLE_EQ(e.errorLow, worstLow) << cost::name(expected);
+    EXPECT_NEAR(e.throughputLow, e.samplesPerSecond / (1 + worstHigh), 1e-9 * e.samplesPerSecond);
+    EXPECT_NE(e.intervalBasis.find("widened"), std::string::npos);
+    EXPECT_EQ(base.intervalBasis.find("widened"), std::string::npos);
+  };
+  outside([](ir::PhasePlan& p) { p.mapping.phases = 4; }, cost::Regime::Phased);
+  outside([](ir::PhasePlan& p) { p.mapping.recompute = ir::Recompute::None; }, cost::Regime::NoRecompute);
+  outside([](ir::PhasePlan& p) { p.batch.microBatch = 1000; }, cost::Regime::MicroBatch);
+  outside([](ir::PhasePlan& p) {
+    for (auto& ipu : p.ipus) ipu.capacityBytes = ipu.memory.total() * 1.001;  // 99.9% full
+  }, cost::Regime::MemoryOccupancy);
+  // The regimes a configuration has before it is planned (what the search
+  // bounds with) are the planned phase's, less memory occupancy.
+  cost::Configuration c = cost::configurationOf(inside);
+  EXPECT_TRUE(cost::regimesOf(c, rows).empty());
+  c.phased = true;
+  EXPECT_DOUBLE_EQ(cost::leastErrorHigh(c, rows), worstHigh);
+}
+
+// A phase that streams is priced again at the ends of the machine's declared
+// range for the unpublished Streaming Memory bandwidth: slower at the low
+// end, faster at the high end, and the interval spans both.
+TEST(CostModel, StreamingBandwidthRangeMovesTheEstimate) {
+  const ir::PhasePlan p = planOf(slurp(test::sourceDir() + "/examples/tiny_gpt.ipu"));
+  ASSERT_FALSE(p.traffic.streaming.empty());
+  EXPECT_GT(p.pod.machine.streamingBandwidthHigh, p.pod.machine.streamingBandwidth);
+  const cost::PhaseEstimate e = cost::estimatePhase(p);
+  ASSERT_EQ(e.sensitivities.size(), 1u);
+  const cost::Sensitivity& s = e.sensitivities[0];
+  EXPECT_EQ(s.range.assumption, cost::Assumption::StreamingBandwidth);
+  EXPECT_LT(s.range.low, s.range.nominal);
+  EXPECT_GT(s.range.high, s.range.nominal);
+  EXPECT_LE(s.samplesPerSecondAtLow, e.samplesPerSecond);
+  EXPECT_GE(s.samplesPerSecondAtHigh, e.samplesPerSecond);
+  EXPECT_NEAR(e.throughputLow, std::min(e.samplesPerSecond, s.samplesPerSecondAtLow) / (1 + e.errorHigh),
+              1e-9 * e.samplesPerSecond);
+  EXPECT_NEAR(e.throughputHigh, std::max(e.samplesPerSecond, s.samplesPerSecondAtHigh) / (1 + e.errorLow),
+              1e-9 * e.samplesPerSecond);
+  // The same plan on a machine that declares no range is taken as exact.
+  ir::PhasePlan exact = p;
+  exact.pod.machine.streamingBandwidthLow = exact.pod.machine.streamingBandwidthHigh = 0;
+  EXPECT_TRUE(cost::estimatePhase(exact).sensitivities.empty());
+  // A plan that does not stream has nothing to re-price.
+  const ir::PhasePlan resident = planOf(slurp(test::sourceDir() + "/tests/published/bert_large_pod64_mlperf_v11.ipu"));
+  EXPECT_TRUE(cost::estimatePhase(resident).sensitivities.empty());
 }
 
 // A declared `software` picks its framework's fixed cost per step from the
@@ -535,9 +615,10 @@ TEST(CostModel, SoftwareSetsTheFixedCostPerStep) {
   EXPECT_DOUBLE_EQ(native.breakdown.overhead, 0.02);
   EXPECT_DOUBLE_EQ(unknown.breakdown.overhead, 0.002);
   EXPECT_LT(torch.samplesPerSecond, native.samplesPerSecond);
-  EXPECT_TRUE(native.coverageWarnings.empty());
-  ASSERT_FALSE(unknown.coverageWarnings.empty());
-  EXPECT_NE(unknown.coverageWarnings[0].find("jax"), std::string::npos);
+  EXPECT_TRUE(native.regimes.empty());
+  ASSERT_FALSE(unknown.regimes.empty());
+  EXPECT_EQ(unknown.regimes[0].regime, cost::Regime::OtherFramework);
+  EXPECT_NE(unknown.regimes[0].message.find("jax"), std::string::npos);
 }
 
 // With the committed calibration, the framework's cost is a fixed cost of
