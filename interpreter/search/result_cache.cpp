@@ -1,6 +1,7 @@
 #include "interpreter/search/result_cache.h"
 
 #include <cinttypes>
+#include <iterator>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -108,6 +109,8 @@ void putPod(KeyWriter& k, const hw::Pod& pod) {
   k.put("machine.ipus", m.ipus);
   k.put("machine.streaming_memory", m.streamingMemoryBytes);
   k.put("machine.streaming_bandwidth", m.streamingBandwidth);
+  k.put("machine.streaming_bandwidth_low", m.streamingBandwidthLow);
+  k.put("machine.streaming_bandwidth_high", m.streamingBandwidthHigh);
   k.put("machine.gw_link_bandwidth", m.gwLinkBandwidth);
   k.put("machine.host_bandwidth", m.hostBandwidth);
   const hw::Chip& c = m.chip;
@@ -142,6 +145,11 @@ void putPod(KeyWriter& k, const hw::Pod& pod) {
     k.put("calibration.row.accumulation", r.accumulation);
     k.put("calibration.row.loo_error", r.looError);
     k.put("calibration.row.logo_error", r.logoError);
+    k.put("calibration.row.described", r.described);
+    k.put("calibration.row.micro_batch", r.microBatch);
+    k.put("calibration.row.memory", r.memory);
+    k.put("calibration.row.phased", r.phased);
+    k.put("calibration.row.recomputes", r.recomputes);
   }
 }
 
@@ -267,6 +275,20 @@ void putLayers(KeyWriter& k, const std::vector<check::LayerFacts>& layers) {
 
 // ------------------------------------------------------------- the results
 
+ir::Json rangeJson(const cost::AssumedRange& r) {
+  return ir::Json({{"assumption", cost::name(r.assumption)}, {"nominal", r.nominal}, {"low", r.low}, {"high", r.high}});
+}
+
+// A closed enum back from the name its own name() gives: every value of its
+// underlying type that has one is tried, so a value added later reads back
+// without a list here to update.
+template <typename E>
+std::optional<E> enumNamed(const std::string& text) {
+  for (int i = 0; i < 256; ++i)
+    if (text == cost::name(static_cast<E>(i))) return static_cast<E>(i);
+  return std::nullopt;
+}
+
 ir::Json candidateJson(const Candidate& c) {
   ir::Json j = ir::Json::object();
   j["shard"] = c.shard;
@@ -300,6 +322,22 @@ ir::Json candidateJson(const Candidate& c) {
   j["streaming_capacity_bytes"] = c.streamingCapacityBytes;
   j["streaming_ipu"] = c.streamingIpu;
   j["in_processor_over"] = c.inProcessorOver;
+  j["throughput_low"] = c.throughputLow;
+  j["throughput_high"] = c.throughputHigh;
+  ir::Json regimes = ir::Json::array();
+  for (const auto& f : c.regimes) regimes.push(ir::Json({{"regime", cost::name(f.regime)}, {"message", f.message}}));
+  j["regimes"] = regimes;
+  ir::Json sensitivities = ir::Json::array();
+  for (const auto& x : c.sensitivities)
+    sensitivities.push(ir::Json({{"range", rangeJson(x.range)},
+                                 {"samples_per_second_at_low", x.samplesPerSecondAtLow},
+                                 {"samples_per_second_at_high", x.samplesPerSecondAtHigh}}));
+  j["sensitivities"] = sensitivities;
+  const cost::Breakdown& b = c.breakdown;
+  j["breakdown"] = ir::Json(nlohmann::ordered_json::array({b.compute, b.recompute, b.pipelineFillDrain, b.stageImbalance, b.exchange, b.allReduce,
+                                    b.rtsCollectives, b.streaming, b.optimizer, b.hostIo, b.overhead}));
+  j["error_high"] = c.errorHigh;
+  j["ranked_step"] = c.rankedStep;
   j["score"] = c.score;
   return j;
 }
@@ -341,6 +379,21 @@ class Reader {
       return nullptr;
     }
     return &*it;
+  }
+  template <typename E>
+  void named(const nlohmann::ordered_json& j, const char* key, E& out) {
+    std::string text;
+    this->text(j, key, text);
+    if (auto e = enumNamed<E>(text)) out = *e;
+    else ok = false;
+  }
+  cost::AssumedRange range(const nlohmann::ordered_json& j) {
+    cost::AssumedRange r{cost::Assumption::StreamingBandwidth};
+    named(j, "assumption", r.assumption);
+    number(j, "nominal", r.nominal);
+    number(j, "low", r.low);
+    number(j, "high", r.high);
+    return r;
   }
   std::vector<int> ints(const nlohmann::ordered_json& a) {
     std::vector<int> out;
@@ -400,6 +453,37 @@ std::optional<Candidate> candidateFromJson(const nlohmann::ordered_json& j) {
   r.number(j, "streaming_capacity_bytes", c.streamingCapacityBytes);
   r.number(j, "streaming_ipu", c.streamingIpu);
   r.flag(j, "in_processor_over", c.inProcessorOver);
+  r.number(j, "throughput_low", c.throughputLow);
+  r.number(j, "throughput_high", c.throughputHigh);
+  if (const auto* regimes = r.array(j, "regimes"))
+    for (const auto& x : *regimes) {
+      cost::RegimeFlag f{cost::Regime::OtherModel, {}};
+      r.named(x, "regime", f.regime);
+      r.text(x, "message", f.message);
+      c.regimes.push_back(std::move(f));
+    }
+  if (const auto* sensitivities = r.array(j, "sensitivities"))
+    for (const auto& x : *sensitivities) {
+      cost::Sensitivity sv;
+      const auto range = x.is_object() ? x.find("range") : x.end();
+      if (range == x.end()) r.ok = false;
+      else sv.range = r.range(*range);
+      r.number(x, "samples_per_second_at_low", sv.samplesPerSecondAtLow);
+      r.number(x, "samples_per_second_at_high", sv.samplesPerSecondAtHigh);
+      c.sensitivities.push_back(sv);
+    }
+  if (const auto* b = r.array(j, "breakdown")) {
+    cost::Breakdown& out = c.breakdown;
+    double* parts[] = {&out.compute, &out.recompute, &out.pipelineFillDrain, &out.stageImbalance, &out.exchange, &out.allReduce,
+                       &out.rtsCollectives, &out.streaming, &out.optimizer, &out.hostIo, &out.overhead};
+    if (b->size() != std::size(parts)) r.ok = false;
+    for (std::size_t i = 0; r.ok && i < std::size(parts); ++i) {
+      if (!(*b)[i].is_number()) r.ok = false;
+      else *parts[i] = (*b)[i].get<double>();
+    }
+  }
+  r.number(j, "error_high", c.errorHigh);
+  r.number(j, "ranked_step", c.rankedStep);
   r.number(j, "score", c.score);
   if (!r.ok) return std::nullopt;
   return c;
@@ -435,6 +519,15 @@ ir::Json resultJson(const PhaseResult& r) {
   j["declared"] = r.declared ? candidateJson(*r.declared) : ir::Json();
   j["least_memory"] = r.leastMemory ? candidateJson(*r.leastMemory) : ir::Json();
   j["relax"] = r.relax;
+  j["rank"] = name(r.rank);
+  ir::Json checks = ir::Json::array();
+  for (const auto& a : r.assumptions)
+    checks.push(ir::Json({{"range", rangeJson(a.range)},
+                          {"best_at_low", a.bestAtLow ? candidateJson(*a.bestAtLow) : ir::Json()},
+                          {"best_at_high", a.bestAtHigh ? candidateJson(*a.bestAtHigh) : ir::Json()},
+                          {"holds_at_low", a.holdsAtLow},
+                          {"holds_at_high", a.holdsAtHigh}}));
+  j["assumptions"] = checks;
   j["counts"] = {{"space", r.counts.space},
                  {"evaluated", r.counts.evaluated},
                  {"pruned", r.counts.pruned},
@@ -467,16 +560,32 @@ std::optional<PhaseResult> resultFromJson(const nlohmann::ordered_json& j) {
   list("top", out.top);
   list("pareto", out.pareto);
   if (const auto* a = r.array(j, "pareto_limits")) out.paretoLimits = r.ints(*a);
-  auto optional = [&](const char* key, std::optional<Candidate>& into) {
-    const auto it = j.find(key);
-    if (!j.is_object() || it == j.end()) r.ok = false;
+  auto optional = [&](const nlohmann::ordered_json& in, const char* key, std::optional<Candidate>& into) {
+    const auto it = in.is_object() ? in.find(key) : in.end();
+    if (it == in.end()) r.ok = false;
     else if (!it->is_null()) {
       into = candidateFromJson(*it);
       if (!into) r.ok = false;
     }
   };
-  optional("declared", out.declared);
-  optional("least_memory", out.leastMemory);
+  optional(j, "declared", out.declared);
+  optional(j, "least_memory", out.leastMemory);
+  std::string rank;
+  r.text(j, "rank", rank);
+  if (auto k = rankNamed(rank)) out.rank = *k;
+  else r.ok = false;
+  if (const auto* checks = r.array(j, "assumptions"))
+    for (const auto& x : *checks) {
+      AssumptionCheck a;
+      const auto range = x.is_object() ? x.find("range") : x.end();
+      if (range == x.end()) r.ok = false;
+      else a.range = r.range(*range);
+      optional(x, "best_at_low", a.bestAtLow);
+      optional(x, "best_at_high", a.bestAtHigh);
+      r.flag(x, "holds_at_low", a.holdsAtLow);
+      r.flag(x, "holds_at_high", a.holdsAtHigh);
+      out.assumptions.push_back(std::move(a));
+    }
   if (const auto* a = r.array(j, "relax"))
     for (const auto& x : *a) {
       if (!x.is_string()) r.ok = false;
@@ -520,6 +629,7 @@ std::optional<std::string> resultKey(const check::PhaseSpec& phase, check::Evalu
   k.put("format", kFormat);
   k.put("build", *build);
   k.put("objective", name(o.objective));
+  k.put("rank", name(o.rank));
   k.put("max_ipus", o.maxIpus);
   k.put("headroom", o.headroom);
   k.put("top", o.top);

@@ -854,6 +854,79 @@ TEST(SearchCache, CachedIsWhatAFreshSearchGives) {
   EXPECT_EQ(b.top.front().stages, c.top.front().stages);
 }
 
+// A result with every field away from its default reads back from its JSON
+// as it was: the numbers exactly (a third of a sample per second is not
+// rounded), the regimes, sensitivities, breakdowns and assumption checks.
+TEST(SearchCache, EveryFieldOfAResultReadsBack) {
+  auto candidate = [](double x) {
+    search::Candidate c;
+    c.shard = 2, c.pipeline = 3, c.replicas = 4, c.phases = 8, c.microBatch = 5, c.gradientAccumulation = 6;
+    c.recompute = ir::Recompute::Stage;
+    c.optimizerStateStreaming = c.weightsStreaming = c.rtsOptimizerState = c.rtsWeights = true;
+    c.split = search::Split::Balanced;
+    c.stages = {{0, {0, 1}}, {1, {2}}, {2, {3, 4}}, {0, {5}}};
+    c.layersPerIpu = {3, 1, 2};
+    c.ipusUsed = 24, c.fits = true;
+    c.stepTime = x, c.samplesPerSecond = x / 3, c.tokensPerSecond = x * 7, c.timeToTrain = x * 11;
+    c.peakMemoryBytes = x + 1, c.capacityBytes = x + 2, c.peakIpu = 2, c.peakComponent = "activations";
+    c.peakComponentBytes = x + 3, c.streamingBytes = x + 4, c.streamingCapacityBytes = x + 5, c.streamingIpu = 1;
+    c.inProcessorOver = true;
+    c.throughputLow = x / 7, c.throughputHigh = x / 5;
+    c.regimes = {{cost::Regime::Phased, "phased, as no row of its kind"}, {cost::Regime::StreamingBandwidth, "rests on 16 GB/s"}};
+    c.sensitivities = {{{cost::Assumption::StreamingBandwidth, 16e9, 4e9, 32e9}, x / 9, x / 2}};
+    c.breakdown = {x, x / 2, x / 3, x / 4, x / 5, x / 6, x / 7, x / 8, x / 9, x / 10, x / 11};
+    c.errorHigh = 0.21, c.rankedStep = x * 1.21, c.score = x * 1.21 * 24;
+    return c;
+  };
+  search::PhaseResult r;
+  r.phase = "p";
+  r.objective = search::Objective::ThroughputPerIpu;
+  r.globalBatch = 720, r.podIpus = 64, r.maxIpus = 32;
+  r.top = {candidate(1.0 / 3), candidate(2.0 / 3)};
+  r.pareto = {candidate(0.1)};
+  r.paretoLimits = {32};
+  r.declared = candidate(0.7);
+  r.leastMemory = candidate(0.9);
+  r.relax = {"allow more IPUs", "keep less memory free"};
+  r.rank = search::Rank::Expected;
+  search::AssumptionCheck a;
+  a.range = {cost::Assumption::StreamingBandwidth, 16e9, 4e9, 32e9};
+  a.bestAtLow = candidate(0.3);
+  a.holdsAtLow = false;
+  r.assumptions = {a};
+  r.counts = {11, 12, 13, 14, 15};
+  r.seconds = 0.125;
+  const std::string written = static_cast<const nlohmann::ordered_json&>(search::resultJson(r)).dump();
+  const std::optional<search::PhaseResult> back = search::resultFromJson(nlohmann::ordered_json::parse(written));
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(static_cast<const nlohmann::ordered_json&>(search::resultJson(*back)).dump(), written);
+  ASSERT_EQ(back->top.size(), 2u);
+  const search::Candidate& c = back->top[0];
+  EXPECT_EQ(c.samplesPerSecond, (1.0 / 3) / 3);
+  EXPECT_EQ(c.stages, candidate(1.0 / 3).stages);
+  EXPECT_EQ(c.split, search::Split::Balanced);
+  EXPECT_EQ(c.recompute, ir::Recompute::Stage);
+  ASSERT_EQ(c.regimes.size(), 2u);
+  EXPECT_EQ(c.regimes[1].regime, cost::Regime::StreamingBandwidth);
+  EXPECT_EQ(c.regimes[1].message, "rests on 16 GB/s");
+  ASSERT_EQ(c.sensitivities.size(), 1u);
+  EXPECT_EQ(c.sensitivities[0].range.low, 4e9);
+  EXPECT_EQ(c.sensitivities[0].samplesPerSecondAtHigh, (1.0 / 3) / 2);
+  EXPECT_EQ(c.breakdown.overhead, (1.0 / 3) / 11);
+  EXPECT_EQ(c.rankedStep, (1.0 / 3) * 1.21);
+  EXPECT_EQ(back->rank, search::Rank::Expected);
+  ASSERT_EQ(back->assumptions.size(), 1u);
+  EXPECT_FALSE(back->assumptions[0].holdsAtLow);
+  EXPECT_TRUE(back->assumptions[0].bestAtLow.has_value());
+  EXPECT_FALSE(back->assumptions[0].bestAtHigh.has_value());
+  EXPECT_EQ(back->counts.rejectedMemory, 15);
+  EXPECT_EQ(back->leastMemory->peakComponent, "activations");
+  // A name the build does not know is not read as something else.
+  std::string unknown = written;
+  unknown.replace(unknown.find("\"phased\""), 8, "\"warped\"");
+  EXPECT_FALSE(search::resultFromJson(nlohmann::ordered_json::parse(unknown)).has_value());
+}
+
 // The check takes what the file holds: a result changed in the file shows in
 // the note (so the cache is what answered), and a file that is not a result
 // for its key (empty, cut short, not JSON, another key, a value of the wrong
@@ -955,10 +1028,10 @@ TEST(SearchCache, DirectoryFromTheEnvironment) {
 TEST(SearchCache, KeyCoversEveryFieldOfWhatItReads) {
 #if defined(__x86_64__) && defined(__GLIBCXX__)
   EXPECT_EQ(sizeof(hw::Calibration), 168u);
-  EXPECT_EQ(sizeof(hw::Calibration::Row), 64u);
+  EXPECT_EQ(sizeof(hw::Calibration::Row), 96u);
   EXPECT_EQ(sizeof(hw::Chip), 280u);
-  EXPECT_EQ(sizeof(hw::Machine), 352u);
-  EXPECT_EQ(sizeof(hw::Pod), 400u);
+  EXPECT_EQ(sizeof(hw::Machine), 368u);
+  EXPECT_EQ(sizeof(hw::Pod), 416u);
   EXPECT_EQ(sizeof(ir::Precision), 128u);
   EXPECT_EQ(sizeof(ir::LossScale), 64u);
   EXPECT_EQ(sizeof(ir::Optimizer), 136u);
@@ -970,15 +1043,20 @@ TEST(SearchCache, KeyCoversEveryFieldOfWhatItReads) {
   EXPECT_EQ(sizeof(ir::Mapping), 136u);
   EXPECT_EQ(sizeof(check::LayerFacts), 344u);
   EXPECT_EQ(sizeof(check::PhaseSpec), 1008u);
-  EXPECT_EQ(sizeof(check::MappingSpec), 808u);
+  EXPECT_EQ(sizeof(check::MappingSpec), 824u);
   EXPECT_EQ(sizeof(check::StageSpec), 48u);
   EXPECT_EQ(sizeof(check::SearchSpec), 64u);
   EXPECT_EQ(sizeof(check::ModelSpec), 128u);
-  EXPECT_EQ(sizeof(search::Options), 264u);
+  EXPECT_EQ(sizeof(search::Options), 272u);
   EXPECT_EQ(sizeof(search::Fixed), 208u);
-  EXPECT_EQ(sizeof(search::Candidate), 232u);
+  EXPECT_EQ(sizeof(search::Candidate), 400u);
   EXPECT_EQ(sizeof(search::Counts), 40u);
-  EXPECT_EQ(sizeof(search::PhaseResult), 712u);
+  EXPECT_EQ(sizeof(search::PhaseResult), 1080u);
+  EXPECT_EQ(sizeof(search::AssumptionCheck), 856u);
+  EXPECT_EQ(sizeof(cost::Breakdown), 88u);
+  EXPECT_EQ(sizeof(cost::RegimeFlag), 40u);
+  EXPECT_EQ(sizeof(cost::Sensitivity), 48u);
+  EXPECT_EQ(sizeof(cost::AssumedRange), 32u);
 #else
   GTEST_SKIP() << "sizes are recorded for x86-64 with libstdc++";
 #endif
