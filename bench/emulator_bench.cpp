@@ -56,7 +56,7 @@
 #include "runtime/emulator/fp16_product.h"
 #include "runtime/emulator/numerics.h"
 #include "runtime/emulator/tensor_file.h"
-#include "runtime/emulator/thread_pool.h"
+#include "runtime/base/thread_pool.h"
 #include "runtime/emulator/trainer.h"
 
 namespace {
@@ -330,7 +330,7 @@ class LimitMeter {
   using Mat = ipu::emu::Mat;
   using Gemm = void (*)(int, int, int, int, int, int, float, const float*, int, const float*, int, float, float*, int);
   static constexpr int kN = 2048;
-  ipu::emu::ThreadPool pool_;
+  ipu::ThreadPool pool_;
   Mat a_, b_, c_;
   Gemm gemm_ = nullptr;
   void (*setThreads_)(int) = nullptr;

@@ -13,6 +13,7 @@ namespace ipu::cli {
 // Exit codes of every command: 0 success, 1 a user error with diagnostics
 // printed, 2 a usage error. (`run` also ends with 130 when stopped by Ctrl-C.)
 constexpr int kOk = 0, kUserError = 1, kUsage = 2;
+constexpr int kInterrupted = 130;   // stopped by Ctrl-C (`run`, `search`, sweeps)
 
 struct Command {
   const char* name;      // the word after `ipu`

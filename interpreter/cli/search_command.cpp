@@ -7,7 +7,11 @@
 // every searched phase has a mapping that fits, 1 when the script has errors
 // or some phase has none, 2 on a usage error.
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -51,11 +55,29 @@ options:
                         optimizer_state, weights, replicated_tensor_sharding, phases, split
                         (repeatable)
   --top N               show the N best (default 5)
+  --threads N           worker threads (default: one per core); the answer does not depend on it
+  --time-limit T        stop after T (seconds, or 90s, 5m) and show the best found so far;
+                        Ctrl-C does the same (and --write/--apply are then not done)
   --json                machine-readable output (docs/search.md)
   --write FILE          write the script with the best mappings put in to FILE (a new file)
   --apply               put the best mappings into the script itself (written as `ipu fmt` writes)
   --color auto|always|never
 )";
+
+// Ctrl-C while searching: the search stops between waves (search::Options::interrupt).
+std::atomic<bool> gSearchInterrupt{false};
+void onSearchInterrupt(int) {
+  gSearchInterrupt = true;
+  std::signal(SIGINT, SIG_DFL);   // a second Ctrl-C ends the process
+}
+// Installs the handler for the command's lifetime and restores the one before.
+struct InterruptScope {
+  InterruptScope() : previous(std::signal(SIGINT, onSearchInterrupt)) {}
+  ~InterruptScope() { std::signal(SIGINT, previous); }
+  InterruptScope(const InterruptScope&) = delete;
+  InterruptScope& operator=(const InterruptScope&) = delete;
+  void (*previous)(int);
+};
 
 int usage(const std::string& message) {
   std::cerr << "ipu search: " << message << "\nusage: ipu search FILE [options]  (`ipu search --help` lists them)\n";
@@ -222,6 +244,7 @@ ir::Json toJson(const check::PhaseSpec& phase, const search::Candidate& c) {
 
 struct Args {
   std::string file, run, phase, write;
+  double timeLimit = 0;   // seconds; 0: none
   bool json = false;
   bool apply = false;  // --apply: the script itself is the file written
   search::Options options;
@@ -347,7 +370,8 @@ int writeFound(session::Session& s, base::FileId file, const Args& a,
 int searchCommand(const std::vector<std::string>& args) {
   Args a;
   ArgumentReader in(args);
-  const char* const withValue[] = {"--run", "--phase", "--write", "--objective", "--rank", "--max-ipus", "--headroom", "--fix", "--top", "--color"};
+  const char* const withValue[] = {"--run",  "--phase", "--write", "--objective", "--rank",       "--max-ipus",
+                                   "--headroom", "--fix", "--top", "--color", "--threads", "--time-limit"};
   while (in.next()) {
     if (in.flag("--json")) {
       a.json = true;
@@ -383,11 +407,25 @@ int searchCommand(const std::vector<std::string>& args) {
       auto r = search::rankNamed(v);
       if (!r) return usage("--rank takes conservative or expected, not `" + v + "`");
       a.options.rank = *r;
-    } else if (name == "--max-ipus" || name == "--top") {
+    } else if (name == "--max-ipus" || name == "--top" || name == "--threads") {
       char* end = nullptr;
       long n = std::strtol(v.c_str(), &end, 10);
-      if (*end != '\0' || n < 1 || n > (1 << 20)) return usage(name + " takes a whole number from 1, not `" + v + "`");
-      (name == "--top" ? a.options.top : a.options.maxIpus) = static_cast<int>(n);
+      const long most = name == "--threads" ? 1024 : (1 << 20);
+      if (*end != '\0' || n < 1 || n > most)
+        return usage(name + " takes a whole number from 1 to " + std::to_string(most) + ", not `" + v + "`");
+      (name == "--top" ? a.options.top : name == "--threads" ? a.options.threads : a.options.maxIpus) = static_cast<int>(n);
+    } else if (name == "--time-limit") {
+      std::string t = v;
+      double unit = 1;
+      if (!t.empty() && (t.back() == 's' || t.back() == 'm')) {
+        unit = t.back() == 'm' ? 60 : 1;
+        t.pop_back();
+      }
+      char* end = nullptr;
+      const double x = std::strtod(t.c_str(), &end);
+      if (t.empty() || *end != '\0' || !std::isfinite(x) || x <= 0 || x * unit > 1e7)
+        return usage("--time-limit takes a time such as 30, 90s or 5m, not `" + v + "`");
+      a.timeLimit = x * unit;
     } else if (name == "--headroom") {
       std::string t = v;
       bool percent = !t.empty() && t.back() == '%';
@@ -444,6 +482,14 @@ int searchCommand(const std::vector<std::string>& args) {
   if (!phaseFound) return usage("no phase `" + a.phase + "` in the searched runs");
 
   const bool progressBar = ::isatty(2) != 0 && !a.json;
+  // The first Ctrl-C stops the search between waves with the best found so
+  // far; a second ends the process.
+  gSearchInterrupt = false;
+  InterruptScope interruptScope;
+  const auto deadline = a.timeLimit > 0 ? std::optional<std::chrono::steady_clock::time_point>(
+                                              std::chrono::steady_clock::now() +
+                                              std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(a.timeLimit)))
+                                        : std::nullopt;
   base::Painter painter(base::shouldColor(a.color, 1));
   ir::Json out = ir::Json::object();
   out["format"] = "ipu-search/1";
@@ -458,21 +504,29 @@ int searchCommand(const std::vector<std::string>& args) {
     for (const auto& ph : run.phases) {
       if (!a.phase.empty() && ph.name != a.phase) continue;
       search::Options o = a.options;
+      o.deadline = deadline;
+      o.interrupt = &gSearchInterrupt;
       bool drew = false;
       if (progressBar)
         o.progress = [&](const search::Progress& p) {
           if (p.seconds < 0.5) return;
+          // The bar fills with the groups the bounds have not yet pruned
+          // that were searched: the rest are the time left.
           const int width = 30;
-          int filled = p.groups > 0 ? static_cast<int>(width * p.groupsDone / p.groups) : 0;
+          const double done = p.groupsDone > 0 || p.groupsLeft > 0
+                                  ? static_cast<double>(p.groupsDone) / static_cast<double>(p.groupsDone + p.groupsLeft)
+                                  : 0;
+          const int filled = std::clamp(static_cast<int>(width * done), 0, width);
           std::cerr << "\r  [" << std::string(static_cast<std::size_t>(filled), '#')
                     << std::string(static_cast<std::size_t>(width - filled), '.') << "] " << commas(static_cast<double>(p.evaluated))
-                    << " evaluated, " << commas(static_cast<double>(p.pruned)) << " pruned, "
-                    << commas(static_cast<double>(p.evaluated + p.pruned) / std::max(p.seconds, 1e-9)) << " candidates/s   "
-                    << std::flush;
+                    << " evaluated, " << commas(static_cast<double>(p.pruned)) << " pruned"
+                    << (p.etaSeconds >= 0 ? ", about " + fixed(std::max(1.0, p.etaSeconds), 0) + " s left" : std::string())
+                    << "   " << std::flush;
           drew = true;
         };
       search::PhaseResult r = search::searchPhase(ph, s.checker()->evaluator(), s.sources(), o);
       if (drew) std::cerr << "\r" << std::string(100, ' ') << "\r" << std::flush;
+      if (r.stopped == search::StopReason::Interrupted) a.write.clear(), a.apply = false;
       const double perSecond = r.seconds > 0 ? static_cast<double>(r.counts.space) / r.seconds : 0;
       if (!r.error.empty()) {
         allFit = false;
@@ -502,7 +556,9 @@ int searchCommand(const std::vector<std::string>& args) {
                        {"evaluated", r.counts.evaluated},
                        {"pruned_by_bound", r.counts.pruned},
                        {"pruned_by_memory", r.counts.prunedMemory},
-                       {"rejected_for_memory", r.counts.rejectedMemory}};
+                       {"rejected_for_memory", r.counts.rejectedMemory},
+                       {"not_searched", r.counts.notSearched}};
+        j["stopped"] = r.stopped == search::StopReason::None ? ir::Json() : ir::Json(search::name(r.stopped));
         j["seconds"] = r.seconds;
         j["candidates_per_s"] = perSecond;
         j["top"] = ir::Json::array();
@@ -555,7 +611,13 @@ int searchCommand(const std::vector<std::string>& args) {
                 << commas(perSecond) << "/s): " << commas(static_cast<double>(r.counts.evaluated)) << " evaluated, "
                 << commas(static_cast<double>(r.counts.pruned)) << " pruned by bound, "
                 << commas(static_cast<double>(r.counts.prunedMemory)) << " pruned by memory, "
-                << commas(static_cast<double>(r.counts.rejectedMemory)) << " rejected for memory\n\n";
+                << commas(static_cast<double>(r.counts.rejectedMemory)) << " rejected for memory\n";
+      if (r.stopped != search::StopReason::None)
+        std::cout << "  " << painter.paint(base::Style::Accent, "stopped early")
+                  << (r.stopped == search::StopReason::TimeLimit ? " (the time limit)" : " (interrupted)") << ": "
+                  << commas(static_cast<double>(r.counts.notSearched))
+                  << " candidates not searched; what follows is the best of those evaluated, and a better mapping may exist\n";
+      std::cout << "\n";
       if (r.top.empty()) {
         std::cout << "  nothing fits";
         if (r.leastMemory) {
@@ -674,6 +736,10 @@ int searchCommand(const std::vector<std::string>& args) {
     }
   }
   if (a.json) std::cout << out.dump() << "\n";  // the plan's JSON conventions (runtime/ir/json.h)
+  if (gSearchInterrupt) {
+    std::cerr << "ipu search: interrupted: the results are the best found before Ctrl-C; nothing was written\n";
+    return kInterrupted;
+  }
   if (!a.write.empty() || a.apply) {
     const int status = writeFound(s, *file, a, found, unfound);
     if (status != kOk) return status;

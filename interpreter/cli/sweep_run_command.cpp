@@ -23,7 +23,6 @@ namespace ipu::cli {
 
 namespace {
 
-constexpr int kInterrupted = 130;
 
 const char* kSweepRunUsage = R"usage(usage: ipu agent SWEEP [options]
        ipu sweep FILE [NAME] [options]

@@ -214,7 +214,7 @@ ir::MemoryBreakdown IpuMemory::breakdown(double* streamingOut, double* parameter
 
   // Temporaries: matmul/convolution partials, capped by availableMemoryProportion.
   const auto& amps = m.availableMemoryProportion;
-  double amp = amps.empty() ? 0.6 : amps[std::min<std::size_t>(static_cast<std::size_t>(std::max(0, ipu_)), amps.size() - 1)];
+  double amp = amps.empty() ? ir::Mapping::kDefaultAvailableMemoryProportion : amps[std::min<std::size_t>(static_cast<std::size_t>(std::max(0, ipu_)), amps.size() - 1)];
   mem.temporaries = std::min(workspace_ * bp, amp * p.pod.machine.chip.memoryBytes);
 
   // Liveness: the forward/backward passes' transients and the optimizer

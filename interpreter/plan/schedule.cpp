@@ -94,14 +94,9 @@ void planTraffic(PhaseContext& ctx) {
       // two segments of a stage the activation also comes back for the
       // forward run, and its gradient goes out and back.
       double once = 0, between = 0;
-      const double t = std::max(1, m.shard);
       for (const auto& seg : segments) {
         if (seg.ipu != ipu.ipu) continue;
-        for (int li : seg.layers) {
-          const ir::Layer& l = p.layers[static_cast<std::size_t>(li)];
-          if (m.recompute == ir::Recompute::None) once += l.shardable ? l.activationElements / t : l.activationElements;
-          else if (!ir::readsHostInput(p, li)) once += l.inputElements;
-        }
+        for (int li : seg.layers) once += ir::stashedElements(p, li, m.recompute, m.shard);
         const bool stageFirst = &seg == &segments.front() || (&seg - 1)->stage != seg.stage;
         if (!stageFirst) between += p.layers[static_cast<std::size_t>(seg.layers.front())].inputElements;
       }

@@ -532,7 +532,8 @@ ir::Json resultJson(const PhaseResult& r) {
                  {"evaluated", r.counts.evaluated},
                  {"pruned", r.counts.pruned},
                  {"pruned_memory", r.counts.prunedMemory},
-                 {"rejected_memory", r.counts.rejectedMemory}};
+                 {"rejected_memory", r.counts.rejectedMemory},
+                 {"not_searched", r.counts.notSearched}};
   j["seconds"] = r.seconds;
   j["error"] = r.error;
   return j;
@@ -600,6 +601,7 @@ std::optional<PhaseResult> resultFromJson(const nlohmann::ordered_json& j) {
     r.number(*counts, "pruned", out.counts.pruned);
     r.number(*counts, "pruned_memory", out.counts.prunedMemory);
     r.number(*counts, "rejected_memory", out.counts.rejectedMemory);
+    r.number(*counts, "not_searched", out.counts.notSearched);
   }
   r.number(j, "seconds", out.seconds);
   r.text(j, "error", out.error);
@@ -687,9 +689,10 @@ PhaseResult searchPhaseCached(const check::PhaseSpec& phase, check::Evaluator& e
   }
   PhaseResult r = searchPhase(phase, evaluator, sources, options);
   // Only a search that covered its space is the function of its key that the
-  // cache assumes (a search that could stop early, at a time limit, would
-  // have to be left out here too).
-  if (!r.error.empty()) return r;
+  // cache assumes: one stopped early (a deadline, Ctrl-C) is not kept. The
+  // threads (Options::threads) change nothing of the result, and the
+  // progress callback is not part of it.
+  if (!r.error.empty() || r.stopped != StopReason::None) return r;
   ir::Json doc = ir::Json::object();
   doc["format"] = kFormat;
   doc["key"] = *key;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <thread>
 #include <tuple>
 
 #include "interpreter/plan/expand_layers.h"
@@ -12,7 +13,9 @@
 #include "interpreter/plan/planner.h"
 #include "interpreter/search/layer_costs.h"
 #include "runtime/base/invariant.h"
+#include "runtime/base/thread_pool.h"
 #include "runtime/cost/cost_model.h"
+#include "runtime/ir/phased.h"
 #include "runtime/ir/schedule.h"
 
 namespace ipu::search {
@@ -43,6 +46,15 @@ const char* name(Split s) {
     case Split::Declared: return "declared";
   }
   return "single";
+}
+
+const char* name(StopReason s) {
+  switch (s) {
+    case StopReason::None: return "none";
+    case StopReason::TimeLimit: return "time_limit";
+    case StopReason::Interrupted: return "interrupted";
+  }
+  return "none";
 }
 
 const char* name(Rank r) { return r == Rank::Expected ? "expected" : "conservative"; }
@@ -228,6 +240,27 @@ std::vector<int> optimalCuts(const std::vector<double>& w, double tail, int part
 
 namespace {
 
+// What one plan of every layer on one IPU (of a shard group of t) says for
+// micro batch b, none of which depends on the placement: the IPU's work for
+// one micro batch (compute, recomputation and the tensor-parallel
+// collectives, no stage boundary), the parameters its layers hold (their
+// share of the group) and the elements phased execution stashes in
+// Streaming Memory per micro batch. Spread over p pipeline IPUs, the
+// busiest has at least a p-th of each.
+// For memory (interpreter/plan/plan_memory.cpp), the IPU that holds a
+// layer holds at least the chip's base code and the layer's code, its
+// activations, its share of the tensor-parallel buffer, its partials (up to
+// the available memory proportion) and, phased, the two boundary buffers
+// of its input: `layerBytes` is the largest such sum resident and
+// `phasedLayerBytes` phased. Streaming Memory holds at least the stash of
+// every layer (`streamedStash`, elements: without recomputation all its
+// activations, with every-layer recomputation its input; stage
+// recomputation stashes stage inputs only, counted as none).
+struct Floors {
+  double work = 0, parameters = 0, stashed = 0;
+  double layerBytes = 0, phasedLayerBytes = 0, streamedStash = 0;
+};
+
 struct Group {
   int t = 1, p = 1, r = 1;
   long long b = 0, ga = 0;
@@ -236,7 +269,53 @@ struct Group {
   double boundScore = 0;
   int ipus = 0;
   double computeBound = 0;   // lower bound on the estimate's step time (boundStep before the ranking's widening)
+  const Floors* floors = nullptr;
+  // Prepared before the group is searched (Searcher::prepare), read by the workers:
+  double phasedWidening = 1;             // leastWidening of the group's phased variants
+  const std::vector<int>* cuts = nullptr;   // the optimal split's cuts (p > 1; empty: none)
 };
+
+// The fastest fitting mapping with an assumption at each end of its range.
+struct Ends {
+  cost::AssumedRange range;
+  std::optional<Candidate> best[2];   // at the low end, at the high end
+  double score[2] = {0, 0};
+};
+
+// What the search keeps as it goes.
+struct Standings {
+  std::vector<Candidate> top;            // best first, at most Options::top
+  std::map<int, Candidate> bestWithin;   // Pareto row (most IPUs) -> fastest kept within it
+  std::map<cost::Assumption, Ends> atEnds;   // the pod's assumptions that declare a range
+};
+
+// One worker's planning state: the phase costed for each micro batch (its
+// batch figures set per candidate) and the planner's expanded layers,
+// shared by the candidates of a micro batch.
+struct Scratch {
+  std::map<long long, check::PhaseSpec> phases;
+  plan::LayerExpansions expansions;
+};
+
+// What searching one group found; merged into the standings in group order.
+struct GroupOutcome {
+  struct Closest {
+    double floorRatio = 0;   // the variant's memory floor over capacity (the larger of the two memories)
+    std::size_t variant = 0;
+    Split split = Split::Single;
+  };
+  Counts counts;
+  std::optional<Closest> closest;        // while nothing fits: the group's variant pruned for memory with the least floor
+  std::vector<Candidate> kept;           // fitting candidates, in the order the group met them
+  std::optional<Candidate> leastMemory;  // the group's closest to fitting
+};
+
+// The closest to fitting: the smallest overrun of whichever memory binds.
+double overrun(const Candidate& x) {
+  const double ipm = x.capacityBytes > 0 ? x.peakMemoryBytes / x.capacityBytes : 0;
+  const double sm = x.streamingCapacityBytes > 0 ? x.streamingBytes / x.streamingCapacityBytes : 0;
+  return std::max(ipm, sm);
+}
 
 // A candidate's settings apart from t, p, r, b, recompute and the split.
 struct Variant {
@@ -309,12 +388,26 @@ class Searcher {
     const hw::Calibration& cal = declared_.pod.machine.chip.calibration;
     overhead_ = cost::stepOverhead(cal, phase_.software) + params_ * cal.updateSecondsPerParameter;
     weightBytes_ = ir::bytesOf(phase_.precision.weights);
+    computeBytes_ = ir::bytesOf(phase_.precision.compute);
+    fastestStreaming_ = declared_.pod.machine.streamingBandwidth;
     accumulatorBytes_ = ir::bytesOf(phase_.precision.accumulators);
     stateBytesPerParam_ = phase_.optimizer.moments * ir::bytesOf(phase_.precision.optimizerState) +
                           (phase_.precision.masterWeights ? 4.0 : 0.0);
     codeBase_ = declared_.pod.machine.chip.codeBaseBytes;
+    partialBytes_ = ir::bytesOf(phase_.precision.partials);
+    streamingCapacity_ = declared_.pod.streamingBytesPerIpu();
+    {
+      // The partials are capped by the smallest available memory proportion
+      // any pipeline IPU may get.
+      const auto& amps = declared_.mapping.availableMemoryProportion;
+      const double least = amps.empty() ? ir::Mapping::kDefaultAvailableMemoryProportion : *std::min_element(amps.begin(), amps.end());
+      leastTemporaries_ = least * declared_.pod.machine.chip.memoryBytes;
+    }
     capacity_ = declared_.pod.machine.chip.memoryBytes;
-    for (const cost::AssumedRange& range : cost::assumedRanges(declared_.pod.machine)) atEnds_[range.assumption].range = range;
+    for (const cost::AssumedRange& range : cost::assumedRanges(declared_.pod.machine)) {
+      standings_.atEnds[range.assumption].range = range;
+      if (range.assumption == cost::Assumption::StreamingBandwidth) fastestStreaming_ = std::max(fastestStreaming_, range.high);
+    }
 
     // The script's own mapping, as written.
     {
@@ -332,7 +425,11 @@ class Searcher {
       d.rtsWeights = declared_.mapping.rtsWeights;
       d.split = Split::Declared;
       std::string problem;
-      if (!evaluate(d, &problem)) {
+      costedFor(d.microBatch);
+      GroupOutcome declaredOutcome;
+      const bool evaluated = evaluate(d, &problem, mainScratch_, declaredOutcome);
+      counts_.evaluated += declaredOutcome.counts.evaluated;
+      if (!evaluated) {
         out.error = problem;
         return out;
       }
@@ -340,7 +437,7 @@ class Searcher {
       // a mapping is neither compared nor kept.
       if (declared_.pipelineKind != check::MappingSpec::PipelineKind::Lua) {
         out.declared = d;
-        if (d.ipusUsed <= maxIpus_ && allowed(d)) keep(d);
+        if (d.ipusUsed <= maxIpus_ && allowed(d)) keep(standings_, d);
       }
     }
     if (gb_ <= 0 || n_ == 0) {
@@ -355,20 +452,66 @@ class Searcher {
              std::tie(b.boundScore, b.ipus, b.t, b.p, b.r, b.b, b.recompute);
     });
     progress_.groups = static_cast<long long>(groups.size());
-    for (const Group& g : groups) {
-      searchGroup(g);
-      ++progress_.groupsDone;
+    // In waves of groups in bound order, each group searched by a worker
+    // against the standings as they were before its wave, the outcomes
+    // merged in group order: the answer and the counts depend on the waves,
+    // which the standings fix, and not on the threads. A wave holds the next
+    // groups the standings cannot prune, one at first and then twice as many
+    // each time up to kWaveGroups, so the first groups (the likeliest
+    // winners) set the standings the rest are pruned by.
+    const int threads = o_.threads > 0 ? o_.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    ThreadPool pool(threads);
+    std::vector<Scratch> scratch(static_cast<std::size_t>(threads));
+    const auto loopStart = Clock::now();
+    auto lastReport = loopStart;
+    long long searched = 0;
+    std::size_t next = 0;
+    for (std::size_t wave = 1; next < groups.size(); wave = std::min<std::size_t>(2 * wave, kWaveGroups)) {
+      if (const StopReason why = stopRequested(); why != StopReason::None) {
+        out.stopped = why;
+        for (std::size_t k = next; k < groups.size(); ++k) counts_.notSearched += sizeOf(groups[k]);
+        break;
+      }
+      // The wave: the next `wave` groups the standings cannot prune (and
+      // the pruned ones among them).
+      std::vector<std::size_t> live;
+      std::size_t end = next;
+      for (; end < groups.size() && live.size() < wave; ++end) {
+        if (hopeless(standings_, groups[end].boundStep, groups[end].boundScore, groups[end].ipus)) {
+          counts_.pruned += sizeOf(groups[end]);
+          continue;
+        }
+        prepare(groups[end]);
+        live.push_back(end);
+      }
+      std::vector<GroupOutcome> outcomes(end - next);
+      std::atomic<std::size_t> claimed{0};
+      pool.run(scratch.size(), [&](std::size_t w) {
+        for (std::size_t i = claimed++; i < live.size(); i = claimed++)
+          searchGroup(groups[live[i]], standings_, scratch[w], outcomes[live[i] - next]);
+      });
+      for (std::size_t k = next; k < end; ++k) {
+        GroupOutcome& o = outcomes[k - next];
+        if (o.closest) closest_.emplace_back(k, *o.closest);
+        merge(o);
+      }
+      searched += static_cast<long long>(live.size());
+      next = end;
+      report(groups, next, searched, loopStart, lastReport);
     }
 
+    if (standings_.top.empty() && out.stopped == StopReason::None) closestAmongPruned(groups);
     out.counts.evaluated = counts_.evaluated;
     out.counts.pruned = counts_.pruned;
     out.counts.prunedMemory = counts_.prunedMemory;
     out.counts.rejectedMemory = counts_.rejectedMemory;
+    out.counts.notSearched = counts_.notSearched;
+    const std::vector<Candidate>& top_ = standings_.top;
     out.top = top_;
     // Pareto: per pod size (powers of two up to the limit), the fastest
     // mapping within it; kept when faster than every smaller size's.
     double bestSoFar = std::numeric_limits<double>::infinity();
-    for (const auto& [limit, c] : bestWithin_)
+    for (const auto& [limit, c] : standings_.bestWithin)
       if (c.rankedStep < bestSoFar) {
         out.pareto.push_back(c);
         out.paretoLimits.push_back(limit);
@@ -377,7 +520,7 @@ class Searcher {
     out.rank = o_.rank;
     // The winner against the fastest with each assumption at an end of its range.
     if (!top_.empty())
-      for (const auto& [assumption, ends] : atEnds_) {
+      for (const auto& [assumption, ends] : standings_.atEnds) {
         AssumptionCheck check;
         check.range = ends.range;
         check.bestAtLow = ends.best[0];
@@ -402,6 +545,115 @@ class Searcher {
   }
 
  private:
+  // A worker's view while it searches one group: the standings of its wave
+  // (copied on the group's first keep, then its own) and the outcome it fills.
+  struct GroupSearch {
+    const Searcher& searcher;
+    const Standings& shared;
+    Scratch& scratch;
+    GroupOutcome& out;
+    std::optional<Standings> local;
+    const Standings& standings() const { return local ? *local : shared; }
+    void keep(const Candidate& c) {
+      if (!c.fits) return;
+      if (!local) local = shared;
+      searcher.keep(*local, c);
+      out.kept.push_back(c);
+    }
+    // While nothing fits, the variant pruned for memory whose floor overruns least.
+    void prunedForMemory(double floorRatio, std::size_t variant, Split split) {
+      if (!standings().top.empty()) return;
+      if (!out.closest || floorRatio < out.closest->floorRatio) out.closest = GroupOutcome::Closest{floorRatio, variant, split};
+    }
+  };
+
+  // When nothing fits, the closest to fitting among the variants the memory
+  // floors pruned: each group's least floor, evaluated from the smallest
+  // while a floor is below the least overrun found (a floor never exceeds
+  // its variant's overrun).
+  void closestAmongPruned(const std::vector<Group>& groups) {
+    std::sort(closest_.begin(), closest_.end(), [](const auto& a, const auto& b) {
+      return std::tie(a.second.floorRatio, a.first) < std::tie(b.second.floorRatio, b.first);
+    });
+    GroupOutcome o;
+    for (const auto& [k, cl] : closest_) {
+      if (leastMemory_ && cl.floorRatio >= overrun(*leastMemory_)) break;
+      const Group& g = groups[k];
+      static const std::vector<int> kNoCuts;
+      Candidate c = candidateOf(g, variants(g)[cl.variant], cl.split, g.cuts != nullptr ? *g.cuts : kNoCuts);
+      o = GroupOutcome{};
+      if (!evaluate(c, nullptr, mainScratch_, o)) continue;
+      --counts_.prunedMemory;   // now evaluated instead
+      merge(o);
+    }
+  }
+
+  // The layers costed for micro batch b (costs_, which the workers must not
+  // call: it derives them on first use), recorded for evaluate().
+  check::PhaseSpec* costedFor(long long b) {
+    check::PhaseSpec* ph = costs_.phaseFor(b);
+    costed_[b] = ph;
+    return ph;
+  }
+
+  // What a worker needs of a group that the bounds did not prune: the
+  // widening of its phased variants and its optimal split.
+  void prepare(Group& g) {
+    g.phasedWidening = leastWidening(g, true);
+    if (g.p <= 1) return;
+    auto key = std::make_tuple(g.t, g.b, static_cast<int>(g.recompute), g.p);
+    auto it = cuts_.find(key);
+    if (it == cuts_.end()) {
+      const std::vector<double>* times = layerTimes(g.t, g.b, g.recompute);
+      if (times == nullptr) times = layerTimes(1, g.b, g.recompute);
+      std::vector<int> cuts;
+      if (times != nullptr) {
+        std::vector<double> w(times->begin(), times->begin() + chain_);
+        double tail = 0;
+        for (int i = chain_; i < n_; ++i) tail += (*times)[static_cast<std::size_t>(i)];
+        cuts = optimalCuts(w, tail, g.p);
+      }
+      it = cuts_.emplace(key, std::move(cuts)).first;
+    }
+    g.cuts = &it->second;
+  }
+
+  void merge(GroupOutcome& o) {
+    counts_.evaluated += o.counts.evaluated;
+    counts_.pruned += o.counts.pruned;
+    counts_.prunedMemory += o.counts.prunedMemory;
+    counts_.rejectedMemory += o.counts.rejectedMemory;
+    for (const Candidate& c : o.kept) keep(standings_, c);
+    if (o.leastMemory && (!leastMemory_ || overrun(*o.leastMemory) < overrun(*leastMemory_))) leastMemory_ = std::move(o.leastMemory);
+  }
+
+  StopReason stopRequested() const {
+    if (o_.interrupt != nullptr && o_.interrupt->load()) return StopReason::Interrupted;
+    if (o_.deadline && Clock::now() >= *o_.deadline) return StopReason::TimeLimit;
+    return StopReason::None;
+  }
+
+  // Progress, at most ten times a second: the groups left that the bounds
+  // cannot yet prune, and the time they would take at the pace so far.
+  void report(const std::vector<Group>& groups, std::size_t next, long long searched, Clock::time_point loopStart,
+              Clock::time_point& last) {
+    if (!o_.progress) return;
+    const auto now = Clock::now();
+    if (now - last < std::chrono::milliseconds(100) && next < groups.size()) return;
+    last = now;
+    long long left = 0;
+    for (std::size_t k = next; k < groups.size(); ++k)
+      if (!hopeless(standings_, groups[k].boundStep, groups[k].boundScore, groups[k].ipus)) ++left;
+    progress_.evaluated = counts_.evaluated;
+    progress_.pruned = counts_.pruned + counts_.prunedMemory;
+    progress_.groupsDone = static_cast<long long>(next);
+    progress_.groupsLeft = left;
+    progress_.seconds = std::chrono::duration<double>(now - start_).count();
+    const double pace = searched > 0 ? std::chrono::duration<double>(now - loopStart).count() / static_cast<double>(searched) : -1;
+    progress_.etaSeconds = pace >= 0 ? pace * static_cast<double>(left) : -1;
+    o_.progress(progress_);
+  }
+
   bool fixedAnything() const {
     return o_.fixed.any();
   }
@@ -425,7 +677,7 @@ class Searcher {
     auto it = layerTimes_.find(key);
     if (it != layerTimes_.end()) return it->second.empty() ? nullptr : &it->second;
     std::vector<double>& out = layerTimes_[key];
-    check::PhaseSpec* ph = costs_.phaseFor(b);
+    check::PhaseSpec* ph = costedFor(b);
     if (ph == nullptr) return nullptr;
     setBatch(*ph, b, 1);
     check::MappingSpec spec = declared_;
@@ -440,11 +692,72 @@ class Searcher {
     settings.phases = 1;
     settings.weightsStreaming = settings.optimizerStateStreaming = settings.rtsWeights = settings.rtsOptimizerState = false;
     settings.recompute = rc;
-    ir::PhasePlan plan = plan::planPhase(*ph, spec, settings, sources_, nullptr, nullptr, &expansions_);
+    ir::PhasePlan plan = plan::planPhase(*ph, spec, settings, sources_, nullptr, nullptr, &mainScratch_.expansions);
     cost::PhaseEstimate e = cost::estimatePhase(plan);
     if (!e.ok || static_cast<int>(e.ipus.size()) != n_) return nullptr;
     for (const auto& ipu : e.ipus) out.push_back(ipu.forward + ipu.backward + ipu.recompute);
     return &out;
+  }
+
+  // Floors of (t, b, recompute), planned once; computed before any worker runs.
+  const Floors* floors(int t, long long b, ir::Recompute rc) {
+    auto key = std::make_tuple(t, b, static_cast<int>(rc));
+    auto it = floors_.find(key);
+    if (it != floors_.end()) return it->second ? &*it->second : nullptr;
+    std::optional<Floors>& out = floors_[key];
+    check::PhaseSpec* ph = costedFor(b);
+    if (ph == nullptr) return nullptr;
+    setBatch(*ph, b, 1);
+    check::MappingSpec spec = declared_;
+    spec.pipelineKind = check::MappingSpec::PipelineKind::Single;
+    spec.stages.clear();
+    spec.pipelineIpus = 1;
+    ir::Mapping settings = declared_.mapping;
+    settings.shard = t;
+    settings.replicas = 1;
+    settings.pipelineIpus = 1;
+    settings.pipelineKind = ir::PipelineKind::Single;
+    settings.phases = 1;
+    settings.weightsStreaming = settings.optimizerStateStreaming = settings.rtsWeights = settings.rtsOptimizerState = false;
+    settings.recompute = rc;
+    ir::PhasePlan plan = plan::planPhase(*ph, spec, settings, sources_, nullptr, nullptr, &mainScratch_.expansions);
+    cost::PhaseEstimate e = cost::estimatePhase(plan);
+    if (!e.ok || e.ipus.size() != 1) return nullptr;
+    Floors f;
+    f.work = e.ipus.front().busy();
+    for (std::size_t i = 0; i < plan.layers.size(); ++i) {
+      const ir::Layer& l = plan.layers[i];
+      f.parameters += l.shardable ? l.params / t : l.params;
+      // Every candidate's first stage starts with the first layer, which
+      // reads the host's micro batch: this plan's rule holds for them all.
+      f.stashed += ir::stashedElements(plan, static_cast<int>(i), rc, t);
+      const double act = l.shardable ? l.activationElements / t : l.activationElements;
+      const double partials = std::min((l.shardable ? l.workspaceElements / t : l.workspaceElements) * partialBytes_, leastTemporaries_);
+      const double held = codeBase_ + l.codeBytes + act * computeBytes_ + (t > 1 ? l.outputElements * computeBytes_ : 0) + partials;
+      f.layerBytes = std::max(f.layerBytes, held);
+      f.phasedLayerBytes = std::max(f.phasedLayerBytes, held + 2 * l.inputElements * computeBytes_);
+      f.streamedStash += rc == ir::Recompute::None ? act : rc == ir::Recompute::EveryLayer ? l.inputElements : 0;
+    }
+    out = f;
+    return &*out;
+  }
+
+  // A lower bound on the step time (before the ranking's widening) of a
+  // phased variant: a step moves at least its Streaming Memory traffic
+  // (runtime/ir/phased.h: every weight in for the forward and again for the
+  // backward run, the gradients out, the stash out and back for each micro
+  // batch, the update's reads and writes), a p-th of it on the busiest IPU,
+  // and the pipeline's time hides at most that traffic's time. Priced at the
+  // top of the bandwidth's plausible range, so the bound holds at every
+  // bandwidth the assumption checks try.
+  double phasedFloor(const Group& g, const Variant& v) const {
+    const Floors* fl = g.floors;
+    if (fl == nullptr || !(fastestStreaming_ > 0)) return g.computeBound;
+    const double w = fl->parameters, rtsO = v.rtsO ? g.r : 1, rtsW = v.rtsW ? g.r : 1;
+    const double bytes = 2 * w * weightBytes_ / rtsW + w * accumulatorBytes_ +
+                         static_cast<double>(g.ga) * 2 * fl->stashed * computeBytes_ +
+                         w * ((weightBytes_ + accumulatorBytes_) / rtsO + weightBytes_ / rtsW);
+    return std::max(g.computeBound, bytes / g.p / fastestStreaming_ + overhead_);
   }
 
   void setBatch(check::PhaseSpec& ph, long long b, int r) const {
@@ -485,18 +798,24 @@ class Searcher {
               // divides a layer's time by at most t.
               const std::vector<double>* times = layerTimes(1, b, rc);
               if (times == nullptr) continue;
-              Group g{t, p, r, b, perReplica / b, rc, 0, 0, t * p * r};
+              Group g{t, p, r, b, perReplica / b, rc, 0, 0, t * p * r, 0, nullptr};
               // The step takes at least the cycles of a p-stage schedule (p IPUs
               // make at least p stages), each as long as the busiest IPU, which
               // is at least the average IPU and at least the slowest layer.
+              // The average also counts the tensor-parallel collectives and
+              // the layers that do not shard (one plan of every layer on one
+              // IPU of a group of t).
               double sum = 0, slowest = 0;
               for (double x : *times) sum += x, slowest = std::max(slowest, x);
-              const double cycle = std::max(sum / p, slowest) / t;
+              double cycle = std::max(sum / p, slowest) / t;
+              const Floors* fl = floors(t, b, rc);
+              if (fl != nullptr) cycle = std::max(cycle, fl->work / p);
               const double cycles = static_cast<double>(ir::PipelineSchedule{p, g.ga, rc}.cycles());
               // Ranked by the likely range's lower end, a mapping's step is
               // its estimate times at least (1 + the comparable rows' worst
               // overstatement): regimes only widen that, and the ranges of
               // the assumptions only lower the end.
+              g.floors = fl;
               g.computeBound = cycles * cycle + overhead_;
               g.boundStep = g.computeBound * leastWidening(g, false);
               g.boundScore = scoreOf(g.boundStep, g.ipus);
@@ -529,6 +848,8 @@ class Searcher {
     c.recomputes = g.recompute != ir::Recompute::None;
     return widening_[key] = 1 + cost::leastErrorHigh(c, rows);
   }
+
+  long long sizeOf(const Group& g) const { return static_cast<long long>(variants(g).size()) * splits(g); }
 
   int splits(const Group& g) const {
     if (g.p == 1) return 1;
@@ -571,17 +892,17 @@ class Searcher {
   }
 
   // The fastest step among kept mappings within the Pareto row a count falls in.
-  double bestStepAtOrBelow(int ipus) const {
-    auto it = bestWithin_.find(rowFor(ipus));
-    return it == bestWithin_.end() ? std::numeric_limits<double>::infinity() : it->second.rankedStep;
+  double bestStepAtOrBelow(const Standings& st, int ipus) const {
+    auto it = st.bestWithin.find(rowFor(ipus));
+    return it == st.bestWithin.end() ? std::numeric_limits<double>::infinity() : it->second.rankedStep;
   }
 
   // Nothing in the group can enter the top list or the Pareto table.
-  bool hopeless(double boundStep, double boundScore, int ipus) const {
+  bool hopeless(const Standings& st, double boundStep, double boundScore, int ipus) const {
     if (!o_.prune) return false;
-    const bool topFull = static_cast<int>(top_.size()) >= std::max(1, o_.top);
-    if (!topFull || boundScore <= orderKeyScore(top_.back())) return false;
-    return boundStep >= bestStepAtOrBelow(ipus);
+    const bool topFull = static_cast<int>(st.top.size()) >= std::max(1, o_.top);
+    if (!topFull || boundScore <= orderKeyScore(st.top.back())) return false;
+    return boundStep >= bestStepAtOrBelow(st, ipus);
   }
   static double orderKeyScore(const Candidate& c) { return c.score; }
 
@@ -589,10 +910,26 @@ class Searcher {
   // least its share of the weights and gradient accumulators, and of the
   // optimizer state when that stays on chip, plus the chip's base code.
   double memoryFloor(const Group& g, const Variant& v) const {
-    if (v.phases > 1 || v.weightsStream) return 0;
+    const Floors* fl = g.floors;
+    if (v.phases > 1 || v.weightsStream) return fl != nullptr ? fl->phasedLayerBytes : 0;
+    // The average IPU: its share of the weights, accumulators and on-chip
+    // state, and of the stash (every micro batch in flight keeps at least
+    // one copy), beside the chip's base code.
     const double share = params_ / (static_cast<double>(g.p) * g.t);
     const double state = v.osStream ? 0 : stateBytesPerParam_ / (v.rtsO ? g.r : 1);
-    return share * (weightBytes_ + accumulatorBytes_ + state) + codeBase_;
+    const double stash = fl != nullptr ? fl->streamedStash * computeBytes_ / g.p : 0;
+    return std::max(share * (weightBytes_ + accumulatorBytes_ + state) + stash + codeBase_, fl != nullptr ? fl->layerBytes : 0);
+  }
+
+  // A lower bound on the fullest IPU's Streaming Memory under phased
+  // execution: a p-th of every weight, its accumulator and its optimizer
+  // state (their shares with replicated tensor sharding) and of the stash.
+  double streamingFloor(const Group& g, const Variant& v) const {
+    const Floors* fl = g.floors;
+    if (fl == nullptr) return 0;
+    const double rtsO = v.rtsO ? g.r : 1, rtsW = v.rtsW ? g.r : 1;
+    return (fl->parameters * (weightBytes_ / rtsW + (accumulatorBytes_ + stateBytesPerParam_) / rtsO) +
+            fl->streamedStash * computeBytes_) / g.p;
   }
 
   Candidate candidateOf(const Group& g, const Variant& v, Split split, const std::vector<int>& cuts) const {
@@ -626,34 +963,30 @@ class Searcher {
 
   // Evaluate and keep; false when the candidate is not one of the group's
   // (the planner's `balanced` used fewer IPUs: that mapping is in a smaller group).
-  bool tryCandidate(const Group& g, Candidate& c) {
-    if (!evaluate(c, nullptr) || c.pipeline != g.p) return false;
-    keep(c);
-    report();
+  bool tryCandidate(const Group& g, Candidate& c, GroupSearch& gs) const {
+    if (!evaluate(c, nullptr, gs.scratch, gs.out) || c.pipeline != g.p) return false;
+    gs.keep(c);
     return true;
   }
 
-  void searchGroup(const Group& g) {
+  // Search one group against the standings as they were before its wave
+  // (and what the group itself keeps): what a worker runs.
+  void searchGroup(const Group& g, const Standings& shared, Scratch& scratch, GroupOutcome& out) const {
+    GroupSearch gs{*this, shared, scratch, out, std::nullopt};
+    Counts& counts = out.counts;
     const std::vector<Variant> vs = variants(g);
     const int nSplits = splits(g);
     const long long size = static_cast<long long>(vs.size()) * nSplits;
-    if (hopeless(g.boundStep, g.boundScore, g.ipus)) {
-      counts_.pruned += size;
+    if (hopeless(shared, g.boundStep, g.boundScore, g.ipus)) {
+      counts.pruned += size;
       return;
     }
     std::vector<Split> splitKinds;
     if (g.p == 1) splitKinds = {Split::Single};
     else if (o_.fixed.split) splitKinds = {*o_.fixed.split};
     else splitKinds = {Split::Optimal, Split::Balanced};
-    std::vector<int> cuts;
-    if (g.p > 1) {
-      const std::vector<double>* times = layerTimes(g.t, g.b, g.recompute);
-      if (times == nullptr) times = layerTimes(1, g.b, g.recompute);
-      std::vector<double> w(times->begin(), times->begin() + chain_);
-      double tail = 0;
-      for (int i = chain_; i < n_; ++i) tail += (*times)[static_cast<std::size_t>(i)];
-      cuts = optimalCuts(w, tail, g.p);
-    }
+    static const std::vector<int> kNoCuts;
+    const std::vector<int>& cuts = g.cuts != nullptr ? *g.cuts : kNoCuts;
     for (Split split : splitKinds) {
       // Resident variants one by one; each phased ladder (sub-graph counts in
       // increasing order, memory non-increasing along it) by binary search
@@ -671,31 +1004,40 @@ class Searcher {
         const long long rungs = static_cast<long long>(j - i);
         // A phased ladder is outside the calibration rows when none ran
         // phased: its bound widens with it.
-        const double ladderBound = phased ? std::max(g.boundStep, g.computeBound * leastWidening(g, true)) : g.boundStep;
-        if (hopeless(ladderBound, scoreOf(ladderBound, g.ipus), g.ipus)) {
-          counts_.pruned += rungs;
+        const double ladderBound = phased ? std::max(g.boundStep, phasedFloor(g, v) * g.phasedWidening) : g.boundStep;
+        if (hopeless(gs.standings(), ladderBound, scoreOf(ladderBound, g.ipus), g.ipus)) {
+          counts.pruned += rungs;
           i = j;
           continue;
         }
         if (split == Split::Optimal && cuts.empty()) {  // fewer chain layers than IPUs: no such split
-          counts_.pruned += rungs;
+          counts.pruned += rungs;
           i = j;
           continue;
         }
         if (!phased) {
           if (o_.prune && memoryFloor(g, v) > (1 - o_.headroom) * capacity_) {
-            ++counts_.prunedMemory;
+            ++counts.prunedMemory;
+            gs.prunedForMemory(std::max(memoryFloor(g, v) / capacity_, 0.0), i, split);
           } else {
             Candidate c = candidateOf(g, v, split, cuts);
-            tryCandidate(g, c);
+            tryCandidate(g, c, gs);
           }
+          i = j;
+          continue;
+        }
+        // Every rung holds at least the ladder's floors: none fits when they do not.
+        if (o_.prune && (memoryFloor(g, v) > (1 - o_.headroom) * capacity_ || streamingFloor(g, v) > streamingCapacity_)) {
+          counts.prunedMemory += rungs;
+          gs.prunedForMemory(std::max(memoryFloor(g, v) / capacity_, streamingCapacity_ > 0 ? streamingFloor(g, v) / streamingCapacity_ : 0.0),
+                             j - 1, split);
           i = j;
           continue;
         }
         if (!o_.prune) {
           for (std::size_t k = i; k < j; ++k) {
             Candidate c = candidateOf(g, vs[k], split, cuts);
-            tryCandidate(g, c);
+            tryCandidate(g, c, gs);
           }
           i = j;
           continue;
@@ -703,13 +1045,13 @@ class Searcher {
         // Binary search over rungs [i, j): the first that fits.
         std::size_t lo = i, hi = j;  // answer in [lo, hi]; hi == j: none fits
         std::optional<Candidate> found;
-        long long tried = 0;
+        std::vector<std::size_t> tried;
         bool foreign = false;
         while (lo < hi) {
           std::size_t mid = lo + (hi - lo) / 2;
           Candidate c = candidateOf(g, vs[mid], split, cuts);
-          ++tried;
-          if (!evaluate(c, nullptr) || c.pipeline != g.p) {
+          tried.push_back(mid);
+          if (!evaluate(c, nullptr, scratch, out) || c.pipeline != g.p) {
             foreign = true;
             break;
           }
@@ -720,17 +1062,15 @@ class Searcher {
             lo = mid + 1;
           }
         }
-        if (found) {
-          keep(*found);
-          report();
-        }
+        if (found) gs.keep(*found);
         if (!foreign) {
           // Rungs not evaluated: below the first fit they do not fit (memory
           // only falls along the ladder); above it, they are no faster.
-          const long long skipped = rungs - tried;
-          const long long below = found ? static_cast<long long>(hi - i) - tried : skipped;
-          counts_.prunedMemory += std::max(0LL, std::min(skipped, below));
-          counts_.pruned += std::max(0LL, skipped - std::max(0LL, std::min(skipped, below)));
+          for (std::size_t k = i; k < j; ++k) {
+            if (std::find(tried.begin(), tried.end(), k) != tried.end()) continue;
+            if (!found || k < hi) ++counts.prunedMemory;
+            else ++counts.pruned;
+          }
         }
         i = j;
       }
@@ -738,13 +1078,19 @@ class Searcher {
   }
 
   // Plan and estimate one candidate; fills its results.
-  bool evaluate(Candidate& c, std::string* problem) {
-    check::PhaseSpec* ph = costs_.phaseFor(c.microBatch);
-    if (ph == nullptr) {
+  // Reads only what run() prepared before the workers start: the layers
+  // costed for every micro batch of the space (costs_) and the family.
+  bool evaluate(Candidate& c, std::string* problem, Scratch& scratch, GroupOutcome& out) const {
+    auto costed = costed_.find(c.microBatch);
+    if (costed == costed_.end() || costed->second == nullptr) {
       if (problem != nullptr) *problem = "the model's layers cannot be costed for micro batch " + std::to_string(c.microBatch);
       return false;
     }
-    ++counts_.evaluated;
+    auto mine = scratch.phases.find(c.microBatch);
+    if (mine == scratch.phases.end()) mine = scratch.phases.emplace(c.microBatch, *costed->second).first;
+    check::PhaseSpec* ph = &mine->second;
+    Counts& counts = out.counts;
+    ++counts.evaluated;
     // The candidate as the one mapping value: validated and its batch derived
     // as the same mapping written in the script would be.
     plan::PreparedMapping prepared = plan::prepareMapping(phase_, mappingValue(phase_, c));
@@ -761,7 +1107,7 @@ class Searcher {
     // bug here (it would otherwise vanish from the counts unseen).
     IPU_INVARIANT(prepared.ok, "every candidate the search generates is a mapping the checker accepts");
     ph->batch = prepared.batch;
-    ir::PhasePlan plan = plan::planPhase(*ph, *prepared.spec, prepared.spec->mapping, sources_, nullptr, nullptr, &expansions_);
+    ir::PhasePlan plan = plan::planPhase(*ph, *prepared.spec, prepared.spec->mapping, sources_, nullptr, nullptr, &scratch.expansions);
     cost::PhaseEstimate e = cost::estimatePhase(plan);
     if (!e.ok) {
       if (problem != nullptr)
@@ -769,7 +1115,7 @@ class Searcher {
                    "` (its chip has no calibration, or misses a figure): `ipu estimate` says why";
       return false;
     }
-    if (family_.empty()) family_ = cost::familyOf(plan);
+    if (problem != nullptr && family_.empty()) family_ = cost::familyOf(plan);   // the declared mapping, before any worker
     c.pipeline = plan.mapping.pipelineIpus;
     c.stages.clear();
     for (const auto& s : plan.stages) c.stages.emplace_back(s.ipu, s.layers);
@@ -811,28 +1157,23 @@ class Searcher {
     c.fits = plan.fits && !c.inProcessorOver;
     c.score = scoreOf(c.rankedStep, c.ipusUsed);
     if (!c.fits) {
-      if (c.split != Split::Declared) ++counts_.rejectedMemory;
-      // The closest to fitting: the smallest overrun of whichever memory binds.
-      auto ratio = [](const Candidate& x) {
-        const double ipm = x.capacityBytes > 0 ? x.peakMemoryBytes / x.capacityBytes : 0;
-        const double sm = x.streamingCapacityBytes > 0 ? x.streamingBytes / x.streamingCapacityBytes : 0;
-        return std::max(ipm, sm);
-      };
-      if (c.split != Split::Declared && (!leastMemory_ || ratio(c) < ratio(*leastMemory_))) leastMemory_ = c;
+      if (c.split != Split::Declared) ++counts.rejectedMemory;
+      if (c.split != Split::Declared && (!out.leastMemory || overrun(c) < overrun(*out.leastMemory))) out.leastMemory = c;
     }
     return true;
   }
 
-  void keep(const Candidate& c) {
+  void keep(Standings& st, const Candidate& c) const {
     if (!c.fits) return;
-    keepAtEnds(c);
+    keepAtEnds(st, c);
     for (int row = rowFor(c.ipusUsed);; row = rowFor(row + 1)) {
-      auto it = bestWithin_.find(row);
-      if (it == bestWithin_.end() || std::make_tuple(c.rankedStep, c.ipusUsed) < std::make_tuple(it->second.rankedStep, it->second.ipusUsed) ||
+      auto it = st.bestWithin.find(row);
+      if (it == st.bestWithin.end() || std::make_tuple(c.rankedStep, c.ipusUsed) < std::make_tuple(it->second.rankedStep, it->second.ipusUsed) ||
           (c.rankedStep == it->second.rankedStep && c.ipusUsed == it->second.ipusUsed && orderKey(c) < orderKey(it->second)))
-        bestWithin_[row] = c;
+        st.bestWithin[row] = c;
       if (row >= maxIpus_) break;
     }
+    std::vector<Candidate>& top_ = st.top;
     // More sub-graphs than needed, for no gain, is not another answer.
     for (auto it = top_.begin(); it != top_.end(); ++it) {
       if (sameMapping(*it, c)) return;
@@ -850,8 +1191,8 @@ class Searcher {
 
   // The fastest fitting mapping with each assumption at each end of its
   // range, by the objective at that end (ties by the fixed order).
-  void keepAtEnds(const Candidate& c) {
-    for (auto& [assumption, ends] : atEnds_)
+  void keepAtEnds(Standings& st, const Candidate& c) const {
+    for (auto& [assumption, ends] : st.atEnds)
       for (int high = 0; high < 2; ++high) {
         auto& best = ends.best[high];
         const double score = scoreOf(c.rankedStepAt(assumption, high == 1, o_.rank), c.ipusUsed);
@@ -862,15 +1203,9 @@ class Searcher {
       }
   }
 
-  void report() {
-    if (!o_.progress || (counts_.evaluated & 255) != 0) return;
-    progress_.evaluated = counts_.evaluated;
-    progress_.pruned = counts_.pruned + counts_.prunedMemory;
-    progress_.seconds = std::chrono::duration<double>(Clock::now() - start_).count();
-    o_.progress(progress_);
-  }
 
   static constexpr int kLadder[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 0};  // 0: weights streaming
+  static constexpr std::size_t kWaveGroups = 16;   // the most groups a wave searches
 
   const check::PhaseSpec& phase_;
   LayerCosts costs_;
@@ -884,19 +1219,18 @@ class Searcher {
   Counts counts_;
   Progress progress_;
   Clock::time_point start_;
-  std::vector<Candidate> top_;
-  std::map<int, Candidate> bestWithin_;  // Pareto row (most IPUs) -> fastest kept within it
-  plan::LayerExpansions expansions_;     // the planner's expanded layers, shared by the candidates of a micro batch
+  Standings standings_;
+  Scratch mainScratch_;                  // the declared mapping's, and the bounds' plans
   std::optional<Candidate> leastMemory_;
-  struct Ends {
-    cost::AssumedRange range;
-    std::optional<Candidate> best[2];   // at the low end, at the high end
-    double score[2] = {0, 0};
-  };
-  std::string family_;                             // the model's kinds of layers (cost::familyOf)
+  std::vector<std::pair<std::size_t, GroupOutcome::Closest>> closest_;   // group index, its least-floor variant pruned for memory
+  std::map<long long, const check::PhaseSpec*> costed_;   // the layers costed per micro batch (costs_), for the workers
+  mutable std::string family_;                     // the model's kinds of layers (cost::familyOf), from the declared mapping
   std::map<std::tuple<int, long long, long long, bool, bool>, double> widening_;  // leastWidening's answers
-  std::map<cost::Assumption, Ends> atEnds_;  // the pod's assumptions that declare a range
+  std::map<std::tuple<int, long long, int, int>, std::vector<int>> cuts_;  // optimal splits per (t, b, recompute, p)
   std::map<std::tuple<int, long long, int>, std::vector<double>> layerTimes_;
+  std::map<std::tuple<int, long long, int>, std::optional<Floors>> floors_;
+  double fastestStreaming_ = 0;   // the top of the Streaming Memory bandwidth's plausible range
+  double computeBytes_ = 2, partialBytes_ = 4, streamingCapacity_ = 0, leastTemporaries_ = 0;
   double params_ = 0, weightBytes_ = 0, accumulatorBytes_ = 0, stateBytesPerParam_ = 0, codeBase_ = 0, capacity_ = 0;
 };
 

@@ -22,6 +22,8 @@
 // the same script always gives the same ranking.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <set>
@@ -82,8 +84,14 @@ std::optional<std::string> applyFix(Fixed& fixed, const std::string& keyValue);
 
 struct Progress {
   long long evaluated = 0, pruned = 0, groupsDone = 0, groups = 0;
+  long long groupsLeft = 0;   // groups after groupsDone that the bounds cannot prune yet
   double seconds = 0;
+  double etaSeconds = -1;     // groupsLeft at the pace so far; -1 before any group was searched
 };
+
+// Why a search stopped before it covered the space.
+enum class StopReason { None, TimeLimit, Interrupted };
+const char* name(StopReason s);
 
 struct Options {
   Objective objective = Objective::Throughput;
@@ -93,7 +101,14 @@ struct Options {
   Fixed fixed;
   int top = 5;
   bool prune = true;       // false: evaluate every candidate (the brute force the tests compare with)
-  std::function<void(const Progress&)> progress;  // called now and then during long searches
+  // Worker threads; 0: one per core. The answer and the counts are the same
+  // for any number (the groups are searched in fixed waves).
+  int threads = 0;
+  std::function<void(const Progress&)> progress;  // called now and then during long searches, on the caller's thread
+  // Stop between waves when the deadline passes (`--time-limit`) or the
+  // flag is set (SIGINT): the result then holds the best found so far.
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+  const std::atomic<bool>* interrupt = nullptr;
 };
 
 struct Candidate {
@@ -155,6 +170,7 @@ struct Counts {
   long long pruned = 0;          // skipped: their bound could not beat what was kept
   long long prunedMemory = 0;    // skipped: a smaller micro batch of the same configuration did not fit
   long long rejectedMemory = 0;  // evaluated, and over memory (or headroom)
+  long long notSearched = 0;     // left when the search stopped early (PhaseResult::stopped)
 };
 
 struct PhaseResult {
@@ -172,6 +188,9 @@ struct PhaseResult {
   Rank rank = Rank::Conservative;
   std::vector<AssumptionCheck> assumptions;  // when the winner or its rivals move with an assumption
   Counts counts;
+  // Not None: the search stopped before covering the space, and `top` is the
+  // best of what it evaluated, not the best of the space.
+  StopReason stopped = StopReason::None;
   double seconds = 0;
   std::string error;               // the search could not run (no calibration, ...)
 };

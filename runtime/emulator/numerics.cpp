@@ -6,7 +6,7 @@
 #include "runtime/emulator/counter_rng.h"
 #include "runtime/emulator/fp16.h"
 #include "runtime/emulator/fp16_product.h"
-#include "runtime/emulator/thread_pool.h"
+#include "runtime/base/thread_pool.h"
 
 namespace ipu::emu {
 

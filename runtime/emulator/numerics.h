@@ -31,9 +31,12 @@
 
 #include <Eigen/Core>
 
+namespace ipu {
+class ThreadPool;
+}
+
 namespace ipu::emu {
 
-class ThreadPool;
 class BatchNormContext;
 
 using Mat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;

@@ -137,7 +137,8 @@ struct Mapping {
   bool weightsStreaming = false;
   bool rtsWeights = false;
   bool rtsOptimizerState = false;
-  std::vector<double> availableMemoryProportion;  // per pipeline IPU
+  std::vector<double> availableMemoryProportion;  // per pipeline IPU; none declared: kDefaultAvailableMemoryProportion
+  static constexpr double kDefaultAvailableMemoryProportion = 0.6;
   // Distributed batch norm: how many consecutive replicas share batch-norm
   // statistics (micro batch m of replicas k*n .. k*n + n - 1);
   // kAllReplicas: every replica. 1 is per-replica batch norm.

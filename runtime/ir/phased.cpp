@@ -59,4 +59,11 @@ bool readsHostInput(const PhasePlan& p, int li) {
   return false;
 }
 
+double stashedElements(const PhasePlan& p, int li, Recompute recompute, int shard) {
+  IPU_INVARIANT(li >= 0 && static_cast<std::size_t>(li) < p.layers.size(), "a stashed layer is a layer of its plan");
+  const Layer& l = p.layers[static_cast<std::size_t>(li)];
+  if (recompute == Recompute::None) return l.shardable ? l.activationElements / std::max(1, shard) : l.activationElements;
+  return readsHostInput(p, li) ? 0 : l.inputElements;
+}
+
 }  // namespace ipu::ir

@@ -57,4 +57,10 @@ std::vector<double> segmentsParameters(const PhasePlan& p, const std::vector<Pha
 // the first layer of the first stage. Its input is host data, not streamed.
 bool readsHostInput(const PhasePlan& p, int li);
 
+// The elements layer `li` sends to Streaming Memory for its backward pass,
+// per micro batch, and reads back: with recomputation its input (nothing for
+// the layer that reads the host's micro batch), without every activation it
+// keeps (its share of the shard group when it is shardable).
+double stashedElements(const PhasePlan& p, int li, Recompute recompute, int shard);
+
 }  // namespace ipu::ir

@@ -16,7 +16,7 @@
 #include "runtime/emulator/fp16.h"
 #include "runtime/emulator/fp16_product.h"
 #include "runtime/emulator/numerics.h"
-#include "runtime/emulator/thread_pool.h"
+#include "runtime/base/thread_pool.h"
 
 namespace ipu::emu {
 namespace {

@@ -4,7 +4,7 @@
 // sleeps, and returns the moment they end; a job lives on the caller's stack,
 // so a pool that touched it after the caller returned would show here as
 // lost or doubled counts (and under a sanitizer as a use after return).
-#include "runtime/emulator/thread_pool.h"
+#include "runtime/base/thread_pool.h"
 
 #include <gtest/gtest.h>
 

@@ -894,7 +894,7 @@ TEST(SearchCache, EveryFieldOfAResultReadsBack) {
   a.bestAtLow = candidate(0.3);
   a.holdsAtLow = false;
   r.assumptions = {a};
-  r.counts = {11, 12, 13, 14, 15};
+  r.counts = {11, 12, 13, 14, 15, 16};
   r.seconds = 0.125;
   const std::string written = static_cast<const nlohmann::ordered_json&>(search::resultJson(r)).dump();
   const std::optional<search::PhaseResult> back = search::resultFromJson(nlohmann::ordered_json::parse(written));
@@ -920,6 +920,7 @@ TEST(SearchCache, EveryFieldOfAResultReadsBack) {
   EXPECT_TRUE(back->assumptions[0].bestAtLow.has_value());
   EXPECT_FALSE(back->assumptions[0].bestAtHigh.has_value());
   EXPECT_EQ(back->counts.rejectedMemory, 15);
+  EXPECT_EQ(back->counts.notSearched, 16);
   EXPECT_EQ(back->leastMemory->peakComponent, "activations");
   // A name the build does not know is not read as something else.
   std::string unknown = written;
@@ -1047,11 +1048,11 @@ TEST(SearchCache, KeyCoversEveryFieldOfWhatItReads) {
   EXPECT_EQ(sizeof(check::StageSpec), 48u);
   EXPECT_EQ(sizeof(check::SearchSpec), 64u);
   EXPECT_EQ(sizeof(check::ModelSpec), 128u);
-  EXPECT_EQ(sizeof(search::Options), 272u);
+  EXPECT_EQ(sizeof(search::Options), 304u);
   EXPECT_EQ(sizeof(search::Fixed), 208u);
   EXPECT_EQ(sizeof(search::Candidate), 400u);
-  EXPECT_EQ(sizeof(search::Counts), 40u);
-  EXPECT_EQ(sizeof(search::PhaseResult), 1080u);
+  EXPECT_EQ(sizeof(search::Counts), 48u);
+  EXPECT_EQ(sizeof(search::PhaseResult), 1096u);
   EXPECT_EQ(sizeof(search::AssumptionCheck), 856u);
   EXPECT_EQ(sizeof(cost::Breakdown), 88u);
   EXPECT_EQ(sizeof(cost::RegimeFlag), 40u);

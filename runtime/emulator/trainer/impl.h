@@ -22,7 +22,7 @@
 #include <tuple>
 #include <vector>
 
-#include "runtime/emulator/thread_pool.h"
+#include "runtime/base/thread_pool.h"
 #include "runtime/emulator/trainer.h"
 #include "runtime/emulator/trainer/batch_norm.h"
 #include "runtime/emulator/trainer/state.h"

@@ -1,8 +1,10 @@
-// Host threads that run the virtual IPUs' compute phases, and the work inside
-// one virtual IPU. A BSP superstep is one `run`: every task (one virtual IPU
-// group's work for the superstep) runs to completion before `run` returns,
-// which is the sync. Tasks touch only their own IPU's buffers, so the result
-// never depends on how many threads there are or which thread ran which task.
+// Host threads for work split into tasks: the emulator's virtual IPUs (a BSP
+// superstep is one `run`: every task, one virtual IPU group's work for the
+// superstep, runs to completion before `run` returns, which is the sync) and
+// the mapping search's workers (interpreter/search: one task per worker, each
+// searching groups of one wave). Tasks touch only their own buffers, so the
+// result never depends on how many threads there are or which thread ran
+// which task.
 //
 // `run` nests: a task may itself call `run` (a kernel splitting a matrix
 // product into row blocks, attention into its heads). The nested tasks go to
@@ -11,7 +13,7 @@
 // share them without oversubscribing the host. Callers split work so that no
 // result depends on the split: by sizes, never by the number of threads,
 // except where the arithmetic is shown not to depend on the split (an fp32
-// product's row blocks, numerics.cpp). So nesting changes no result.
+// product's row blocks, emulator/numerics.cpp). So nesting changes no result.
 #pragma once
 
 #include <atomic>
@@ -22,7 +24,7 @@
 #include <thread>
 #include <vector>
 
-namespace ipu::emu {
+namespace ipu {
 
 class ThreadPool {
  public:
@@ -55,4 +57,4 @@ class ThreadPool {
   bool stop_ = false;
 };
 
-}  // namespace ipu::emu
+}  // namespace ipu

@@ -1,9 +1,9 @@
-#include "runtime/emulator/thread_pool.h"
+#include "runtime/base/thread_pool.h"
 
 #include <algorithm>
 #include <chrono>
 
-namespace ipu::emu {
+namespace ipu {
 
 namespace {
 constexpr auto kPoll = std::chrono::microseconds(50);
@@ -84,4 +84,4 @@ void ThreadPool::work() {
   }
 }
 
-}  // namespace ipu::emu
+}  // namespace ipu
