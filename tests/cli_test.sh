@@ -370,6 +370,39 @@ grep -q "ranked by the estimate" "$TMP/out" || { echo "FAIL: --rank expected doe
 grep -q "outside the calibration: phased execution" "$TMP/out" || { echo "FAIL: the phased winner by the estimate is not flagged"; cat "$TMP/out"; fail=1; }
 expect 2 "search with a bad --fix" -- "$IPU" search "$ROOT/examples/bert_large_pod16.ipu" --fix replicas=many
 expect 2 "search with a bad headroom" -- "$IPU" search "$ROOT/examples/bert_large_pod16.ipu" --headroom 120%
+expect 2 "search with no threads" -- "$IPU" search "$ROOT/examples/bert_large_pod16.ipu" --threads 0
+expect 2 "search with a bad time limit" -- "$IPU" search "$ROOT/examples/bert_large_pod16.ipu" --time-limit soon
+expect 2 "search with a zero time limit" -- "$IPU" search "$ROOT/examples/bert_large_pod16.ipu" --time-limit 0s
+# A time limit that passes at once: the report says it stopped early and
+# shows the best of what it evaluated (the script's own mapping); the JSON
+# says why and how much it did not search.
+expect 0 "search stopped by its time limit" -- "$IPU" search "$ROOT/examples/bert_large_pod16.ipu" --phase one --time-limit 0.000001
+grep -q "stopped early (the time limit)" "$TMP/out" || { echo "FAIL: a search stopped by --time-limit does not say so"; cat "$TMP/out"; fail=1; }
+expect 0 "search --json stopped by its time limit" -- "$IPU" search "$ROOT/examples/bert_large_pod16.ipu" --phase one --time-limit 0.000001 --json
+python3 -c "
+import json,sys
+p = json.load(open('$TMP/out'))['phases'][0]
+assert p['stopped'] == 'time_limit' and p['counts']['not_searched'] > 0, (p['stopped'], p['counts'])
+" || { echo "FAIL: search --json does not say it stopped at its time limit"; fail=1; }
+expect 0 "search --json with threads" -- "$IPU" search "$ROOT/examples/tiny_bert.ipu" --json --threads 3
+python3 -c "
+import json
+p = json.load(open('$TMP/out'))['phases'][0]
+assert p['stopped'] is None and p['counts']['not_searched'] == 0, (p['stopped'], p['counts'])
+" || { echo "FAIL: a whole search says it stopped"; fail=1; }
+# Ctrl-C: the search stops between waves, prints the best so far, writes
+# nothing and ends with 130 (docs/search.md). One thread, so the search is
+# still running when the signal comes on a fast host.
+"$IPU" search "$ROOT/examples/gpt3_175b_pod256.ipu" --threads 1 --write "$TMP/interrupted.ipu" >"$TMP/out" 2>"$TMP/err" &
+searching=$!
+sleep 0.3
+kill -INT "$searching"
+wait "$searching"
+got=$?
+[ "$got" -eq 130 ] || { echo "FAIL: Ctrl-C of a search: exit $got, expected 130"; cat "$TMP/err"; fail=1; }
+grep -q "interrupted: the results are the best found before Ctrl-C; nothing was written" "$TMP/err" || { echo "FAIL: Ctrl-C of a search does not say what it kept"; cat "$TMP/err"; fail=1; }
+grep -q "stopped early (interrupted)" "$TMP/out" || { echo "FAIL: Ctrl-C of a search does not show the best so far"; cat "$TMP/out"; fail=1; }
+[ -e "$TMP/interrupted.ipu" ] && { echo "FAIL: an interrupted search wrote its --write file"; fail=1; }
 expect 2 "search of a run that is not there" -- "$IPU" search "$ROOT/examples/bert_large_pod16.ipu" --run nope
 expect 1 "search of a broken script" -- "$IPU" search "$TMP/bad.ipu"
 expect 1 "search where nothing fits" -- "$IPU" search "$ROOT/examples/gpt3_175b_pod256.ipu" --max-ipus 4

@@ -15,11 +15,12 @@
 // `balanced(p)`. The script's own mapping is evaluated too, for comparison.
 //
 // The search is exhaustive with pruning: a group of candidates sharing
-// (t, p, r, b, recompute) is skipped when a lower bound on its step time from
-// compute alone cannot beat what is already kept; a micro batch is skipped
-// when a smaller one did not fit in any variant of the same configuration
-// (memory grows with the micro batch). Ties are broken by a fixed order, so
-// the same script always gives the same ranking.
+// (t, p, r, b, recompute) is skipped when a lower bound on its step time
+// (its compute and tensor-parallel collectives; phased, its Streaming Memory
+// traffic) cannot beat what is already kept, and a variant when a floor on
+// its memory is over the capacity. Groups are searched by worker threads in
+// waves fixed by what is kept, never by the threads, and ties are broken by a
+// fixed order, so the same script always gives the same ranking and counts.
 #pragma once
 
 #include <atomic>
@@ -155,9 +156,9 @@ struct Candidate {
 
 // The winner re-ranked with an assumed constant at each end of its plausible
 // range (cost::Sensitivity): whether it stays first. Under the conservative
-// ranking the answer covers the whole space (the bounds that prune are
-// compute-only, below any mapping's step time at any bandwidth); under the
-// expected ranking, the mappings evaluated.
+// ranking the answer covers the whole space (the bounds that prune are below
+// any mapping's step time at any bandwidth of the range: their streaming part
+// is priced at its top); under the expected ranking, the mappings evaluated.
 struct AssumptionCheck {
   cost::AssumedRange range;
   std::optional<Candidate> bestAtLow, bestAtHigh;   // the fastest with the constant at that end

@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -404,6 +406,61 @@ TEST(Search, SameScriptSameRanking) {
   ASSERT_EQ(x.top.size(), y.top.size());
   for (std::size_t i = 0; i < x.top.size(); ++i) EXPECT_EQ(describe(x.top[i]), describe(y.top[i]));
   EXPECT_EQ(x.counts.evaluated, y.counts.evaluated);
+}
+
+// The workers search fixed waves of groups: one thread or several give the
+// same ranking, Pareto table, assumption checks and counts, bit for bit.
+TEST(Search, AnswerAndCountsDoNotDependOnTheThreads) {
+  for (const char* script : {kSmallGpt, kTinyBert, kSmallVit}) {
+    Searched s = load(script);
+    ASSERT_NE(s.program, nullptr);
+    search::Options o;
+    o.threads = 1;
+    const search::PhaseResult one = run(s, o);
+    ASSERT_FALSE(one.top.empty());
+    for (int threads : {2, 5}) {
+      o.threads = threads;
+      const search::PhaseResult many = run(s, o);
+      expectSameRanking(many, one);
+      EXPECT_EQ(many.counts.evaluated, one.counts.evaluated) << threads << " threads";
+      EXPECT_EQ(many.counts.pruned, one.counts.pruned) << threads << " threads";
+      EXPECT_EQ(many.counts.prunedMemory, one.counts.prunedMemory) << threads << " threads";
+      EXPECT_EQ(many.counts.rejectedMemory, one.counts.rejectedMemory) << threads << " threads";
+      for (std::size_t i = 0; i < one.top.size(); ++i) EXPECT_EQ(many.top[i].rankedStep, one.top[i].rankedStep);
+    }
+  }
+}
+
+// A deadline that has passed, or the interrupt flag, stops the search before
+// its first wave: what it returns says so, counts what it did not search,
+// and holds only what it evaluated (the script's own mapping).
+TEST(Search, StopsAtTheDeadlineOrWhenInterrupted) {
+  Searched s = load(kSmallGpt);
+  search::Options o;
+  const search::PhaseResult full = run(s, o);
+  EXPECT_EQ(full.stopped, search::StopReason::None);
+  EXPECT_EQ(full.counts.notSearched, 0);
+  o.deadline = std::chrono::steady_clock::now();
+  const search::PhaseResult late = run(s, o);
+  EXPECT_EQ(late.stopped, search::StopReason::TimeLimit);
+  EXPECT_EQ(late.counts.notSearched, full.counts.space);
+  EXPECT_EQ(late.counts.evaluated, 1);
+  ASSERT_LE(late.top.size(), 1u);
+  if (!late.top.empty()) {
+    EXPECT_EQ(late.top.front().split, search::Split::Declared);
+  }
+  o.deadline.reset();
+  std::atomic<bool> interrupt{true};
+  o.interrupt = &interrupt;
+  const search::PhaseResult stopped = run(s, o);
+  EXPECT_EQ(stopped.stopped, search::StopReason::Interrupted);
+  EXPECT_GT(stopped.counts.notSearched, 0);
+  // A deadline far away changes nothing.
+  interrupt = false;
+  o.deadline = std::chrono::steady_clock::now() + std::chrono::hours(1);
+  const search::PhaseResult budget = run(s, o);
+  EXPECT_EQ(budget.stopped, search::StopReason::None);
+  expectSameRanking(budget, full);
 }
 
 TEST(Search, FixedChoicesAndMaxIpusAreRespected) {
@@ -852,6 +909,16 @@ TEST(SearchCache, CachedIsWhatAFreshSearchGives) {
   ASSERT_FALSE(b.top.empty());
   EXPECT_EQ(describe(b.top.front()), describe(c.top.front()));
   EXPECT_EQ(b.top.front().stages, c.top.front().stages);
+
+  // A search stopped early is not kept: it is not a function of its key.
+  TempDir other;
+  ASSERT_FALSE(other.path.empty());
+  o.deadline = std::chrono::steady_clock::now();
+  const search::PhaseResult stopped = search::searchPhaseCached(ph, s.session->checker()->evaluator(), s.session->sources(), o,
+                                                                other.path.string(), &cached);
+  EXPECT_EQ(stopped.stopped, search::StopReason::TimeLimit);
+  EXPECT_FALSE(cached);
+  EXPECT_TRUE(other.files().empty());
 }
 
 // A result with every field away from its default reads back from its JSON
