@@ -88,10 +88,17 @@ struct LayerTime {
 
 class Model {
  public:
-  // `streamingBandwidth`: the bandwidth to price Streaming Memory traffic at,
-  // in place of the machine's (an assumption's range end); 0: the machine's.
-  Model(const ir::PhasePlan& p, std::vector<Problem>* problems, double streamingBandwidth = 0)
-      : p_(p), problems_(problems), streamingBandwidth_(streamingBandwidth) {}
+  Model(const ir::PhasePlan& p, std::vector<Problem>* problems) : p_(p), problems_(problems) {}
+
+  // After run(): samples per second with the Streaming Memory traffic priced
+  // at `bandwidth` in place of the machine's (an assumption's range end).
+  // Only the streaming term depends on it; the step is summed as run() sums it.
+  double samplesPerSecondAt(const PhaseEstimate& e, double bandwidth) const {
+    Breakdown b = e.breakdown;
+    if (stream_.any()) b.streaming = stream_.seconds(bandwidth);
+    const double step = b.total();
+    return step > 0 ? samples() / step : 0;
+  }
 
   PhaseEstimate run() {
     PhaseEstimate e;
@@ -124,7 +131,7 @@ class Model {
     links_.pointToPoint = std::min(chip.ipuLinks, 2) * chip.ipuLinkBandwidth / 2;
     links_.gateway = m.ipus > 0 ? m.gwLinkBandwidth / m.ipus : 0;
     links_.host = m.ipus > 0 ? m.hostBandwidth / m.ipus : 0;
-    links_.streaming = streamingBandwidth_ > 0 ? streamingBandwidth_ : m.streamingBandwidth;
+    links_.streaming = m.streamingBandwidth;
 
     const ir::Mapping& map = p_.mapping;
     t_ = std::max(1, map.shard);
@@ -221,8 +228,7 @@ class Model {
     e.cycles = static_cast<int>(cycles);
     e.cycleTime = maxBusy;
     e.pipelineUtilisation = pipelineTime > 0 ? gad * meanBusy / pipelineTime : 0;
-    const double samples = static_cast<double>(p_.batch.globalBatch) * std::max(1.0, p_.dataset.sequencesPerPack);
-    e.samplesPerSecond = e.stepTime > 0 ? samples / e.stepTime : 0;
+    e.samplesPerSecond = e.stepTime > 0 ? samples() / e.stepTime : 0;
     e.tokensPerSecond = p_.seqLen > 0 && e.stepTime > 0
                             ? static_cast<double>(p_.batch.globalBatch) * static_cast<double>(p_.seqLen) / e.stepTime
                             : 0;
@@ -380,9 +386,8 @@ class Model {
                 "give the machine `streaming_bandwidth`");
         return;
       }
-      // State streams during the update (not hidden); phased traffic overlaps compute.
-      b.streaming = std::max(0.0, worstStateStream / links_.streaming - worstUpdate) +
-                    std::max(0.0, worstStream / links_.streaming - pipelineTime);
+      stream_ = {worstStateStream, worstUpdate, worstStream, pipelineTime};
+      b.streaming = stream_.seconds(links_.streaming);
       e.assumptions.push_back("Streaming Memory bandwidth " + gbps(links_.streaming) +
                               " per IPU is an assumption: Graphcore does not publish it");
     }
@@ -396,9 +401,22 @@ class Model {
     b.hostIo = std::max(0.0, bytes / links_.host - pipelineTime);
   }
 
+  double samples() const { return static_cast<double>(p_.batch.globalBatch) * std::max(1.0, p_.dataset.sequencesPerPack); }
+
+  // What the step's Streaming Memory traffic costs at a bandwidth: the state
+  // streams during the update (not hidden), phased traffic overlaps the
+  // pipeline's compute.
+  struct StreamingTerms {
+    double stateBytes = 0, updateSeconds = 0, phasedBytes = 0, pipelineSeconds = 0;
+    bool any() const { return stateBytes > 0 || phasedBytes > 0; }
+    double seconds(double bandwidth) const {
+      return std::max(0.0, stateBytes / bandwidth - updateSeconds) + std::max(0.0, phasedBytes / bandwidth - pipelineSeconds);
+    }
+  };
+
   const ir::PhasePlan& p_;
   std::vector<Problem>* problems_;
-  double streamingBandwidth_ = 0;
+  StreamingTerms stream_;
   double peak_ = 0, clock_ = 0, bc_ = 2, opLatency_ = 0, elementwiseRate_ = 0;
   int t_ = 1, r_ = 1;
   Links links_;
@@ -680,7 +698,8 @@ std::vector<AssumedRange> assumedRanges(const hw::Machine& m) {
 }
 
 PhaseEstimate estimatePhase(const ir::PhasePlan& phase, std::vector<Problem>* problems) {
-  PhaseEstimate e = Model(phase, problems).run();
+  Model model(phase, problems);
+  PhaseEstimate e = model.run();
   if (!e.ok) return e;
   // The Streaming Memory bandwidth is unpublished: a plan that streams is
   // priced again at the ends of its declared plausible range.
@@ -689,8 +708,8 @@ PhaseEstimate estimatePhase(const ir::PhasePlan& phase, std::vector<Problem>* pr
   for (const AssumedRange& range : assumedRanges(phase.pod.machine)) {
     if (range.assumption == Assumption::StreamingBandwidth && !streams) continue;
     Sensitivity s{range};
-    s.samplesPerSecondAtLow = Model(phase, nullptr, range.low).run().samplesPerSecond;
-    s.samplesPerSecondAtHigh = Model(phase, nullptr, range.high).run().samplesPerSecond;
+    s.samplesPerSecondAtLow = model.samplesPerSecondAt(e, range.low);
+    s.samplesPerSecondAtHigh = model.samplesPerSecondAt(e, range.high);
     e.sensitivities.push_back(s);
   }
   placeInCalibration(phase, e);
