@@ -510,11 +510,11 @@ int searchCommand(const std::vector<std::string>& args) {
       if (progressBar)
         o.progress = [&](const search::Progress& p) {
           if (p.seconds < 0.5) return;
-          // The bar fills with the groups the bounds have not yet pruned
-          // that were searched: the rest are the time left.
+          // The bar fills with the candidates planned against those the
+          // bounds would still have planned: the rest are the time left.
           const int width = 30;
-          const double done = p.groupsDone > 0 || p.groupsLeft > 0
-                                  ? static_cast<double>(p.groupsDone) / static_cast<double>(p.groupsDone + p.groupsLeft)
+          const double done = p.evaluated + p.evaluationsLeft > 0
+                                  ? static_cast<double>(p.evaluated) / static_cast<double>(p.evaluated + p.evaluationsLeft)
                                   : 0;
           const int filled = std::clamp(static_cast<int>(width * done), 0, width);
           std::cerr << "\r  [" << std::string(static_cast<std::size_t>(filled), '#')

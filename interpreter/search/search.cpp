@@ -464,7 +464,7 @@ class Searcher {
     std::vector<Scratch> scratch(static_cast<std::size_t>(threads));
     const auto loopStart = Clock::now();
     auto lastReport = loopStart;
-    long long searched = 0;
+    const long long evaluatedBefore = counts_.evaluated;
     std::size_t next = 0;
     for (std::size_t wave = 1; next < groups.size(); wave = std::min<std::size_t>(2 * wave, kWaveGroups)) {
       if (const StopReason why = stopRequested(); why != StopReason::None) {
@@ -495,9 +495,8 @@ class Searcher {
         if (o.closest) closest_.emplace_back(k, *o.closest);
         merge(o);
       }
-      searched += static_cast<long long>(live.size());
       next = end;
-      report(groups, next, searched, loopStart, lastReport);
+      report(groups, next, loopStart, evaluatedBefore, lastReport);
     }
 
     if (standings_.top.empty() && out.stopped == StopReason::None) closestAmongPruned(groups);
@@ -633,24 +632,58 @@ class Searcher {
     return StopReason::None;
   }
 
-  // Progress, at most ten times a second: the groups left that the bounds
-  // cannot yet prune, and the time they would take at the pace so far.
-  void report(const std::vector<Group>& groups, std::size_t next, long long searched, Clock::time_point loopStart,
+  // The candidates a group would plan if the standings stayed as they are:
+  // searchGroup's cheap checks (the group's and each ladder's bound, the
+  // memory floors) without its planning; a phased ladder that passes them is
+  // binary-searched, about log2 of its rungs plus one. An estimate for the
+  // progress bar only: the ladder's bound here leaves out the phased
+  // widening, so it errs towards more.
+  double expectedEvaluations(const Group& g) const {
+    if (hopeless(standings_, g.boundStep, g.boundScore, g.ipus)) return 0;
+    const std::vector<Variant> vs = variants(g);
+    double n = 0;
+    std::size_t i = 0;
+    while (i < vs.size()) {
+      const Variant& v = vs[i];
+      const bool phased = v.phases > 1 || v.weightsStream;
+      std::size_t j = i + 1;
+      if (phased)
+        while (j < vs.size() && (vs[j].phases > 1 || vs[j].weightsStream) && vs[j].osStream == v.osStream && vs[j].rtsO == v.rtsO &&
+               vs[j].rtsW == v.rtsW)
+          ++j;
+      const double bound = phased ? std::max(g.boundStep, phasedFloor(g, v)) : g.boundStep;
+      const bool fits = memoryFloor(g, v) <= (1 - o_.headroom) * capacity_ && (!phased || streamingFloor(g, v) <= streamingCapacity_);
+      if (fits && !hopeless(standings_, bound, scoreOf(bound, g.ipus), g.ipus))
+        n += phased ? std::log2(static_cast<double>(j - i)) + 1 : 1;
+      i = j;
+    }
+    return n * splits(g);
+  }
+
+  // Progress, at most four times a second: the candidates left to plan if
+  // the standings stayed as they are, and the time they would take at the
+  // pace of the evaluations so far.
+  void report(const std::vector<Group>& groups, std::size_t next, Clock::time_point loopStart, long long evaluatedBefore,
               Clock::time_point& last) {
     if (!o_.progress) return;
     const auto now = Clock::now();
-    if (now - last < std::chrono::milliseconds(100) && next < groups.size()) return;
+    if (now - last < std::chrono::milliseconds(250) && next < groups.size()) return;
     last = now;
     long long left = 0;
-    for (std::size_t k = next; k < groups.size(); ++k)
-      if (!hopeless(standings_, groups[k].boundStep, groups[k].boundScore, groups[k].ipus)) ++left;
+    double expected = 0;
+    for (std::size_t k = next; k < groups.size(); ++k) {
+      const double e = expectedEvaluations(groups[k]);
+      if (e > 0) ++left, expected += e;
+    }
     progress_.evaluated = counts_.evaluated;
     progress_.pruned = counts_.pruned + counts_.prunedMemory;
     progress_.groupsDone = static_cast<long long>(next);
     progress_.groupsLeft = left;
+    progress_.evaluationsLeft = static_cast<long long>(expected);
     progress_.seconds = std::chrono::duration<double>(now - start_).count();
-    const double pace = searched > 0 ? std::chrono::duration<double>(now - loopStart).count() / static_cast<double>(searched) : -1;
-    progress_.etaSeconds = pace >= 0 ? pace * static_cast<double>(left) : -1;
+    const long long evaluated = counts_.evaluated - evaluatedBefore;
+    const double pace = evaluated > 0 ? std::chrono::duration<double>(now - loopStart).count() / static_cast<double>(evaluated) : -1;
+    progress_.etaSeconds = pace >= 0 ? pace * expected : -1;
     o_.progress(progress_);
   }
 
