@@ -131,24 +131,47 @@ bool hasTable(SqlConnection& db, const std::string& table) {
   return !rows.empty();
 }
 
-int schemaVersion(SqlConnection& db) {
+// The schema version the store records: 0 when it records none (a new
+// database, or one that is not a store), -1 when the value is not a version
+// this ipu can read (not a whole number, or one too large to be one of its
+// own: a newer ipu's, or damage), `text` the value as stored.
+int schemaVersion(SqlConnection& db, std::string& text) {
+  text.clear();
   if (!hasTable(db, "ipu_meta")) return 0;
   auto rows = db.query("SELECT value FROM ipu_meta WHERE key = 'schema_version'");
-  return rows.empty() || !rows[0][0] ? 0 : std::atoi(rows[0][0]->c_str());
+  if (rows.empty() || !rows[0][0]) return 0;
+  text = *rows[0][0];
+  const bool digits = !text.empty() && text.size() <= 9 && text.find_first_not_of("0123456789") == std::string::npos;
+  return digits ? std::stoi(text) : -1;
 }
 
-[[noreturn]] void refuseNewer(const std::string& location, int version) {
-  throw StoreError("the store `" + location + "` has schema version " + std::to_string(version) +
-                   ", written by a newer ipu; this ipu reads versions up to " + std::to_string(kSchemaVersion) +
+// Whether the database holds any table (a store's, or another application's).
+bool hasAnyTable(SqlConnection& db) {
+  return db.dialect() == SqlDialect::Sqlite
+             ? !db.query("SELECT 1 FROM sqlite_master WHERE type = 'table' LIMIT 1").empty()
+             : !db.query("SELECT 1 FROM pg_tables WHERE schemaname = current_schema() LIMIT 1").empty();
+}
+
+[[noreturn]] void refuseNewer(const std::string& location, const std::string& version) {
+  throw StoreError("the store `" + location + "` has schema version " + version +
+                   ", written by a newer ipu (or damaged); this ipu reads versions up to " + std::to_string(kSchemaVersion) +
                    ". It was left untouched: use a newer ipu, or another store (--store or IPU_STORE)");
+}
+
+[[noreturn]] void refuseForeign(const std::string& location) {
+  throw StoreError("`" + location + "` is a database but not an ipu run store (it has other tables); it was left "
+                   "untouched: give --store a new file or an empty database");
 }
 
 }  // namespace
 
 void openSchema(SqlConnection& db, const std::string& location) {
-  // Read first, write nothing: a newer store must come out as it went in.
-  int version = schemaVersion(db);
-  if (version > kSchemaVersion) refuseNewer(location, version);
+  // Read first, write nothing: a newer store, or a database that is not a
+  // store, must come out as it went in (not even switched to WAL).
+  std::string text;
+  int version = schemaVersion(db, text);
+  if (version < 0 || version > kSchemaVersion) refuseNewer(location, text);
+  if (version == 0 && hasAnyTable(db)) refuseForeign(location);
   if (db.dialect() == SqlDialect::Sqlite) {
     db.query("PRAGMA journal_mode = WAL");
     db.execute("PRAGMA synchronous = NORMAL");
@@ -158,16 +181,11 @@ void openSchema(SqlConnection& db, const std::string& location) {
     // Several processes may open (or migrate) a store at once: one does it,
     // the others find it done once they get the lock.
     if (db.dialect() == SqlDialect::Postgres) db.query("SELECT pg_advisory_xact_lock(7305931412)");
-    int now = schemaVersion(db);
-    if (now > kSchemaVersion) refuseNewer(location, now);
+    int now = schemaVersion(db, text);
+    if (now < 0 || now > kSchemaVersion) refuseNewer(location, text);
     if (now == kSchemaVersion) return;
     if (now == 0) {
-      bool otherTables = db.dialect() == SqlDialect::Sqlite
-                             ? !db.query("SELECT 1 FROM sqlite_master WHERE type = 'table'").empty()
-                             : hasTable(db, "runs");
-      if (otherTables)
-        throw StoreError("`" + location + "` is a database but not an ipu run store (it has other tables); "
-                         "give --store a new file or an empty database");
+      if (hasAnyTable(db)) refuseForeign(location);
       db.execute("CREATE TABLE IF NOT EXISTS ipu_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
       db.execute(schemaV1(db.dialect()));
       db.query("INSERT INTO ipu_meta(key, value) VALUES ('schema_version', '1')");

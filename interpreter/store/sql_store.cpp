@@ -342,6 +342,23 @@ bool isPostgresLocation(const std::string& location) {
 
 std::unique_ptr<SqlConnection> connectStore(const std::string& location, OpenMode mode) {
   if (isPostgresLocation(location)) return connectPostgres(location);
+  // What SQLite would take but a store cannot be: a database that vanishes
+  // with the command, a URI the next command would read as another file,
+  // and a URI of a server this ipu does not speak to (read as a path, it
+  // would make directories named after it).
+  if (location.empty()) throw StoreError("the store location is empty: give --store a file (or a postgresql:// URI)");
+  if (location == ":memory:" || location.rfind("file:", 0) == 0)
+    throw StoreError("`" + location + "` is an SQLite " + (location == ":memory:" ? "in-memory database" : "URI") +
+                     ", which a run store cannot be: give --store the path of a file, e.g. runs/ipu.db (or a postgresql:// URI)");
+  if (const auto scheme = location.find("://"); scheme != std::string::npos)
+    throw StoreError("`" + location.substr(0, scheme + 3) + "` is not a store this ipu can open: give --store a file, or a URI "
+                     "starting with postgresql:// or postgres://");
+  {
+    std::error_code ec;
+    if (std::filesystem::is_directory(location, ec))
+      throw StoreError("`" + location + "` is a directory: give --store a file, e.g. " +
+                       (std::filesystem::path(location) / "ipu.db").string());
+  }
   if (mode == OpenMode::Create) {
     std::filesystem::path parent = std::filesystem::path(location).parent_path();
     std::error_code ec;

@@ -250,18 +250,88 @@ TEST_P(StoreTest, ANewerSchemaIsRefusedAndLeftUntouched) {
   (void)id;
 }
 
+// A schema version that is not a whole number this ipu can hold (one that
+// overflows an int, or is not a number) is a version it cannot read: refused
+// as a newer store's, never read as a small number and written over.
+TEST_P(StoreTest, AnUnreadableSchemaVersionIsRefusedAndLeftUntouched) {
+  newRun();
+  store_.reset();
+  for (const std::string version : {"99999999999999999999999", "4294967298", "2147483648", "-1", "3.5", "three", ""}) {
+    raw()->query("UPDATE ipu_meta SET value = ? WHERE key = 'schema_version'", {version});
+    std::string before;
+    if (GetParam() == Backend::Sqlite) {
+      auto db = raw();
+      db->query("PRAGMA wal_checkpoint(TRUNCATE)");
+      db.reset();
+      before = fileBytes(location_);
+    }
+    EXPECT_THROW(openStore(location_, OpenMode::Create), StoreError) << "version `" << version << "`";
+    if (GetParam() == Backend::Sqlite) {
+      EXPECT_EQ(fileBytes(location_), before) << "version `" << version << "`";
+    }
+    EXPECT_EQ(*raw()->query("SELECT value FROM ipu_meta WHERE key = 'schema_version'")[0][0], version);
+  }
+}
+
+// Locations SQLite would take but a store cannot be are refused with what to
+// give instead, before anything is made: an in-memory database (it keeps
+// nothing), an SQLite URI (the next command would read another file), a
+// mistyped server URI (read as a path it made directories), a directory.
+TEST_P(StoreTest, LocationsThatCannotBeAStoreAreRefused) {
+  if (GetParam() != Backend::Sqlite) GTEST_SKIP() << "SQLite locations";
+  const std::filesystem::path cwd = std::filesystem::current_path();
+  std::filesystem::current_path(dir_);
+  const std::string mistyped = "postgresq://user@localhost/db";
+  for (const std::string& location : {std::string(":memory:"), std::string("file:uri.db"), mistyped, std::string(""),
+                                      dir_.string(), std::string("mysql://localhost/x")}) {
+    try {
+      openStore(location, OpenMode::Create);
+      ADD_FAILURE() << "`" << location << "` was opened as a store";
+    } catch (const StoreError& e) {
+      const std::string what = e.what();
+      EXPECT_TRUE(what.find("give --store") != std::string::npos) << what;
+    }
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "postgresq:"));
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "uri.db"));
+  EXPECT_FALSE(std::filesystem::exists(dir_ / ":memory:"));
+  std::filesystem::current_path(cwd);
+}
+
+// A database with another application's tables (whatever their names) is
+// refused before anything is written: no ipu table added, and an SQLite file
+// not switched to WAL (its bytes as they were, no -wal file beside it).
 TEST_P(StoreTest, ADatabaseThatIsNotAStoreIsRefused) {
   store_.reset();
-  std::string other;
-  if (GetParam() == Backend::Sqlite) {
-    other = (dir_ / "other.db").string();
-    auto db = connectSqlite(other, true);
-    db->execute("CREATE TABLE accounts (id INTEGER)");
-  } else {
-    other = testing::postgresServer().createDatabase();
-    connectPostgres(other)->execute("CREATE TABLE runs (x INTEGER)");
+  for (const char* table : {"accounts", "runs"}) {
+    std::string other, before;
+    if (GetParam() == Backend::Sqlite) {
+      other = (dir_ / (std::string("other_") + table + ".db")).string();
+      {
+        auto db = connectSqlite(other, true);
+        db->execute(std::string("CREATE TABLE ") + table + " (id INTEGER)");
+      }
+      before = fileBytes(other);
+    } else {
+      other = testing::postgresServer().createDatabase();
+      connectPostgres(other)->execute(std::string("CREATE TABLE ") + table + " (x INTEGER)");
+    }
+    try {
+      openStore(other, OpenMode::Create);
+      ADD_FAILURE() << "a database with a table `" << table << "` was opened as a store";
+    } catch (const StoreError& e) {
+      EXPECT_NE(std::string(e.what()).find("not an ipu run store"), std::string::npos) << e.what();
+    }
+    if (GetParam() == Backend::Sqlite) {
+      EXPECT_EQ(fileBytes(other), before) << table;
+      EXPECT_FALSE(std::filesystem::exists(other + "-wal")) << table;
+    } else {
+      EXPECT_TRUE(connectPostgres(other)
+                      ->query("SELECT 1 FROM pg_tables WHERE schemaname = current_schema() AND tablename = 'ipu_meta'")
+                      .empty())
+          << table;
+    }
   }
-  EXPECT_THROW(openStore(other, OpenMode::Create), StoreError);
 }
 
 TEST_P(StoreTest, AMissingStoreIsAnError) {
