@@ -12,11 +12,13 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string_view>
 
 #include "interpreter/runner/estimate_record.h"
 #include "interpreter/runner/run_parameters.h"
 #include "interpreter/runner/store_recorder.h"
 #include "interpreter/session/session.h"
+#include "runtime/files/regular_file.h"
 #include "runtime/ir/plan_hash.h"
 
 namespace ipu::runner {
@@ -25,11 +27,39 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// The files of a run directory are read only when they are regular files
+// (files/regular_file.h): a pipe or a device in their place would block or
+// never end. Missing reads as empty; anything else is a problem.
+constexpr std::uint64_t kMostRunFileBytes = 4ULL << 30;
+
+files::ReadResult readRunFile(const fs::path& p) { return files::readRegularFile(p.string(), kMostRunFileBytes); }
+
 std::string readText(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
+  files::ReadResult r = readRunFile(p);
+  return r.ok() ? std::move(r.text) : std::string();
+}
+
+// Why a run directory's files cannot be read ("" when they can): each that is
+// there must be a regular file.
+std::string unreadableFiles(const fs::path& dir) {
+  for (const char* name : {"plan.json", "script.ipu", "metrics.jsonl", "events.jsonl", "summary.json"}) {
+    const files::ReadResult r = files::readRegularFile((dir / name).string(), 0);
+    if (r.status == files::ReadResult::Status::NotAFile || r.status == files::ReadResult::Status::Unreadable)
+      return r.describe(name);
+  }
+  return "";
+}
+
+// Each line of a text, the last one also when it has no newline.
+template <typename Each>
+void forEachLine(const std::string& text, Each each) {
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    each(std::string_view(text).substr(start, end - start));
+    start = end + 1;
+  }
 }
 
 double modified(const fs::path& p) {
@@ -73,14 +103,12 @@ std::vector<store::MetricPoint> pointsOfRunDirectory(const std::string& director
   const fs::path dir(directory);
   std::vector<store::MetricPoint> points;
   const double when = modified(dir / "metrics.jsonl");
-  std::ifstream metrics(dir / "metrics.jsonl");
-  std::string line;
   long long lastStep = 0;
-  while (std::getline(metrics, line)) {
+  forEachLine(readText(dir / "metrics.jsonl"), [&](std::string_view line) {
     nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) continue;  // a line cut by a crash
+    if (j.is_discarded() || !j.is_object()) return;  // a line cut by a crash
     long long g = j.value("global_step", 0LL);
-    if (g >= beforeStep) continue;
+    if (g >= beforeStep) return;
     lastStep = std::max(lastStep, g);
     for (const auto& [k, v] : j.items()) {
       if (k == "phase" || k == "step" || k == "global_step") continue;
@@ -88,27 +116,27 @@ std::vector<store::MetricPoint> pointsOfRunDirectory(const std::string& director
       else if (v.is_number()) points.push_back({k, g, v.get<double>(), when});
       else if (v.is_null()) points.push_back({k, g, std::nan(""), when});
     }
-  }
+  });
   // The held-out evaluations, at the last step of their phase. A phase that
   // was resumed has several phase_start events and one phase_end.
-  std::ifstream events(dir / "events.jsonl");
-  std::map<std::string, long long> phaseSteps;
   long long ended = 0;
-  while (std::getline(events, line)) {
+  forEachLine(readText(dir / "events.jsonl"), [&](std::string_view line) {
     nlohmann::json e = nlohmann::json::parse(line, nullptr, false);
-    if (e.is_discarded() || !e.is_object() || e.value("event", "") != "phase_end") continue;
+    if (e.is_discarded() || !e.is_object() || e.value("event", "") != "phase_end") return;
     ended += e.value("steps_run", 0LL);
     const long long at = std::min(ended, lastStep);
-    if (at >= beforeStep || !e.contains("evaluation") || !e["evaluation"].is_object()) continue;
+    if (at >= beforeStep || !e.contains("evaluation") || !e["evaluation"].is_object()) return;
     for (const auto& [k, v] : e["evaluation"].items())
       if (v.is_number()) points.push_back({"eval." + k, at, v.get<double>(), when});
-  }
+  });
   return points;
 }
 
 namespace {
 
 long long importOne(store::RunStore& st, const fs::path& dir, std::string& problem) {
+  problem = unreadableFiles(dir);
+  if (!problem.empty()) return 0;
   const std::string planJson = readText(dir / "plan.json");
   nlohmann::ordered_json plan = nlohmann::ordered_json::parse(planJson, nullptr, false);
   if (plan.is_discarded() || !plan.contains("runs") || !plan["runs"].is_array() || plan["runs"].empty()) {

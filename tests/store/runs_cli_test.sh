@@ -77,6 +77,16 @@ expect 1 "report of nothing" -- "$IPU" report --where "index > 100" -o "$TMP/r.h
 expect 0 "report of two runs" -- "$IPU" report 1 writer-2 -o "$TMP/r.html"
 has "$TMP/err" "2 runs, 2 curves" "report counts"
 
+# A run directory with a pipe (FIFO) in place of one of its files: import
+# says which and does not block on it (it reads regular files only).
+for name in metrics.jsonl plan.json events.jsonl summary.json script.ipu; do
+  mkdir -p "$TMP/fifo/$name/run"
+  echo '{}' >"$TMP/fifo/$name/run/plan.json"; : >"$TMP/fifo/$name/run/metrics.jsonl"
+  rm -f "$TMP/fifo/$name/run/$name"; mkfifo "$TMP/fifo/$name/run/$name"
+  expect 1 "import of a run directory whose $name is a pipe" -- timeout 20 "$IPU" runs import "$TMP/fifo/$name"
+  has "$TMP/err" "\`$name\` is a pipe (FIFO)" "import names the pipe ($name)"
+done
+
 # A store written by a newer ipu: refused, not touched.
 python3 -c "import sqlite3,sys; db=sqlite3.connect(sys.argv[1]); db.execute(\"update ipu_meta set value='7' where key='schema_version'\"); db.commit(); db.execute('pragma wal_checkpoint(TRUNCATE)')" "$IPU_STORE"
 sum=$(md5sum <"$IPU_STORE")
