@@ -134,6 +134,8 @@ std::vector<store::MetricPoint> pointsOfRunDirectory(const std::string& director
 
 namespace {
 
+// The new run's id; 0 with `problem` when it cannot be imported, or with
+// `problem` empty when another import recorded the directory first.
 long long importOne(store::RunStore& st, const fs::path& dir, std::string& problem) {
   problem = unreadableFiles(dir);
   if (!problem.empty()) return 0;
@@ -162,8 +164,9 @@ long long importOne(store::RunStore& st, const fs::path& dir, std::string& probl
         if (r.name == nr.training) nr.parameters = runParameters(r);
     if (nr.parameters.empty()) nr.parameters["training"] = nr.training;
   }
-  long long id = st.createRun(nr);
-  st.addArtifact(id, {"run_directory", artifactPath(dir.string())});
+  const std::optional<long long> created = st.createRunForDirectory(nr, artifactPath(dir.string()));
+  if (!created) return 0;
+  const long long id = *created;
 
   const double when = modified(dir / "metrics.jsonl");
   std::vector<store::MetricPoint> points = pointsOfRunDirectory(dir.string(), std::numeric_limits<long long>::max());
@@ -216,8 +219,9 @@ ImportResult importRunDirectories(store::RunStore& st, const std::vector<std::st
       }
       std::string problem;
       long long id = importOne(st, d, problem);
-      if (id == 0) result.problems.push_back(d.string() + ": " + problem);
-      else result.imported.push_back({d.string(), id});
+      if (id != 0) result.imported.push_back({d.string(), id});
+      else if (problem.empty()) result.skipped.push_back(d.string());
+      else result.problems.push_back(d.string() + ": " + problem);
     }
   }
   return result;

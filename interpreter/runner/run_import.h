@@ -4,7 +4,9 @@
 // training's name), the plan hash of plan.json, every line of metrics.jsonl,
 // the held-out evaluations of events.jsonl, how summary.json says it ended
 // (no summary.json: the process died, so `killed`), and the checkpoints.
-// A directory already in the store is skipped, so importing twice is safe.
+// A directory already in the store is skipped, so importing twice is safe,
+// also from several processes at once: the run is recorded with its
+// directory in one transaction that checks it is not there yet.
 #pragma once
 
 #include <string>

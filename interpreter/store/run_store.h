@@ -115,6 +115,11 @@ class RunStore {
 
   // The run whose artifact of kind "run_directory" is `path`, if any.
   virtual std::optional<long long> findByRunDirectory(const std::string& path) = 0;
+  // A new run recorded with its run directory (an artifact of kind
+  // `run_directory` at `directory`), in one transaction with the check that
+  // no run has that directory yet: nothing (and no new run) when one has.
+  // Processes importing one directory at once record it once.
+  virtual std::optional<long long> createRunForDirectory(const NewRun& run, const std::string& directory) = 0;
   // Every run, newest first, with parameters, metric summaries and tags.
   virtual std::vector<RunRecord> listRuns() = 0;
   // One run with everything (script and artifacts too).

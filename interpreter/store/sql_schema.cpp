@@ -171,7 +171,14 @@ void openSchema(SqlConnection& db, const std::string& location) {
   std::string text;
   int version = schemaVersion(db, text);
   if (version < 0 || version > kSchemaVersion) refuseNewer(location, text);
-  if (version == 0 && hasAnyTable(db)) refuseForeign(location);
+  // Tables without a version: another application's, or a store another
+  // process created (tables and version in one transaction) since the
+  // version was read; read it again to tell them apart.
+  if (version == 0 && hasAnyTable(db)) {
+    version = schemaVersion(db, text);
+    if (version < 0 || version > kSchemaVersion) refuseNewer(location, text);
+    if (version == 0) refuseForeign(location);
+  }
   if (db.dialect() == SqlDialect::Sqlite) {
     db.query("PRAGMA journal_mode = WAL");
     db.execute("PRAGMA synchronous = NORMAL");

@@ -55,7 +55,30 @@ class SqlStore : public RunStore {
   long long createRun(const NewRun& r) override {
     std::lock_guard<std::mutex> lock(mutex_);
     long long id = 0;
+    write([&] { id = insertRun(r); });
+    return id;
+  }
+
+  std::optional<long long> createRunForDirectory(const NewRun& r, const std::string& directory) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::optional<long long> id;
     write([&] {
+      // SQLite's write transaction holds the database's write lock from its
+      // start (BEGIN IMMEDIATE); PostgreSQL's imports wait on one lock.
+      if (db_->dialect() == SqlDialect::Postgres) db_->query("SELECT pg_advisory_xact_lock(7305931413)");
+      if (!db_->query("SELECT 1 FROM artifacts WHERE kind = ? AND path = ?", {std::string("run_directory"), directory}).empty())
+        return;
+      id = insertRun(r);
+      db_->query("INSERT INTO artifacts(run_id, kind, path) VALUES (?, ?, ?)", {*id, std::string("run_directory"), directory});
+    });
+    return id;
+  }
+
+ private:
+  // The run's row, name and parameters; inside the caller's write transaction.
+  long long insertRun(const NewRun& r) {
+    long long id = 0;
+    {
       auto rows = db_->query(
           "INSERT INTO runs(kind, training, status, script, plan_hash, host, pid, started_at, heartbeat_at)"
           " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
@@ -67,9 +90,11 @@ class SqlStore : public RunStore {
       std::vector<std::vector<SqlValue>> params;
       for (const auto& [k, v] : r.parameters) params.push_back({id, k, v});
       db_->executeMany("INSERT INTO params(run_id, key, value) VALUES (?, ?, ?)", params);
-    });
+    }
     return id;
   }
+
+ public:
 
   void appendMetrics(long long run, const std::vector<MetricPoint>& points) override {
     if (points.empty()) return;

@@ -85,6 +85,13 @@ iid=$(q "select max(id) from runs")
 [ "$(q "select value from params where run_id = $iid and key = 'mapping.replicas'")" = 2 ] || { echo "FAIL: imported parameters"; fail=1; }
 "$IPU" runs import "$TMP/old" >"$TMP/out" || fail=1
 grep -q "already in the store" "$TMP/out" || { echo "FAIL: a second import is not skipped"; fail=1; }
+# Six imports of one directory at once into a new store record it once.
+for k in 1 2 3 4 5 6; do "$IPU" runs import "$TMP/old" --store "$TMP/together.db" >"$TMP/together.$k" 2>&1 & done
+wait
+[ "$(IPU_STORE="$TMP/together.db" q "select count(*) from runs")" = 1 ] \
+  || { echo "FAIL: six imports at once made $(IPU_STORE="$TMP/together.db" q "select count(*) from runs") runs"; cat "$TMP"/together.*; fail=1; }
+[ "$(cat "$TMP"/together.* | grep -c "^imported ")" = 1 ] && [ "$(cat "$TMP"/together.* | grep -c "^already in the store")" = 5 ] \
+  || { echo "FAIL: six imports at once: not one imported and five skipped"; cat "$TMP"/together.*; fail=1; }
 
 # Resuming a run recorded without the store: what it recorded is imported
 # first, then the record continues (one record, every step once).

@@ -465,7 +465,9 @@ TEST_P(SweepStoreTest, MigratesAVersion1StoreKeepingEveryRecord) {
     }
   }
   std::sort(expected["params"].begin(), expected["params"].end());
-  if (GetParam() == Backend::Sqlite) EXPECT_GE(renamed, 6);  // the file's estimate has two phases
+  if (GetParam() == Backend::Sqlite) {
+    EXPECT_GE(renamed, 6);  // the file's estimate has two phases
+  }
   {
     auto db = raw();
     EXPECT_EQ(schemaVersion(*db), std::to_string(kSchemaVersion));
