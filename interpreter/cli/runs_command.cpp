@@ -493,6 +493,16 @@ int deleteRuns(store::RunStore& st, const RunsOptions& o) {
       std::cerr << "ipu runs: " << noSuchRun(st, id) << "; nothing was deleted\n";
       return kUserError;
     }
+    // A run whose process still records (its heartbeat is recent) would go
+    // on writing points for a record that is gone.
+    const double silent = store::nowSeconds() - r->heartbeatAt;
+    if (r->status == store::RunStatus::Running && !(silent > o.grace)) {
+      std::cerr << "ipu runs: run " << r->id << " (`" << r->name << "`) is running (its last heartbeat " << number(std::max(0.0, silent))
+                << " s ago); nothing was deleted\n  help: stop it first (Ctrl-C in its terminal), or, if its process is gone, "
+                   "`ipu runs gc` marks it killed once it has been silent for "
+                << number(o.grace) << " s (--grace)\n";
+      return kUserError;
+    }
     ids.push_back(r->id);
   }
   for (long long id : ids) st.deleteRun(id);

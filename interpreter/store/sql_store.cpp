@@ -100,6 +100,9 @@ class SqlStore : public RunStore {
     if (points.empty()) return;
     std::lock_guard<std::mutex> lock(mutex_);
     write([&] {
+      // Points of a deleted run would be rows of no run.
+      if (db_->query("SELECT 1 FROM runs WHERE id = ?", {run}).empty())
+        throw StoreError("store `" + location_ + "`: run " + std::to_string(run) + " is no longer in the store (it was deleted)");
       std::vector<std::vector<SqlValue>> rows;
       rows.reserve(points.size());
       std::map<std::string, MetricSummary> touched;

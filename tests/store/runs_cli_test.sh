@@ -68,6 +68,16 @@ expect 0 "compare" -- "$IPU" runs compare 1 2
 has "$TMP/out" "parameters that differ" "compare shows the differences"
 has "$TMP/out" "mapping.replicas" "compare shows replicas differ"
 expect 2 "compare one run" -- "$IPU" runs compare 1
+# A run whose process still records (recent heartbeat) is not deleted; once
+# silent past the grace it is.
+python3 -c "import sqlite3,sys,time; db=sqlite3.connect(sys.argv[1]); db.execute(\"update runs set status='running', heartbeat_at=? where id=5\", (time.time(),)); db.commit()" "$IPU_STORE"
+expect 1 "delete a live run" -- "$IPU" runs delete 6 5
+has "$TMP/err" "is running" "a live run is not deleted"
+has "$TMP/err" "nothing was deleted" "nothing was deleted"
+expect 0 "show the live run" -- "$IPU" runs show 5
+expect 0 "show the other run" -- "$IPU" runs show 6
+python3 -c "import sqlite3,sys,time; db=sqlite3.connect(sys.argv[1]); db.execute(\"update runs set heartbeat_at=? where id=5\", (time.time() - 3600,)); db.commit()" "$IPU_STORE"
+expect 0 "delete a silent running run" -- "$IPU" runs delete 5
 expect 0 "delete" -- "$IPU" runs delete 6
 expect 1 "show a deleted run" -- "$IPU" runs show 6
 

@@ -153,6 +153,26 @@ TEST_P(StoreTest, TagsNotesAndDelete) {
   EXPECT_EQ(store_->listRuns()[0].id, other);
 }
 
+// Points a process still sends for a run deleted under it are refused, not
+// kept as rows of no run; a run is recorded with its directory once.
+TEST_P(StoreTest, NoRowsOfADeletedRunAndOneRunPerDirectory) {
+  long long id = newRun();
+  store_->appendMetrics(id, {{"loss", 1, 2.0, 1001}});
+  EXPECT_TRUE(store_->deleteRun(id));
+  EXPECT_THROW(store_->appendMetrics(id, {{"loss", 2, 1.5, 1002}}), StoreError);
+  EXPECT_TRUE(raw()->query("SELECT 1 FROM metrics WHERE run_id = ?", {id}).empty());
+  EXPECT_TRUE(raw()->query("SELECT 1 FROM metric_summaries WHERE run_id = ?", {id}).empty());
+
+  NewRun r;
+  r.training = "imported";
+  r.startedAt = 1000;
+  const std::optional<long long> first = store_->createRunForDirectory(r, "/runs/imported/1");
+  ASSERT_TRUE(first);
+  EXPECT_FALSE(store_->createRunForDirectory(r, "/runs/imported/1"));
+  EXPECT_EQ(store_->findByRunDirectory("/runs/imported/1"), first);
+  EXPECT_EQ(store_->listRuns().size(), 1u);
+}
+
 TEST_P(StoreTest, ArtifactsFindTheRunOfADirectory) {
   long long id = newRun();
   store_->addArtifact(id, {"run_directory", "/runs/t/20261121-085340"});
