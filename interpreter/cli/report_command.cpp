@@ -31,7 +31,7 @@ against any parameter. Runs are chosen by number or name, or with --where
 (the filter language of `ipu runs`, docs/tracking.md); neither: the newest
 --limit runs (default 20).
 
-  -o, --output FILE   where to write the report (required)
+  -o, --output FILE   where to write the report (required; - for standard output)
   --store PATH|URI    the run store (default: $IPU_STORE, else runs/ipu.db)
   --runs-dir DIR      the store is DIR/ipu.db
   --title TEXT        the page's heading
@@ -113,12 +113,19 @@ int reportCommand(const std::vector<std::string>& args) {
     }
     const std::string html =
         report::runsReportHtml(runs, title.empty() ? "ipu runs report" : title, st->location());
+    // `-o -`: the page on standard output (into a pipe or another tool).
     std::string error;
-    if (!replaceFile(output, html, error)) {
+    if (output == "-") {
+      std::cout << html << std::flush;
+      if (!std::cout) {
+        std::cerr << "ipu report: the report could not be written to standard output\n";
+        return kUserError;
+      }
+    } else if (!replaceFile(output, html, error)) {
       std::cerr << "ipu report: " << error << "\n";
       return kUserError;
     }
-    std::cerr << "wrote " << output << ": " << runs.size() << " run" << (runs.size() == 1 ? "" : "s") << ", "
+    std::cerr << "wrote " << (output == "-" ? "the report to standard output" : output) << ": " << runs.size() << " run" << (runs.size() == 1 ? "" : "s") << ", "
               << report::curveCount(runs) << " curves\n";
     return kOk;
   } catch (const store::StoreError& e) {
