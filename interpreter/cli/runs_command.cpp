@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "interpreter/base/diagnostic.h"
+#include "interpreter/base/render.h"
 #include "interpreter/base/terminal.h"
 #include "interpreter/cli/arguments.h"
 #include "interpreter/runner/run_import.h"
@@ -143,8 +144,14 @@ std::vector<std::string> differingParameters(const std::vector<store::RunRecord>
   return out;
 }
 
-void printTable(std::ostream& os, const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows,
+// Stored text (names, tags, notes, parameters, paths, reasons) reaches the
+// terminal only through base::printable: a tag holding an escape sequence is
+// shown as `\x1b[...`, never run.
+void printTable(std::ostream& os, const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& storedRows,
                 const std::vector<store::RunStatus>* statuses, int statusColumn, const base::Painter& p) {
+  std::vector<std::vector<std::string>> rows = storedRows;
+  for (auto& row : rows)
+    for (auto& cell : row) cell = base::printable(cell);
   std::vector<std::size_t> width(header.size(), 0);
   for (std::size_t c = 0; c < header.size(); ++c) width[c] = header[c].size();
   for (const auto& row : rows)
@@ -288,25 +295,26 @@ int showRun(store::RunStore& st, const RunsOptions& o) {
     return kOk;
   }
   base::Painter p(base::shouldColor(o.color, 1));
-  std::cout << p.paint(base::Style::Bold, "run " + std::to_string(r->id) + "  " + r->name) << "  ("
+  const auto text = [](const std::string& stored) { return base::printable(stored); };
+  std::cout << p.paint(base::Style::Bold, "run " + std::to_string(r->id) + "  " + text(r->name)) << "  ("
             << store::name(r->kind) << ")\n";
   std::cout << "  status     " << styleStatus(p, r->status, store::name(r->status))
-            << (r->stopReason.empty() ? "" : " (" + r->stopReason + ")") << "\n";
-  std::cout << "  started    " << store::formatTime(r->startedAt) << " on " << r->host << "\n";
+            << (r->stopReason.empty() ? "" : " (" + text(r->stopReason) + ")") << "\n";
+  std::cout << "  started    " << store::formatTime(r->startedAt) << " on " << text(r->host) << "\n";
   if (!std::isnan(r->endedAt))
     std::cout << "  ended      " << store::formatTime(r->endedAt) << " after " << store::formatDuration(r->endedAt - r->startedAt)
               << "\n";
   else
     std::cout << "  heartbeat  " << store::formatTime(r->heartbeatAt) << "\n";
-  std::cout << "  plan hash  " << r->planHash << "\n";
+  std::cout << "  plan hash  " << text(r->planHash) << "\n";
   if (!r->tags.empty()) {
     std::cout << "  tags      ";
-    for (const auto& t : r->tags) std::cout << " " << t;
+    for (const auto& t : r->tags) std::cout << " " << text(t);
     std::cout << "\n";
   }
-  if (!r->note.empty()) std::cout << "  note       " << r->note << "\n";
+  if (!r->note.empty()) std::cout << "  note       " << text(r->note) << "\n";
   for (const auto& a : r->artifacts)
-    if (a.kind == "run_directory") std::cout << "  directory  " << a.path << "\n";
+    if (a.kind == "run_directory") std::cout << "  directory  " << text(a.path) << "\n";
   std::size_t checkpoints = std::count_if(r->artifacts.begin(), r->artifacts.end(),
                                           [](const store::Artifact& a) { return a.kind == "checkpoint"; });
   if (checkpoints > 0) std::cout << "  checkpoints " << checkpoints << " (--json lists them)\n";
@@ -319,7 +327,7 @@ int showRun(store::RunStore& st, const RunsOptions& o) {
   }
   std::cout << p.paint(base::Style::Bold, "parameters") << "\n";
   for (const auto& [k, v] : r->parameters)
-    if (k.rfind("phases.", 0) != 0) std::cout << "  " << k << " = " << v << "\n";
+    if (k.rfind("phases.", 0) != 0) std::cout << "  " << text(k) << " = " << text(v) << "\n";
   std::size_t perPhase = std::count_if(r->parameters.begin(), r->parameters.end(),
                                        [](const auto& kv) { return kv.first.rfind("phases.", 0) == 0; });
   if (perPhase > 0) std::cout << "  (and " << perPhase << " per-phase values `phases.<phase>.<name>`: --json shows them)\n";

@@ -68,6 +68,16 @@ expect 0 "compare" -- "$IPU" runs compare 1 2
 has "$TMP/out" "parameters that differ" "compare shows the differences"
 has "$TMP/out" "mapping.replicas" "compare shows replicas differ"
 expect 2 "compare one run" -- "$IPU" runs compare 1
+# Stored text with control characters (an escape sequence in a note, a BEL in
+# a tag) reaches the terminal escaped, in the list and in show.
+expect 0 "a note with an escape sequence" -- "$IPU" runs note 4 $'red \e[31mtext\a'
+expect 0 "a tag with a bell" -- "$IPU" runs tag 4 $'ding\a'
+expect 0 "show a run with control characters" -- "$IPU" runs show 4
+grep -q $'[\x01-\x08\x0b-\x1f\x7f]' "$TMP/out" && { echo "FAIL: runs show printed a control character"; cat -v "$TMP/out"; fail=1; }
+has "$TMP/out" 'red \x1b[31mtext\x07' "the note is shown escaped"
+expect 0 "list runs with control characters" -- "$IPU" runs --columns id,tags
+grep -q $'[\x01-\x08\x0b-\x1f\x7f]' "$TMP/out" && { echo "FAIL: runs printed a control character"; cat -v "$TMP/out"; fail=1; }
+
 # A run whose process still records (recent heartbeat) is not deleted; once
 # silent past the grace it is.
 python3 -c "import sqlite3,sys,time; db=sqlite3.connect(sys.argv[1]); db.execute(\"update runs set status='running', heartbeat_at=? where id=5\", (time.time(),)); db.commit()" "$IPU_STORE"
