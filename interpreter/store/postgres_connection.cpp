@@ -4,7 +4,11 @@
 // multi-row INSERTs of up to 1,000 rows, one round trip each.
 #include <libpq-fe.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include "interpreter/store/run_store.h"
 #include "interpreter/store/sql_connection.h"
@@ -37,16 +41,72 @@ std::optional<std::string> asText(const SqlValue& v) {
   return std::get<std::string>(v);
 }
 
+std::string percentDecoded(const std::string& s) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size() && std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
+        std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
+      out += static_cast<char>(std::stoi(s.substr(i + 1, 2), nullptr, 16));
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+// The secrets a store URI may carry: the password of its user part and the
+// value of a `password` parameter, as written and percent-decoded.
+std::vector<std::string> secretsOf(const std::string& uri) {
+  std::vector<std::string> out;
+  auto add = [&](const std::string& s) {
+    if (s.empty()) return;
+    out.push_back(s);
+    if (const std::string d = percentDecoded(s); d != s && !d.empty()) out.push_back(d);
+  };
+  const auto scheme = uri.find("://");
+  if (scheme != std::string::npos) {
+    const std::size_t start = scheme + 3;
+    const std::size_t end = std::min(uri.find_first_of("/?", start), uri.size());
+    const std::size_t at = uri.rfind('@', end == uri.size() ? std::string::npos : end);
+    if (at != std::string::npos && at >= start) {
+      const std::size_t colon = uri.find(':', start);
+      if (colon != std::string::npos && colon < at) add(uri.substr(colon + 1, at - colon - 1));
+    }
+  }
+  for (std::size_t p = uri.find("password="); p != std::string::npos; p = uri.find("password=", p + 1)) {
+    if (p > 0 && uri[p - 1] != '?' && uri[p - 1] != '&' && uri[p - 1] != ' ') continue;
+    const std::size_t v = p + 9;
+    add(uri.substr(v, std::min(uri.find_first_of("& ", v), uri.size()) - v));
+  }
+  // Longest first, so a secret inside another is not left half shown.
+  std::sort(out.begin(), out.end(), [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+  return out;
+}
+
+// `text` with every secret of the URI replaced by ***: what may be printed.
+std::string scrubbed(std::string text, const std::vector<std::string>& secrets) {
+  for (const std::string& s : secrets)
+    for (std::size_t p = text.find(s); p != std::string::npos; p = text.find(s, p + 3)) text.replace(p, s.size(), "***");
+  return text;
+}
+
 class PostgresConnection : public SqlConnection {
  public:
-  explicit PostgresConnection(const std::string& uri) : uri_(redact(uri)) {
-    conn_ = PQconnectdb(uri.c_str());
+  explicit PostgresConnection(const std::string& uri) : secrets_(secretsOf(uri)), uri_(scrubbed(uri, secrets_)) {
+    // A server that accepts and never answers must not hang the command:
+    // 10 s to connect unless the URI says otherwise (its own parameters,
+    // expanded after this default, override it).
+    const char* keywords[] = {"connect_timeout", "dbname", nullptr};
+    const char* values[] = {"10", uri.c_str(), nullptr};
+    conn_ = PQconnectdbParams(keywords, values, /*expand_dbname=*/1);
     if (conn_ == nullptr || PQstatus(conn_) != CONNECTION_OK) {
       std::string why = conn_ != nullptr ? PQerrorMessage(conn_) : "out of memory";
       PQfinish(conn_);
       conn_ = nullptr;
       while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
-      throw StoreError("cannot connect to `" + uri_ + "`: " + why);
+      // libpq's message may quote the URI, password and all.
+      throw StoreError("cannot connect to `" + uri_ + "`: " + scrubbed(why, secrets_));
     }
     // Notices (e.g. "relation already exists, skipping") are not for the user.
     PQsetNoticeProcessor(conn_, [](void*, const char*) {}, nullptr);
@@ -112,15 +172,6 @@ class PostgresConnection : public SqlConnection {
   }
 
  private:
-  // A URI may carry a password: never print it.
-  static std::string redact(const std::string& uri) {
-    auto scheme = uri.find("://"), atSign = uri.find('@');
-    if (scheme == std::string::npos || atSign == std::string::npos || atSign < scheme) return uri;
-    auto colon = uri.find(':', scheme + 3);
-    if (colon == std::string::npos || colon > atSign) return uri;
-    return uri.substr(0, colon + 1) + "***" + uri.substr(atSign);
-  }
-
   PGresult* run(const std::string& text, const std::vector<std::optional<std::string>>& values) {
     std::vector<const char*> pointers;
     for (const auto& v : values) pointers.push_back(v ? v->c_str() : nullptr);
@@ -136,14 +187,17 @@ class PostgresConnection : public SqlConnection {
     std::string why = r != nullptr ? PQresultErrorMessage(r) : PQerrorMessage(conn_);
     PQclear(r);
     while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
-    throw StoreError("store `" + uri_ + "`: " + why);
+    throw StoreError("store `" + uri_ + "`: " + scrubbed(why, secrets_));
   }
 
+  std::vector<std::string> secrets_;   // declared before uri_, which is made from them
   std::string uri_;
   PGconn* conn_ = nullptr;
 };
 
 }  // namespace
+
+std::string printableLocation(const std::string& location) { return scrubbed(location, secretsOf(location)); }
 
 std::unique_ptr<SqlConnection> connectPostgres(const std::string& uri) {
   return std::make_unique<PostgresConnection>(uri);

@@ -50,5 +50,9 @@ inline std::string cellText(const std::optional<std::string>& v) { return v ? *v
 std::unique_ptr<SqlConnection> connectSqlite(const std::string& path, bool create);
 // `uri`: a libpq connection string (postgresql://user@host:port/db?...).
 std::unique_ptr<SqlConnection> connectPostgres(const std::string& uri);
+// A store location as it may be printed: the password of a URI's user part
+// and a `password` parameter replaced by *** (every message and report names
+// the store by this).
+std::string printableLocation(const std::string& location);
 
 }  // namespace ipu::store

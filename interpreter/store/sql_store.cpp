@@ -45,8 +45,8 @@ void merge(MetricSummary& s, long long step, double value) {
 
 class SqlStore : public RunStore {
  public:
-  SqlStore(std::string location, std::unique_ptr<SqlConnection> conn)
-      : location_(std::move(location)), db_(std::move(conn)) {
+  SqlStore(const std::string& location, std::unique_ptr<SqlConnection> conn)
+      : location_(printableLocation(location)), db_(std::move(conn)) {
     openSchema(*db_, location_);
   }
 

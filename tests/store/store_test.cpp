@@ -293,6 +293,28 @@ TEST_P(StoreTest, AnUnreadableSchemaVersionIsRefusedAndLeftUntouched) {
   }
 }
 
+// A store URI's password is never printed: not in the location, not where
+// libpq's message quotes the URI (a malformed host, a bad % escape, a
+// password parameter). Nothing listens on port 1, so each fails at once.
+TEST(StoreLocation, PasswordsAreNeverPrinted) {
+  EXPECT_EQ(printableLocation("postgresql://ann:s3cret@db.example:5432/runs"), "postgresql://ann:***@db.example:5432/runs");
+  EXPECT_EQ(printableLocation("postgres://ann@db/runs?sslmode=require&password=s3cret"), "postgres://ann@db/runs?sslmode=require&password=***");
+  EXPECT_EQ(printableLocation("runs/ipu.db"), "runs/ipu.db");
+  for (const std::string uri : {"postgresql://ann:s3cretpw@[localhost:1/runs", "postgresql://ann:s3c%zzretpw@localhost:1/runs",
+                                "postgresql://ann:s3c%72etpw@localhost:1/runs", "postgresql://ann@localhost:1/runs?password=s3cretpw",
+                                "postgresql://ann@localhost:1/runs?password=s3cretpw&sslmode=bogus"}) {
+    try {
+      connectPostgres(uri);
+      ADD_FAILURE() << "connected to " << uri;
+    } catch (const StoreError& e) {
+      const std::string what = e.what();
+      EXPECT_EQ(what.find("s3cret"), std::string::npos) << what;
+      EXPECT_EQ(what.find("s3c%"), std::string::npos) << what;
+      EXPECT_NE(what.find("***"), std::string::npos) << what;
+    }
+  }
+}
+
 // Locations SQLite would take but a store cannot be are refused with what to
 // give instead, before anything is made: an in-memory database (it keeps
 // nothing), an SQLite URI (the next command would read another file), a
