@@ -1,6 +1,10 @@
 #include "interpreter/cli/runs_command.h"
 
+#include <signal.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <limits>
 
 #include <algorithm>
 #include <cmath>
@@ -16,6 +20,7 @@
 #include "interpreter/base/render.h"
 #include "interpreter/base/terminal.h"
 #include "interpreter/cli/arguments.h"
+#include "interpreter/runner/estimate_record.h"
 #include "interpreter/runner/run_import.h"
 #include "interpreter/runner/store_recorder.h"
 #include "interpreter/store/filter.h"
@@ -492,6 +497,14 @@ int noteRun(store::RunStore& st, const RunsOptions& o) {
   return kOk;
 }
 
+// Whether a run's process is still there: on this host, a process with its
+// id (another host's processes cannot be seen: its heartbeat decides). A
+// process that took a dead run's id keeps it `running` until that ends.
+bool processAlive(const std::string& host, long long pid) {
+  if (pid <= 0 || pid > std::numeric_limits<pid_t>::max() || host != runner::hostName()) return false;
+  return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
+}
+
 int deleteRuns(store::RunStore& st, const RunsOptions& o) {
   if (o.positional.empty()) return usage("`runs delete` takes one run or more");
   std::vector<long long> ids;
@@ -504,7 +517,7 @@ int deleteRuns(store::RunStore& st, const RunsOptions& o) {
     // A run whose process still records (its heartbeat is recent) would go
     // on writing points for a record that is gone.
     const double silent = store::nowSeconds() - r->heartbeatAt;
-    if (r->status == store::RunStatus::Running && !(silent > o.grace)) {
+    if (r->status == store::RunStatus::Running && (!(silent > o.grace) || processAlive(r->host, r->pid))) {
       std::cerr << "ipu runs: run " << r->id << " (`" << r->name << "`) is running (its last heartbeat " << number(std::max(0.0, silent))
                 << " s ago); nothing was deleted\n  help: stop it first (Ctrl-C in its terminal), or, if its process is gone, "
                    "`ipu runs gc` marks it killed once it has been silent for "
@@ -520,7 +533,7 @@ int deleteRuns(store::RunStore& st, const RunsOptions& o) {
 }
 
 int gcRuns(store::RunStore& st, const RunsOptions& o) {
-  auto ids = st.markStale(store::nowSeconds(), o.grace);
+  auto ids = st.markStale(store::nowSeconds(), o.grace, processAlive);
   if (ids.empty()) {
     std::cout << "no running run has a lapsed heartbeat\n";
     return kOk;

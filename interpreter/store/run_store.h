@@ -15,6 +15,7 @@
 
 #include <cmath>
 #include <limits>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -136,8 +137,11 @@ class RunStore {
   virtual void setNote(long long run, const std::string& note) = 0;
   virtual bool deleteRun(long long run) = 0;
   // Runs still `running` whose heartbeat is older than `graceSeconds`
-  // become `killed` (their process died without saying so). Returns their ids.
-  virtual std::vector<long long> markStale(double now, double graceSeconds) = 0;
+  // become `killed` (their process died without saying so), except those
+  // `alive` says still have their process (its host and pid; null: none).
+  // Returns their ids.
+  using ProcessAlive = std::function<bool(const std::string& host, long long pid)>;
+  virtual std::vector<long long> markStale(double now, double graceSeconds, const ProcessAlive& alive) = 0;
 };
 
 // A run by its id ("12") or its name ("tiny_trial-12"), with everything (as

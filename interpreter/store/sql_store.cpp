@@ -300,15 +300,15 @@ class SqlStore : public RunStore {
     return existed;
   }
 
-  std::vector<long long> markStale(double now, double graceSeconds) override {
+  std::vector<long long> markStale(double now, double graceSeconds, const ProcessAlive& alive) override {
     std::lock_guard<std::mutex> lock(mutex_);
     std::vector<long long> ids;
     write([&] {
       const double before = now - graceSeconds;
       for (const auto& row :
-           db_->query("SELECT id FROM runs WHERE status = ? AND heartbeat_at < ? ORDER BY id",
+           db_->query("SELECT id, host, pid FROM runs WHERE status = ? AND heartbeat_at < ? ORDER BY id",
                       {std::string("running"), before}))
-        ids.push_back(cellInt(row[0]));
+        if (!alive || !alive(cellText(row[1]), cellInt(row[2]))) ids.push_back(cellInt(row[0]));
       for (long long id : ids)
         db_->query("UPDATE runs SET status = ?, ended_at = heartbeat_at,"
                    " stop_reason = 'no heartbeat: the process ended without saying how' WHERE id = ?",

@@ -107,5 +107,20 @@ rid=$(q "select max(id) from runs")
 [ "$(q "select count(distinct step) || ' ' || count(*) from metrics where run_id = $rid and key = 'loss'")" = "200 200" ] \
   || { echo "FAIL: the resumed unrecorded run has $(q "select count(*) from metrics where run_id = $rid and key = 'loss'") loss points, expected 200"; fail=1; }
 
+# gc --grace 0 leaves a run whose process is alive on this host (its
+# heartbeat is only a few seconds old at best): it is not marked killed.
+"$IPU" run "$ROOT/examples/tiny_bert.ipu" --steps 600 --threads 1 --runs-dir "$TMP/live" >/dev/null 2>&1 &
+live=$!
+for _ in $(seq 1 1200); do
+  f=$(ls "$TMP"/live/*/*/metrics.jsonl 2>/dev/null | head -1)
+  [ -n "$f" ] && [ "$(wc -l <"$f")" -ge 5 ] && break
+  sleep 0.1
+done
+lid=$(q "select max(id) from runs")
+"$IPU" runs gc --grace 0 >"$TMP/out" || fail=1
+grep -q "marked killed.* $lid\b" "$TMP/out" && { echo "FAIL: gc --grace 0 marked a live run killed"; cat "$TMP/out"; fail=1; }
+[ "$(q "select status from runs where id = $lid")" = running ] || { echo "FAIL: a live run is not running after gc"; fail=1; }
+kill -INT "$live"; wait "$live"
+
 [ $fail -eq 0 ] && echo "store crash tests passed"
 exit $fail

@@ -191,13 +191,25 @@ TEST_P(StoreTest, SilentRunsBecomeKilledOthersStay) {
   store_->heartbeat(silent, now - 120);
   store_->heartbeat(alive, now - 5);
   store_->finishRun(done, RunStatus::Finished, "", now - 500);
-  auto killed = store_->markStale(now, 30);
-  EXPECT_EQ(killed, std::vector<long long>{silent});
+  // A silent run whose process is still there (as `alive` says) stays.
+  long long stalled = newRun();
+  store_->heartbeat(stalled, now - 120);
+  auto killed = store_->markStale(now, 30, [&](const std::string& host, long long pid) {
+    EXPECT_EQ(host, "h");
+    EXPECT_EQ(pid, 42);
+    return false;
+  });
+  EXPECT_EQ(killed, (std::vector<long long>{silent, stalled}));
+  store_->reopenRun(stalled, 0);
+  store_->heartbeat(stalled, now - 120);
+  EXPECT_TRUE(store_->markStale(now, 30, [](const std::string&, long long) { return true; }).empty());
+  EXPECT_EQ(store_->run(stalled)->status, RunStatus::Running);
   EXPECT_EQ(store_->run(silent)->status, RunStatus::Killed);
   EXPECT_EQ(store_->run(silent)->endedAt, now - 120);  // when it was last heard of
   EXPECT_EQ(store_->run(alive)->status, RunStatus::Running);
   EXPECT_EQ(store_->run(done)->status, RunStatus::Finished);
-  EXPECT_TRUE(store_->markStale(now, 30).empty());  // idempotent
+  EXPECT_EQ(store_->markStale(now, 30, nullptr), std::vector<long long>{stalled});
+  EXPECT_TRUE(store_->markStale(now, 30, nullptr).empty());  // idempotent
 }
 
 TEST_P(StoreTest, ReopeningDropsStepsToBeRecordedAgain) {
