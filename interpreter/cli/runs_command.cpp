@@ -550,6 +550,7 @@ int importRuns(store::RunStore& st, const RunsOptions& o) {
   for (const auto& [dir, id] : r.imported) std::cout << "imported " << dir << " as run " << id << "\n";
   for (const auto& dir : r.skipped) std::cout << "already in the store: " << dir << "\n";
   for (const auto& why : r.problems) std::cerr << "ipu runs import: " << why << "\n";
+  for (const auto& what : r.warnings) std::cerr << "ipu runs import: warning: " << base::printable(what) << "\n";
   return r.problems.empty() ? kOk : kUserError;
 }
 

@@ -99,15 +99,21 @@ void findRunDirectories(const fs::path& p, std::vector<fs::path>& out, int depth
 
 }  // namespace
 
-std::vector<store::MetricPoint> pointsOfRunDirectory(const std::string& directory, long long beforeStep) {
+std::vector<store::MetricPoint> pointsOfRunDirectory(const std::string& directory, long long beforeStep, long long* skipped) {
   const fs::path dir(directory);
   std::vector<store::MetricPoint> points;
   const double when = modified(dir / "metrics.jsonl");
   long long lastStep = 0;
   forEachLine(readText(dir / "metrics.jsonl"), [&](std::string_view line) {
     nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) return;  // a line cut by a crash
-    long long g = j.value("global_step", 0LL);
+    // A line cut by a crash, bytes that are not JSON, a step that is not a
+    // step: not a record of the run.
+    const auto step = j.is_object() ? j.find("global_step") : j.end();
+    if (j.is_discarded() || !j.is_object() || step == j.end() || !step->is_number_integer() || step->get<long long>() < 0) {
+      if (skipped != nullptr && !line.empty()) ++*skipped;
+      return;
+    }
+    long long g = step->get<long long>();
     if (g >= beforeStep) return;
     lastStep = std::max(lastStep, g);
     for (const auto& [k, v] : j.items()) {
@@ -136,7 +142,7 @@ namespace {
 
 // The new run's id; 0 with `problem` when it cannot be imported, or with
 // `problem` empty when another import recorded the directory first.
-long long importOne(store::RunStore& st, const fs::path& dir, std::string& problem) {
+long long importOne(store::RunStore& st, const fs::path& dir, std::string& problem, std::string& warning) {
   problem = unreadableFiles(dir);
   if (!problem.empty()) return 0;
   const std::string planJson = readText(dir / "plan.json");
@@ -169,8 +175,13 @@ long long importOne(store::RunStore& st, const fs::path& dir, std::string& probl
   const long long id = *created;
 
   const double when = modified(dir / "metrics.jsonl");
-  std::vector<store::MetricPoint> points = pointsOfRunDirectory(dir.string(), std::numeric_limits<long long>::max());
+  long long skipped = 0;
+  std::vector<store::MetricPoint> points = pointsOfRunDirectory(dir.string(), std::numeric_limits<long long>::max(), &skipped);
   st.appendMetrics(id, points);
+  if (skipped > 0)
+    warning = std::to_string(skipped) + " line" + (skipped == 1 ? " of metrics.jsonl is" : "s of metrics.jsonl are") +
+              " not a metric record (a JSON object with a whole global_step from 0) and " + (skipped == 1 ? "was" : "were") +
+              " left out";
 
   std::error_code ec;
   for (const auto& e : fs::recursive_directory_iterator(dir / "checkpoints", ec))
@@ -217,8 +228,9 @@ ImportResult importRunDirectories(store::RunStore& st, const std::vector<std::st
         result.skipped.push_back(d.string());
         continue;
       }
-      std::string problem;
-      long long id = importOne(st, d, problem);
+      std::string problem, warning;
+      long long id = importOne(st, d, problem, warning);
+      if (!warning.empty()) result.warnings.push_back(d.string() + ": " + warning);
       if (id != 0) result.imported.push_back({d.string(), id});
       else if (problem.empty()) result.skipped.push_back(d.string());
       else result.problems.push_back(d.string() + ": " + problem);

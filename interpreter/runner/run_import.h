@@ -20,11 +20,15 @@ struct ImportResult {
   std::vector<std::pair<std::string, long long>> imported;  // directory, new run id
   std::vector<std::string> skipped;                          // already in the store
   std::vector<std::string> problems;                         // "DIR: why"
+  std::vector<std::string> warnings;                         // "DIR: what was left out" (imported all the same)
 };
 
 // The metric points a run directory holds (metrics.jsonl, and the held-out
 // evaluations of events.jsonl as `eval.<name>`), at steps before `beforeStep`.
-std::vector<store::MetricPoint> pointsOfRunDirectory(const std::string& directory, long long beforeStep);
+// Lines that are not a metric record (not a JSON object, or without a whole
+// `global_step` from 0) are left out and counted in `skipped`.
+std::vector<store::MetricPoint> pointsOfRunDirectory(const std::string& directory, long long beforeStep,
+                                                     long long* skipped = nullptr);
 
 // Each path is a run directory or a folder holding run directories (searched
 // recursively, e.g. `runs/`). Throws store::StoreError on a store failure.

@@ -85,6 +85,17 @@ iid=$(q "select max(id) from runs")
 [ "$(q "select value from params where run_id = $iid and key = 'mapping.replicas'")" = 2 ] || { echo "FAIL: imported parameters"; fail=1; }
 "$IPU" runs import "$TMP/old" >"$TMP/out" || fail=1
 grep -q "already in the store" "$TMP/out" || { echo "FAIL: a second import is not skipped"; fail=1; }
+# Lines of metrics.jsonl that are not records (random bytes, a step that is
+# not a step) are left out and said, the rest imported.
+cp -r "$TMP/old" "$TMP/damaged"
+mf=$(ls "$TMP"/damaged/tiny_pretrain/*/metrics.jsonl)
+good=$(wc -l <"$mf")
+{ head -c 64 /dev/urandom | tr -d '\n'; echo; echo '{"global_step": -9223372036854775808, "loss": 1}'; echo '{"global_step": 2.5, "loss": 1}'; echo '[1, 2]'; } >>"$mf"
+"$IPU" runs import "$TMP/damaged" >"$TMP/out" 2>"$TMP/err" || { echo "FAIL: import of a damaged metrics.jsonl"; cat "$TMP/err"; fail=1; }
+grep -q "4 lines of metrics.jsonl are not a metric record" "$TMP/err" || { echo "FAIL: import does not say what it left out"; cat "$TMP/err"; fail=1; }
+did=$(q "select max(id) from runs")
+[ "$(q "select count from metric_summaries where run_id = $did and key = 'loss'")" = "$good" ] || { echo "FAIL: the damaged directory's good lines"; fail=1; }
+[ "$(q "select min(step) from metrics where run_id = $did")" -ge 0 ] || { echo "FAIL: a negative step was imported"; fail=1; }
 # Six imports of one directory at once into a new store record it once.
 for k in 1 2 3 4 5 6; do "$IPU" runs import "$TMP/old" --store "$TMP/together.db" >"$TMP/together.$k" 2>&1 & done
 wait
