@@ -163,6 +163,7 @@ hw::Pod Resolver::pod(const Record& rec) {
         const auto* memory = list("loo_memory");
         const auto* phased = list("loo_phased");
         const auto* recomputes = list("loo_recomputes");
+        const auto* software = list("loo_software");   // absent from calibrations fitted before it was recorded
         if (fam != nullptr && ipus != nullptr && acc != nullptr && err != nullptr)
           for (std::size_t i = 0; i < fam->size() && i < ipus->size() && i < acc->size() && i < err->size(); ++i) {
             hw::Calibration::Row row;
@@ -178,6 +179,10 @@ hw::Pod Resolver::pod(const Record& rec) {
               row.memory = (*memory)[i].number;
               row.phased = (*phased)[i].boolean;
               row.recomputes = (*recomputes)[i].boolean;
+            }
+            if (software != nullptr && i < software->size()) {
+              row.softwareRecorded = true;
+              row.software = (*software)[i].text;
             }
             chip.calibration.rows.push_back(row);
           }

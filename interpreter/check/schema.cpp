@@ -213,6 +213,9 @@ struct Schemas {
         opt("loo_phased", listOf(simple(TypeKind::Bool)), Value::ofList({}), "per fitted row: whether it ran phased"),
         opt("loo_recomputes", listOf(simple(TypeKind::Bool)), Value::ofList({}),
             "per fitted row: whether it recomputed activations"),
+        opt("loo_software", listOf(simple(TypeKind::String)), Value::ofList({}),
+            "per fitted row: the `software` it declared (framework and release), so an estimate says when its own is "
+            "not among the rows of its kind of model"),
         opt("loo_error", listOf(signedNumber()), Value::ofList({}),
             "per fitted row: its leave-one-out error (predicted / measured - 1, fitted without the row)"),
         opt("logo_error", listOf(signedNumber()), Value::ofList({}),

@@ -179,6 +179,15 @@ int calibrate(const std::string& table, const std::string& output, base::ColorMo
     listOf("loo_memory", [](const hw::Calibration::Row& r) { return fixed(r.memory, 4); });
     listOf("loo_phased", [](const hw::Calibration::Row& r) { return std::string(r.phased ? "true" : "false"); });
     listOf("loo_recomputes", [](const hw::Calibration::Row& r) { return std::string(r.recomputes ? "true" : "false"); });
+    listOf("loo_software", [](const hw::Calibration::Row& r) {
+      // A script's own string: its quotes and backslashes escaped, so the module reads back.
+      std::string quoted = "\"";
+      for (char ch : r.software) {
+        if (ch == '"' || ch == '\\') quoted += '\\';
+        quoted += ch;
+      }
+      return quoted + "\"";
+    });
     listOf("loo_error", [](const hw::Calibration::Row& r) { return fixed(r.looError, 4); });
     listOf("logo_error", [](const hw::Calibration::Row& r) { return fixed(r.logoError, 4); });
     module << "}\n";

@@ -150,6 +150,8 @@ void putPod(KeyWriter& k, const hw::Pod& pod) {
     k.put("calibration.row.memory", r.memory);
     k.put("calibration.row.phased", r.phased);
     k.put("calibration.row.recomputes", r.recomputes);
+    k.put("calibration.row.software_recorded", r.softwareRecorded);
+    k.put("calibration.row.software", r.software);
   }
 }
 

@@ -869,6 +869,8 @@ class Searcher {
     if (it != widening_.end()) return it->second;
     cost::Configuration c;
     c.family = family_;
+    c.chip = declared_.pod.machine.chip.name;
+    c.software = phase_.software;   // every candidate runs the phase's software
     c.ipus = g.ipus;
     c.accumulation = static_cast<double>(std::max<long long>(1, g.ga));
     c.microBatch = static_cast<double>(g.b);

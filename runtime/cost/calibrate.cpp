@@ -287,6 +287,7 @@ FitResult fitCalibration(std::vector<Measurement> rows, const std::string& sourc
       if (ipu.capacityBytes > 0) res.memory = std::max(res.memory, ipu.memory.total() / ipu.capacityBytes);
     res.phased = r.phase.mapping.phases > 1 || r.phase.mapping.weightsStreaming;
     res.recomputes = r.phase.mapping.recompute != ir::Recompute::None;
+    res.software = r.phase.software;
     res.measured = r.samplesPerSecond;
     res.predicted = predict(r);
     res.looPredicted = loo[i];
@@ -316,6 +317,8 @@ FitResult fitCalibration(std::vector<Measurement> rows, const std::string& sourc
         row.memory = r.memory;
         row.phased = r.phased;
         row.recomputes = r.recomputes;
+        row.softwareRecorded = true;
+        row.software = r.software;
         cal.rows.push_back(row);
       }
     out.chips[chips[k]] = cal;

@@ -36,6 +36,7 @@ struct Residual {
   // The regime the row ran in (hw::Calibration::Row): estimates say when they leave it.
   double microBatch = 0, memory = 0;
   bool phased = false, recomputes = false;
+  std::string software;         // the row's declared `software`
   double measured = 0, predicted = 0;
   double looPredicted = 0;      // predicted by the fit on every other row (0 when not computed)
   double logoPredicted = 0;     // predicted by the fit on every other group's rows (0 when not computed)

@@ -440,6 +440,16 @@ std::string frameworkOf(const std::string& software) {
   return software.substr(start, end == std::string::npos ? std::string::npos : end - start);
 }
 
+std::string releaseOf(const std::string& software) {
+  const std::string fw = frameworkOf(software);
+  if (fw.empty()) return "";
+  std::size_t start = software.find(fw) + fw.size();
+  start = software.find_first_not_of(' ', start);
+  if (start == std::string::npos) return "";
+  const std::size_t end = software.find_last_not_of(' ');
+  return software.substr(start, end + 1 - start);
+}
+
 std::string familyOf(const ir::PhasePlan& phase) {
   std::set<std::string> ops;
   for (const auto& l : phase.layers) ops.insert(ir::opName(l));
@@ -518,6 +528,8 @@ std::string percent(double x) {
 Configuration configurationOf(const ir::PhasePlan& phase) {
   Configuration c;
   c.family = familyOf(phase);
+  c.chip = phase.pod.machine.chip.name;
+  c.software = phase.software;
   c.ipus = phase.ipusUsed;
   c.accumulation = static_cast<double>(std::max<long long>(1, phase.batch.gradientAccumulation));
   c.microBatch = static_cast<double>(phase.batch.microBatch);
@@ -536,7 +548,8 @@ std::vector<RegimeFlag> regimesOf(const Configuration& c, const std::vector<hw::
     if (r.family == family) same.push_back(&r);
   const bool otherModel = same.empty();
   if (otherModel) {
-    out.push_back({Regime::OtherModel, "no calibration row has this model's kinds of layers (" + family +
+    out.push_back({Regime::OtherModel, std::string("no calibration row") + (c.chip.empty() ? "" : " of chip `" + c.chip + "`") +
+                                           " has this model's kinds of layers (" + family +
                                            "): the estimate extrapolates the fit to another model"});
     // How it runs is still judged, against every row.
     for (const auto& r : rows) same.push_back(&r);
@@ -561,6 +574,43 @@ std::vector<RegimeFlag> regimesOf(const Configuration& c, const std::vector<hw::
     out.push_back({Regime::Accumulation, fmt("gradient accumulation %.0f", ga) +
                                              " is far from the calibration rows of this kind of model (" + fmt("%.0f", minGa) +
                                              " to " + fmt("%.0f", maxGa) + ")"});
+  // The host-side cost of a step is fitted per framework, on the rows that
+  // declared it: a script that declares none is charged the calibration's
+  // default, and a framework or release no row of the model's kind ran was
+  // never checked on this model.
+  bool rowsDeclareSoftware = false;
+  for (const auto& r : rows) rowsDeclareSoftware = rowsDeclareSoftware || (r.softwareRecorded && !frameworkOf(r.software).empty());
+  if (frameworkOf(c.software).empty()) {
+    if (rowsDeclareSoftware)
+      out.push_back({Regime::NoSoftware, "no `software` declared: the host-side cost of a step (the framework's training "
+                                       "loop and host synchronisation) is the calibration's default, which no row measured; "
+                                       "declare the training's `software` (\"popart sdk2.5\", \"pytorch sdk3.3\", ...)"});
+  } else if (!otherModel) {
+    const std::string fw = frameworkOf(c.software), release = releaseOf(c.software);
+    bool anyRowRan = false, recorded = false, sameFramework = false, sameRelease = false;
+    for (const auto& r : rows) anyRowRan = anyRowRan || (r.softwareRecorded && frameworkOf(r.software) == fw);
+    std::set<std::string> releases;
+    for (const auto* r : same) {
+      if (!r->softwareRecorded) continue;
+      recorded = true;
+      if (frameworkOf(r->software) != fw) continue;
+      sameFramework = true;
+      releases.insert(releaseOf(r->software));
+      sameRelease = sameRelease || releaseOf(r->software) == release;
+    }
+    if (recorded && !anyRowRan)
+      out.push_back({Regime::OtherFramework, std::string("no calibration row") + (c.chip.empty() ? "" : " of chip `" + c.chip + "`") +
+                                                 " ran framework `" + fw + "`: its host-side cost per step was never measured on it"});
+    else if (recorded && !sameFramework)
+      out.push_back({Regime::FrameworkOfModel, "no calibration row of this kind of model ran framework `" + fw +
+                                                   "`: its host-side cost per step was fitted on other models"});
+    else if (recorded && !release.empty() && !sameRelease) {
+      std::string ran;
+      for (const auto& r : releases) ran += (ran.empty() ? "" : ", ") + (r.empty() ? std::string("(none named)") : r);
+      out.push_back({Regime::Release, "release `" + release + "` of `" + fw + "`: no calibration row of this kind of model ran it (they ran " +
+                                          ran + "), and releases change speed"});
+    }
+  }
   // The rest needs rows that record their regime (calibrations fitted since it was recorded).
   double minMb = 1e300, maxMb = 0, maxMemory = 0;
   bool anyDescribed = false, anyPhased = false, anyWithoutRecompute = false;
@@ -621,7 +671,12 @@ void placeInCalibration(const ir::PhasePlan& phase, PhaseEstimate& e) {
   const ComparableErrors comparable = comparableErrors(rows, config.family, config.ipus, config.accumulation);
   ErrorRange range = likelyErrorRange(comparable.errors);
   e.intervalBasis = comparable.basis;
-  for (auto& f : regimesOf(config, rows)) e.regimes.push_back(std::move(f));
+  // A regime the model flagged already (a framework without a fitted cost) is said once.
+  for (auto& f : regimesOf(config, rows)) {
+    bool said = false;
+    for (const auto& g : e.regimes) said = said || g.regime == f.regime;
+    if (!said) e.regimes.push_back(std::move(f));
+  }
 
   // An assumption the step time moves with by more than 1% over its range.
   double lowest = e.samplesPerSecond, highest = e.samplesPerSecond;
@@ -673,6 +728,9 @@ const char* name(Regime r) {
   switch (r) {
     case Regime::OtherModel: return "other_model";
     case Regime::OtherFramework: return "other_framework";
+    case Regime::FrameworkOfModel: return "framework_of_model";
+    case Regime::Release: return "release";
+    case Regime::NoSoftware: return "no_software";
     case Regime::PodSize: return "pod_size";
     case Regime::Accumulation: return "accumulation";
     case Regime::MicroBatch: return "micro_batch";

@@ -70,6 +70,9 @@ struct Problem {
 enum class Regime {
   OtherModel,          // no row has the model's kinds of layers
   OtherFramework,      // no row ran the declared software's framework
+  FrameworkOfModel,    // no row of the model's kind ran the declared framework
+  Release,             // no row of the model's kind ran the declared release of its framework
+  NoSoftware,          // no `software` declared: no host-side cost per step is charged
   PodSize,             // IPUs far from every row of the model's kind
   Accumulation,        // gradient accumulation far from every row
   MicroBatch,          // micro batch outside the rows'
@@ -171,6 +174,8 @@ std::string familyOf(const ir::PhasePlan& phase);
 // the ranked figure of a whole group of mappings with it).
 struct Configuration {
   std::string family;
+  std::string chip;           // the chip whose calibration rows these are
+  std::string software;       // the declared `software` ("" when unstated)
   double ipus = 0, accumulation = 1, microBatch = 0;
   double memory = 0;          // the fullest IPU's occupancy; 0 when not planned yet
   bool phased = false, recomputes = true;
@@ -190,6 +195,9 @@ double leastErrorHigh(const Configuration& c, const std::vector<hw::Calibration:
 // milliseconds apart per step, and SDK releases of one framework within a
 // few milliseconds (docs/cost-model.md).
 std::string frameworkOf(const std::string& software);
+// The release of a declared `software` ("pytorch sdk3.3" -> "sdk3.3"): what
+// follows its framework, "" when it names none.
+std::string releaseOf(const std::string& software);
 // The fixed cost per step of `software` under `cal` (the breakdown's overhead).
 double stepOverhead(const hw::Calibration& cal, const std::string& software);
 

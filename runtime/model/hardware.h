@@ -47,6 +47,12 @@ struct Calibration {
     double memory = 0;           // the fullest IPU's In-Processor Memory over its capacity, as planned
     bool phased = false;         // phased execution (sub-graphs or weights streamed)
     bool recomputes = false;     // some activations recomputed
+    // The `software` it declared ("popart sdk2.5": framework and release),
+    // so an estimate can say when its framework or release is not among the
+    // rows of its kind of model. Calibrations fitted before it was recorded
+    // leave `softwareRecorded` false: no framework or release is then judged.
+    bool softwareRecorded = false;
+    std::string software;
   };
   std::vector<Row> rows;
 };

@@ -609,7 +609,7 @@ TEST(CostModel, SoftwareSetsTheFixedCostPerStep) {
     cal.softwareStepOverhead = {{"pytorch", slow}, {"popart", fast}};
     return cost::estimatePhase(ph);
   };
-  cost::PhaseEstimate torch = with("pytorch sdk3.3", 0.35, 0.02), native = with("popart sdk3.1", 0.35, 0.02),
+  cost::PhaseEstimate torch = with("pytorch sdk3.3", 0.35, 0.02), native = with("popart sdk2.3", 0.35, 0.02),
                       unknown = with("jax sdk3.3", 0.35, 0.02);
   EXPECT_DOUBLE_EQ(torch.breakdown.overhead, 0.35);
   EXPECT_DOUBLE_EQ(native.breakdown.overhead, 0.02);
@@ -619,6 +619,56 @@ TEST(CostModel, SoftwareSetsTheFixedCostPerStep) {
   ASSERT_FALSE(unknown.regimes.empty());
   EXPECT_EQ(unknown.regimes[0].regime, cost::Regime::OtherFramework);
   EXPECT_NE(unknown.regimes[0].message.find("jax"), std::string::npos);
+}
+
+// The software a phase declares is judged against the rows of its kind of
+// model on its chip: none declared, a framework no row of the chip ran, one
+// only other models ran, and a release none of them ran are each flagged and
+// widen the interval to the worst errors; the rows' own software is not.
+TEST(CostModel, SoftwareOutsideTheRowsIsFlagged) {
+  EXPECT_EQ(cost::releaseOf("popart sdk2.3"), "sdk2.3");
+  EXPECT_EQ(cost::releaseOf("  tensorflow1   pre-sdk2.5 "), "pre-sdk2.5");
+  EXPECT_EQ(cost::releaseOf("pytorch"), "");
+  EXPECT_EQ(cost::releaseOf(""), "");
+  // GC200's BERT rows ran PopART on SDK 2.1 and 2.3; its ResNet rows TensorFlow 1.
+  const ir::PhasePlan inside = planOf(slurp(test::sourceDir() + "/tests/published/bert_large_pod64_mlperf_v11.ipu"));
+  ASSERT_EQ(inside.software, "popart sdk2.3");
+  const auto& rows = inside.pod.machine.chip.calibration.rows;
+  for (const auto& r : rows) EXPECT_TRUE(r.softwareRecorded);
+  double worstHigh = 0;
+  for (const auto& r : rows) worstHigh = std::max(worstHigh, r.logoError);
+  EXPECT_TRUE(cost::estimatePhase(inside).regimes.empty());
+  auto flagged = [&](const std::string& software, cost::Regime expected, const std::string& said) {
+    ir::PhasePlan p = inside;
+    p.software = software;
+    const cost::PhaseEstimate e = cost::estimatePhase(p);
+    int times = 0;
+    for (const auto& f : e.regimes)
+      if (f.regime == expected) {
+        ++times;
+        EXPECT_NE(f.message.find(said), std::string::npos) << f.message;
+      }
+    EXPECT_EQ(times, 1) << software << ": " << cost::name(expected);
+    EXPECT_DOUBLE_EQ(e.errorHigh, worstHigh) << software;
+    // Before planning too, as the search judges a group of mappings.
+    cost::Configuration c = cost::configurationOf(p);
+    bool before = false;
+    for (const auto& f : cost::regimesOf(c, rows)) before = before || f.regime == expected;
+    EXPECT_TRUE(before) << software;
+  };
+  flagged("", cost::Regime::NoSoftware, "declare the training's `software`");
+  flagged("tensorflow1 sdk2.3", cost::Regime::FrameworkOfModel, "`tensorflow1`");
+  flagged("popart sdk3.1", cost::Regime::Release, "`sdk3.1`");
+  flagged("pytorch sdk3.3", cost::Regime::OtherFramework, "`pytorch`");
+  // The other release the rows ran is inside them.
+  ir::PhasePlan older = inside;
+  older.software = "popart sdk2.1";
+  EXPECT_TRUE(cost::estimatePhase(older).regimes.empty());
+  // A calibration fitted before the rows' software was recorded judges none of it.
+  ir::PhasePlan unrecorded = inside;
+  for (auto& r : unrecorded.pod.machine.chip.calibration.rows) r.softwareRecorded = false;
+  unrecorded.software = "";
+  EXPECT_TRUE(cost::estimatePhase(unrecorded).regimes.empty());
 }
 
 // With the committed calibration, the framework's cost is a fixed cost of
