@@ -1,0 +1,375 @@
+#include "interpreter/lsp/server.h"
+
+#include <iostream>
+
+#include "interpreter/lsp/formatting.h"
+#include "interpreter/lsp/hover.h"
+#include "interpreter/lsp/navigation.h"
+#include "interpreter/lsp/outline.h"
+#include "interpreter/lsp/semantic_tokens.h"
+#include "interpreter/lsp/uri.h"
+
+namespace ipu::lsp {
+
+namespace {
+
+// params.textDocument.uri, when it is a string.
+std::optional<std::string> documentUri(const Json& params) {
+  if (!params.is_object()) return std::nullopt;
+  auto td = params.find("textDocument");
+  if (td == params.end() || !td->is_object()) return std::nullopt;
+  auto uri = td->find("uri");
+  if (uri == td->end() || !uri->is_string()) return std::nullopt;
+  return uri->get<std::string>();
+}
+
+std::optional<long long> documentVersion(const Json& params) {
+  const Json* v = member(params, {"textDocument", "version"});
+  if (v == nullptr || !v->is_number_integer()) return std::nullopt;
+  return v->get<long long>();
+}
+
+bool needsPosition(Method m) {
+  return m == Method::Hover || m == Method::Definition || m == Method::References || m == Method::Completion;
+}
+
+bool isDocumentRequest(Method m) {
+  switch (m) {
+    case Method::Hover: case Method::Definition: case Method::References: case Method::Completion:
+    case Method::DocumentSymbol: case Method::Formatting: case Method::FoldingRange: case Method::SemanticTokensFull:
+      return true;
+    default: return false;
+  }
+}
+
+}  // namespace
+
+Server::Server(Transport& transport, ServerOptions options)
+    : transport_(transport),
+      options_(std::move(options)),
+      standardLibrary_(options_.standardLibraryDirectory),
+      workspace_(documents_, standardLibrary_) {
+  if (!options_.log) options_.log = [](const std::string& line) { std::cerr << "ipu lsp: " << line << "\n"; };
+  worker_ = std::thread([this] { work(); });
+}
+
+Server::~Server() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (worker_.joinable()) worker_.join();
+}
+
+void Server::send(const Json& message) { transport_.write(serialize(message)); }
+
+int Server::run() {
+  int exitCode = 1;
+  for (;;) {
+    Transport::Incoming in = transport_.read();
+    if (in.kind == Transport::Incoming::Kind::End) {
+      exitCode = shutdownRequested_ ? 0 : 1;
+      break;
+    }
+    if (in.kind == Transport::Incoming::Kind::BadFrame) {
+      // No id can be read from a frame that could not be read: dropped (JSON-RPC has no reply for it).
+      options_.log("dropped a message: " + in.problem);
+      continue;
+    }
+    Decoded d = decode(in.body);
+    if (d.parseError) {
+      send(errorReply(nullptr, ErrorCode::ParseError, "the message is not JSON"));
+      continue;
+    }
+    if (d.message.kind == Message::Kind::Notification && methodNamed(d.message.method) == Method::Exit) {
+      exitCode = shutdownRequested_ ? 0 : 1;
+      break;
+    }
+    // A message no handler expected the shape of is an error answered, never a crash.
+    try {
+      onMessage(d.message);
+    } catch (const std::exception& e) {
+      options_.log(std::string("internal error reading `") + d.message.method + "`: " + e.what());
+      if (d.message.kind == Message::Kind::Request)
+        send(errorReply(d.message.id, ErrorCode::InternalError, std::string("internal error: ") + e.what()));
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (worker_.joinable()) worker_.join();
+  return exitCode;
+}
+
+void Server::onMessage(const Message& m) {
+  switch (m.kind) {
+    case Message::Kind::Invalid: send(errorReply(m.id, ErrorCode::InvalidRequest, m.problem)); return;
+    case Message::Kind::Response: return;  // this server sends no requests of its own
+    case Message::Kind::Notification: onNotification(methodNamed(m.method), m.params); return;
+    case Message::Kind::Request: {
+      const Method method = methodNamed(m.method);
+      if (method == Method::Unknown) {
+        send(errorReply(m.id, ErrorCode::MethodNotFound, "unknown method `" + m.method + "`"));
+        return;
+      }
+      onRequest(method, m.id, m.params);
+      return;
+    }
+  }
+}
+
+void Server::onNotification(Method method, const Json& params) {
+  // Before `initialize`, notifications are dropped (the protocol's rule); so is anything after shutdown but `exit`.
+  if (!initialized_ || shutdownRequested_) return;
+  switch (method) {
+    case Method::CancelRequest: {
+      const Json* id = member(params, "id");
+      if (id == nullptr) return;
+      const std::string key = idKey(*id);
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (pending_.count(key)) cancelled_.insert(key);
+      return;
+    }
+    case Method::DidOpen: {
+      auto uri = documentUri(params);
+      if (!uri) return;
+      const Json* text = member(params, {"textDocument", "text"});
+      if (text == nullptr || !text->is_string()) return;
+      const long long version = documentVersion(params).value_or(0);
+      documents_.open(*uri, sessionPathOf(*uri), version, text->get<std::string>());
+      if (auto doc = documents_.find(*uri)) enqueue(Job{Job::Kind::Check, nullptr, method, nullptr, *doc});
+      return;
+    }
+    case Method::DidChange: {
+      auto uri = documentUri(params);
+      if (!uri) return;
+      const Json* changes = member(params, "contentChanges");
+      if (changes == nullptr || !changes->is_array()) return;
+      std::vector<TextChange> edits;
+      for (const auto& c : *changes) {
+        const Json* text = member(c, "text");
+        if (text == nullptr || !text->is_string()) return;  // a malformed change: none applied
+        TextChange e;
+        e.text = text->get<std::string>();
+        if (const Json* range = member(c, "range")) {
+          e.range = rangeFrom(*range);
+          if (!e.range) return;
+        }
+        edits.push_back(std::move(e));
+      }
+      auto current = documents_.find(*uri);
+      if (!current) return;
+      const long long version = documentVersion(params).value_or(current->version + 1);
+      if (!documents_.change(*uri, version, edits)) return;
+      if (auto doc = documents_.find(*uri)) enqueue(Job{Job::Kind::Check, nullptr, method, nullptr, *doc});
+      return;
+    }
+    case Method::DidClose: {
+      auto uri = documentUri(params);
+      if (!uri) return;
+      auto doc = documents_.find(*uri);
+      if (!doc || !documents_.close(*uri)) return;
+      enqueue(Job{Job::Kind::Close, nullptr, method, nullptr, *doc});
+      return;
+    }
+    case Method::Initialized: case Method::DidSave: return;
+    default: return;  // other notifications, `$/...` among them, may be ignored
+  }
+}
+
+void Server::onRequest(Method method, const Json& id, const Json& params) {
+  if (method == Method::Initialize) {
+    if (initialized_) {
+      send(errorReply(id, ErrorCode::InvalidRequest, "`initialize` was already sent"));
+      return;
+    }
+    send(resultReply(id, initialize(params)));
+    initialized_ = true;
+    return;
+  }
+  if (!initialized_) {
+    send(errorReply(id, ErrorCode::ServerNotInitialized, "the first request must be `initialize`"));
+    return;
+  }
+  if (shutdownRequested_) {
+    send(errorReply(id, ErrorCode::InvalidRequest, "the server is shutting down: only `exit` is accepted"));
+    return;
+  }
+  if (method == Method::Shutdown) {
+    shutdownRequested_ = true;
+    send(resultReply(id, nullptr));
+    return;
+  }
+  if (!isDocumentRequest(method)) {
+    // Notifications sent as requests (`exit` with an id, `textDocument/didOpen`...).
+    send(errorReply(id, ErrorCode::InvalidRequest, std::string("`") + nameOf(method) + "` is a notification"));
+    return;
+  }
+  auto uri = documentUri(params);
+  if (!uri) {
+    send(errorReply(id, ErrorCode::InvalidParams, "`textDocument.uri` is missing"));
+    return;
+  }
+  if (const Json* at = member(params, "position"); needsPosition(method) && (at == nullptr || !positionFrom(*at))) {
+    send(errorReply(id, ErrorCode::InvalidParams, "`position` is missing or not a position"));
+    return;
+  }
+  auto doc = documents_.find(*uri);
+  if (!doc) {
+    send(errorReply(id, ErrorCode::InvalidParams, "`" + *uri + "` is not open (send textDocument/didOpen first)"));
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    pending_.insert(idKey(id));
+  }
+  enqueue(Job{Job::Kind::Request, id, method, params, *doc});
+}
+
+Json Server::initialize(const Json& params) {
+  // The position encoding: the client's first choice that this server speaks (LSP 3.17), else UTF-16.
+  PositionEncoding encoding = PositionEncoding::Utf16;
+  if (const Json* offered = member(params, {"capabilities", "general", "positionEncodings"}); offered && offered->is_array())
+    for (const auto& e : *offered) {
+      if (e == "utf-16") encoding = PositionEncoding::Utf16;
+      else if (e == "utf-8") encoding = PositionEncoding::Utf8;
+      else if (e == "utf-32") encoding = PositionEncoding::Utf32;
+      else continue;
+      break;
+    }
+  const Json* item = member(params, {"capabilities", "textDocument", "completion", "completionItem"});
+  if (item != nullptr) {
+    completion_.snippets = isTrue(member(*item, "snippetSupport"));
+    if (const Json* formats = member(*item, "documentationFormat"); formats && formats->is_array()) {
+      completion_.markdownDocs = false;
+      for (const auto& f : *formats)
+        if (f == "markdown") completion_.markdownDocs = true;
+    }
+  }
+  // Set before any job is queued: the worker reads it only inside jobs.
+  documents_.setEncoding(encoding);
+  workspace_.setEncoding(encoding);
+
+  Json caps = Json::object();
+  caps["positionEncoding"] = nameOf(encoding);
+  caps["textDocumentSync"] = Json{{"openClose", true}, {"change", 2}};  // 2: incremental
+  caps["hoverProvider"] = true;
+  caps["definitionProvider"] = true;
+  caps["referencesProvider"] = true;
+  caps["completionProvider"] = Json{{"triggerCharacters", Json::array({":", "\"", "/"})}, {"resolveProvider", false}};
+  caps["documentSymbolProvider"] = true;
+  caps["documentFormattingProvider"] = true;
+  caps["foldingRangeProvider"] = true;
+  caps["semanticTokensProvider"] = Json{{"legend", semanticTokensLegend()}, {"full", true}, {"range", false}};
+  return Json{{"capabilities", std::move(caps)}, {"serverInfo", Json{{"name", "ipu"}, {"version", "0.1.0"}}}};
+}
+
+void Server::enqueue(Job job) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    queue_.push_back(std::move(job));
+  }
+  wake_.notify_all();
+}
+
+// ------------------------------------------------------------------ worker
+
+bool Server::cancelled(const Json& id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return cancelled_.count(idKey(id)) > 0;
+}
+
+void Server::finish(const Json& id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  pending_.erase(idKey(id));
+  cancelled_.erase(idKey(id));
+}
+
+void Server::work() {
+  for (;;) {
+    Job job;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (stopping_) return;
+      job = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    // Nothing a script does may stop the server: an internal error is
+    // reported (and answered, for a request), and the next job runs.
+    try {
+      switch (job.kind) {
+        case Job::Kind::Request: runRequest(job); break;
+        case Job::Kind::Check: runCheck(job); break;
+        case Job::Kind::Close: publish(workspace_.close(job.document.uri, job.document.path)); break;
+      }
+    } catch (const std::exception& e) {
+      options_.log(std::string("internal error in ") + nameOf(job.method) + ": " + e.what());
+      if (job.kind == Job::Kind::Request) {
+        send(errorReply(job.id, ErrorCode::InternalError, std::string("internal error: ") + e.what()));
+        finish(job.id);
+      }
+    }
+  }
+}
+
+void Server::runRequest(Job& job) {
+  auto reply = [&](const Json& message) {
+    send(message);
+    finish(job.id);
+  };
+  const auto cancelledReply = [&] { reply(errorReply(job.id, ErrorCode::RequestCancelled, "cancelled")); };
+  if (cancelled(job.id)) return cancelledReply();
+  if (options_.beforeRequest) options_.beforeRequest(job.method);
+  if (cancelled(job.id)) return cancelledReply();
+  auto analysis = workspace_.analyse(job.document);
+  Json result = answer(job, *analysis);
+  // Cancelled while it ran: the protocol prefers the cancellation to a result nobody waits for.
+  if (cancelled(job.id)) return cancelledReply();
+  reply(resultReply(job.id, std::move(result)));
+}
+
+Json Server::answer(const Job& job, const Analysis& analysis) {
+  const PositionEncoding encoding = workspace_.encoding();
+  const Json* at = member(job.params, "position");
+  const Position position = (at != nullptr ? positionFrom(*at) : std::nullopt).value_or(Position{});
+  switch (job.method) {
+    case Method::Hover: return hover(workspace_, analysis, position);
+    case Method::Definition: return definition(workspace_, analysis, position);
+    case Method::References: {
+      const bool includeDeclaration = isTrue(member(job.params, {"context", "includeDeclaration"}));
+      return references(workspace_, analysis, position, includeDeclaration);
+    }
+    case Method::Completion: return complete(workspace_, analysis, position, completion_);
+    case Method::DocumentSymbol: return documentSymbols(analysis, encoding);
+    case Method::Formatting: return formatDocument(analysis, encoding);
+    case Method::FoldingRange: return foldingRanges(analysis);
+    case Method::SemanticTokensFull: return encodeSemanticTokens(analysis, semanticTokens(analysis), encoding);
+    default: return nullptr;
+  }
+}
+
+void Server::runCheck(const Job& job) {
+  // Edited again since: the check of the later version publishes.
+  auto current = documents_.find(job.document.uri);
+  if (!current || current->version != job.document.version || current->text != job.document.text) return;
+  auto analysis = workspace_.analyse(job.document);
+  publish(workspace_.diagnose(*analysis));
+  // The open documents importing it see its new text.
+  for (const auto& uri : workspace_.dependentsOf(job.document.path)) {
+    if (uri == job.document.uri) continue;
+    auto doc = documents_.find(uri);
+    if (!doc) continue;
+    workspace_.invalidate(uri);
+    publish(workspace_.diagnose(*workspace_.analyse(*doc)));
+  }
+}
+
+void Server::publish(const std::vector<Json>& params) {
+  for (const auto& p : params) send(notification("textDocument/publishDiagnostics", p));
+}
+
+}  // namespace ipu::lsp

@@ -1,0 +1,126 @@
+// The worker's side of the server: the one long-lived Session of the
+// workspace, the analysis of each document version a request or a change
+// asks about, the diagnostics `ipu check` gives, and how the session's paths
+// and spans become the protocol's URIs and ranges.
+//
+// Only the worker thread uses a Workspace (the session and its snapshots are
+// not shared between threads). It reads the open documents from the store
+// and tells the session their texts before each check, so that a script sees
+// the unsaved text of the modules it imports.
+//
+// Memory stays bounded over any number of edits: every check of a new text
+// adds that text to the session's source map, so the session is replaced by
+// a fresh one (the standard library is shared, so this costs one parse of
+// each open document) after kChecksPerSession checks.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "interpreter/base/diagnostic.h"
+#include "interpreter/lsp/document_store.h"
+#include "interpreter/lsp/json_rpc.h"
+#include "interpreter/lsp/positions.h"
+#include "interpreter/lsp/standard_library_files.h"
+#include "interpreter/session/queries.h"
+#include "interpreter/syntax/ast.h"
+
+namespace ipu::session {
+class Session;
+}
+
+namespace ipu::lsp {
+
+// One version of one document, checked.
+struct Analysis {
+  OpenDocument document;
+  // A file of the standard library (opened from StandardLibraryFiles): its
+  // module's path ("std/models/bert.ipu"); the snapshot is then the library's.
+  std::optional<std::string> standardPath;
+  std::shared_ptr<const session::Snapshot> snapshot;  // never null
+  std::shared_ptr<const syntax::Program> program;     // null when the text does not parse
+  std::string queryPath;                              // what to ask the snapshot about
+  std::unique_ptr<LineIndex> lines;                   // of *document.text
+  // The user modules the check read besides the document (their session paths).
+  std::set<std::string> imports;
+
+  const std::string& text() const { return *document.text; }
+  // The session's line and column of a protocol position in this document.
+  base::LineCol place(Position p, PositionEncoding encoding) const;
+};
+
+class Workspace {
+ public:
+  static constexpr int kChecksPerSession = 200;
+
+  Workspace(const DocumentStore& documents, StandardLibraryFiles& standardLibrary);
+  ~Workspace();
+  Workspace(const Workspace&) = delete;
+  Workspace& operator=(const Workspace&) = delete;
+
+  void setEncoding(PositionEncoding encoding) { encoding_ = encoding; }
+  PositionEncoding encoding() const { return encoding_; }
+
+  // The analysis of `document` at its version (kept for the latest version of each document).
+  std::shared_ptr<const Analysis> analyse(const OpenDocument& document);
+  // Forget the analysis of `uri`: the next analyse() checks it again (a
+  // module it imports changed).
+  void invalidate(const std::string& uri) { latest_.erase(uri); }
+  // The latest analysis of each open document (for references across them).
+  std::vector<std::shared_ptr<const Analysis>> latestAnalyses() const;
+  // The latest analysis of `uri` whose text parsed (completion falls back on it mid-edit).
+  std::shared_ptr<const Analysis> lastParsed(const std::string& uri) const;
+
+  // The names the top level of a script with text `text` at the document's
+  // path sees (and the built-ins), for completion in a document that has
+  // never parsed: the caller passes its imports alone. Kept per document
+  // while the text is the same.
+  std::vector<session::ScopeName> topLevelNamesOf(const OpenDocument& document, const std::string& text);
+
+  // What `ipu check` reports for the document (Session::plan): the params of
+  // one publishDiagnostics per file that has them or had them from this
+  // document before (an imported module's errors are shown in that module).
+  std::vector<Json> diagnose(const Analysis& analysis);
+  // The open documents whose last check read the module at `path`.
+  std::vector<std::string> dependentsOf(const std::string& path) const;
+  // The document was closed: the session reads its file from disk again;
+  // returns the publishDiagnostics params that clear what it had shown.
+  std::vector<Json> close(const std::string& uri, const std::string& path);
+
+  // A session path or a span of a snapshot as the protocol names it. None
+  // when the file cannot be shown (a standard module that could not be written).
+  std::optional<std::string> uriOfPath(const std::string& path, bool standard);
+  std::optional<Json> location(const session::Snapshot& snapshot, base::Span span);
+  Json range(const std::string& text, std::size_t begin, std::size_t end) const;
+  StandardLibraryFiles& standardLibrary() { return standardLibrary_; }
+
+ private:
+  void syncOpenDocuments(const OpenDocument& except);
+  session::Session& session();
+  std::shared_ptr<const session::Snapshot> librarySnapshot();
+
+  const DocumentStore& documents_;
+  StandardLibraryFiles& standardLibrary_;
+  PositionEncoding encoding_ = PositionEncoding::Utf16;
+  std::unique_ptr<session::Session> session_;
+  int checks_ = 0;
+  std::map<std::string, long long> told_;  // the version of each document the session has the text of
+  std::map<std::string, std::shared_ptr<const Analysis>> latest_, lastParsed_;
+  std::shared_ptr<const session::Snapshot> library_;
+  std::map<std::string, std::pair<std::string, std::vector<session::ScopeName>>> namesOfText_;  // topLevelNamesOf()
+  // What each document's last check reported, per file it reported on:
+  // a file's diagnostics are those of every document that reported on it.
+  std::map<std::string, std::map<std::string, std::vector<Json>>> reported_;  // target uri -> document uri -> list
+};
+
+// Protocol JSON of the common shapes.
+Json toJson(Position p);
+Json toJson(const Range& r);
+std::optional<Position> positionFrom(const Json& j);
+std::optional<Range> rangeFrom(const Json& j);
+
+}  // namespace ipu::lsp
