@@ -119,7 +119,13 @@ Json hover(Workspace& workspace, const Analysis& a, Position position) {
       parts.push_back(doc);
     }
     const bool here = f.path() == path;
-    parts.push_back(std::string(session::name(def->kind)) + " · " +
+    // A declaration is named by its kind (`model`, `mapping`), the first word of its line.
+    std::string kind = session::name(def->kind);
+    if (def->kind == session::NodeKind::Declaration) {
+      const std::string line = declarationLine(f, def->declaration);
+      kind = line.substr(0, line.find_first_of(" \t("));
+    }
+    parts.push_back(kind + " · " +
                     (here ? "line " + std::to_string(def->start.line) : "declared in " + code(f.path() + ":" + std::to_string(def->start.line))));
     range = rangeOf(declaring ? def->span : node->span);
   } else if (value) {
