@@ -572,18 +572,26 @@ TEST_F(LanguageServer, EveryDiagnosticsScriptGetsIpuChecksCodesAndPlaces) {
     session::Session s;
     if (auto id = s.readFile(file.string())) s.plan(*id);
     std::vector<std::string> want;
+    // A place as the protocol names it: a diagnostic about no place is put at
+    // the document's start; one in the standard library in its read-only file.
+    auto placeOf = [&](base::Span span) {
+      const base::SourceFile* f = s.sources().find(span.file);
+      if (f == nullptr) return uriOf(file.string()) + "@0:0-0:0";
+      LineIndex lines(f->text());
+      Range r = lines.rangeOf(span.begin, std::max(span.begin, span.end), PositionEncoding::Utf16);
+      const bool standard = f->path().rfind("std/", 0) == 0;
+      return uriOf(standard ? stdlibDir + "/" + f->path() : f->path()) + "@" + std::to_string(r.start.line) + ":" +
+             std::to_string(r.start.character) + "-" + std::to_string(r.end.line) + ":" + std::to_string(r.end.character);
+    };
     for (const auto& d : s.diagnostics().all()) {
-      // A diagnostic about no place is put at the document's start; one in
-      // the standard library in its read-only file.
-      std::string place = uriOf(file.string()) + "@0:0-0:0";
-      if (const base::SourceFile* f = s.sources().find(d.span.file)) {
-        LineIndex lines(f->text());
-        Range r = lines.rangeOf(d.span.begin, std::max(d.span.begin, d.span.end), PositionEncoding::Utf16);
-        const bool standard = f->path().rfind("std/", 0) == 0;
-        place = uriOf(standard ? stdlibDir + "/" + f->path() : f->path()) + "@" + std::to_string(r.start.line) + ":" + std::to_string(r.start.character) + "-" +
-                std::to_string(r.end.line) + ":" + std::to_string(r.end.character);
+      std::string line = d.code + " " + placeOf(d.span) + " " + d.message + (d.help.empty() ? "" : "\nhelp: " + d.help);
+      // Notes: with a place, related information; without, lines after the message.
+      std::string unlocated;
+      for (const auto& n : d.notes) {
+        if (s.sources().find(n.span.file) != nullptr) line += "\n[related " + placeOf(n.span) + " " + n.message + "]";
+        else unlocated += "\nnote: " + n.message;
       }
-      want.push_back(d.code + " " + place + " " + d.message + (d.help.empty() ? "" : "\nhelp: " + d.help));
+      want.push_back(line + unlocated);
     }
     const std::string uri = uriOf(file.string());
     client->open(uri, text);
@@ -592,15 +600,23 @@ TEST_F(LanguageServer, EveryDiagnosticsScriptGetsIpuChecksCodesAndPlaces) {
     Json mine = client->waitForDiagnostics(uri, 1);
     ASSERT_FALSE(mine.is_null()) << file;
     auto collect = [&](const Json& p) {
+      auto rangeIn = [](const std::string& where, const Json& r) {
+        return where + "@" + std::to_string(r["start"]["line"].get<int>()) + ":" + std::to_string(r["start"]["character"].get<int>()) +
+               "-" + std::to_string(r["end"]["line"].get<int>()) + ":" + std::to_string(r["end"]["character"].get<int>());
+      };
       for (const auto& d : p["params"]["diagnostics"]) {
         std::string message = d["message"];
-        // Notes without a place follow the message; `ipu check` prints them apart.
-        if (auto note = message.find("\nnote: "); note != std::string::npos) message = message.substr(0, note);
-        const Json& r = d["range"];
-        got.push_back(d["code"].get<std::string>() + " " + p["params"]["uri"].get<std::string>() + "@" +
-                      std::to_string(r["start"]["line"].get<int>()) + ":" + std::to_string(r["start"]["character"].get<int>()) +
-                      "-" + std::to_string(r["end"]["line"].get<int>()) + ":" + std::to_string(r["end"]["character"].get<int>()) +
-                      " " + message);
+        std::string notes;
+        // Notes without a place follow the message (and `help:`).
+        if (auto note = message.find("\nnote: "); note != std::string::npos) {
+          notes = message.substr(note);
+          message = message.substr(0, note);
+        }
+        std::string line = d["code"].get<std::string>() + " " + rangeIn(p["params"]["uri"], d["range"]) + " " + message;
+        if (d.contains("relatedInformation"))
+          for (const auto& r : d["relatedInformation"])
+            line += "\n[related " + rangeIn(r["location"]["uri"], r["location"]["range"]) + " " + r["message"].get<std::string>() + "]";
+        got.push_back(line + notes);
       }
     };
     collect(mine);
