@@ -17,12 +17,6 @@ namespace {
 using Place = CompletionContext::Place;
 using BlockKind = CompletionContext::Block;
 
-std::optional<syntax::DeclKind> declKindNamed(std::string_view word) {
-  for (syntax::DeclKind k : syntax::allDeclKinds())
-    if (word == syntax::spelling(k)) return k;
-  return std::nullopt;
-}
-
 // What a `{` opens, from its header and the block around it.
 struct BlockInfo {
   BlockKind kind = BlockKind::Unknown;
@@ -356,47 +350,6 @@ std::optional<syntax::DeclKind> wantedDeclaration(const check::Schema* schema, c
   return std::nullopt;
 }
 
-// The top-level declarations of a text, read lexically (`KIND NAME`, `let
-// NAME` at the start of a statement outside any bracket), and its imports
-// alone as a script: what completion knows of a text that does not parse.
-struct LexicalTopLevel {
-  std::vector<std::pair<std::string, std::optional<syntax::DeclKind>>> declarations;  // no kind: a `let`
-  std::string imports;
-};
-
-LexicalTopLevel lexicalTopLevel(std::string_view text) {
-  LexicalTopLevel out;
-  const auto tokens = scanTokens(text);
-  int depth = 0;
-  auto word = [&](std::size_t i) {
-    return i < tokens.size() && tokens[i].kind == TokenKind::Word ? text.substr(tokens[i].begin, tokens[i].end - tokens[i].begin)
-                                                                   : std::string_view();
-  };
-  for (std::size_t i = 0; i < tokens.size(); ++i) {
-    const Token& t = tokens[i];
-    if (t.kind == TokenKind::Punctuation) {
-      const char c = text[t.begin];
-      if (c == '{' || c == '(' || c == '[') ++depth;
-      if ((c == '}' || c == ')' || c == ']') && depth > 0) --depth;
-      continue;
-    }
-    if (depth != 0 || t.kind != TokenKind::Word) continue;
-    const std::string_view w = word(i);
-    const std::string_view name = word(i + 1);
-    if (name.empty() || isKeyword(name)) {
-      if (w == "import" && i + 1 < tokens.size() && tokens[i + 1].kind == TokenKind::String && tokens[i + 1].closed) {
-        std::string line = "import " + std::string(text.substr(tokens[i + 1].begin, tokens[i + 1].end - tokens[i + 1].begin));
-        if (word(i + 2) == "as" && !word(i + 3).empty()) line += " as " + std::string(word(i + 3));
-        out.imports += line + "\n";
-      }
-      continue;
-    }
-    if (w == "let") out.declarations.emplace_back(std::string(name), std::nullopt);
-    else if (auto k = declKindNamed(w)) out.declarations.emplace_back(std::string(name), k);
-  }
-  return out;
-}
-
 }  // namespace
 
 CompletionContext completionContext(std::string_view text, std::size_t cursor) {
@@ -418,7 +371,7 @@ Json complete(Workspace& workspace, const Analysis& a, Position position, const 
     } else {
       // Mid-edit: the declarations written now (read lexically), then the
       // top level as it last parsed, or as its imports alone give it.
-      const LexicalTopLevel lexical = lexicalTopLevel(a.text());
+      const LexicalTopLevel lexical = readTopLevel(a.text());
       for (const auto& [name, kind] : lexical.declarations) {
         session::ScopeName n;
         n.name = name;
@@ -426,10 +379,7 @@ Json complete(Workspace& workspace, const Analysis& a, Position position, const 
         n.declKind = kind;
         names.push_back(std::move(n));
       }
-      std::vector<session::ScopeName> top;
-      if (a.standardPath) top = a.snapshot->namesInScope(a.queryPath, 0, 0);
-      else if (auto good = workspace.lastParsed(a.document.uri)) top = good->snapshot->namesInScope(good->queryPath, 0, 0);
-      else top = workspace.topLevelNamesOf(a.document, lexical.imports);
+      std::vector<session::ScopeName> top = workspace.namingSnapshot(a, lexical.imports)->namesInScope(a.queryPath, 0, 0);
       names.insert(names.end(), top.begin(), top.end());
     }
     for (const auto& n : names) {

@@ -7,7 +7,8 @@ constexpr Method kKnown[] = {
     Method::Initialize, Method::Initialized, Method::Shutdown,      Method::Exit,         Method::CancelRequest,
     Method::DidOpen,    Method::DidChange,   Method::DidClose,      Method::DidSave,      Method::Hover,
     Method::Definition, Method::References,  Method::Completion,    Method::DocumentSymbol, Method::Formatting,
-    Method::FoldingRange, Method::SemanticTokensFull,
+    Method::FoldingRange, Method::SemanticTokensFull, Method::CodeAction, Method::PrepareRename, Method::Rename,
+    Method::SignatureHelp, Method::WorkspaceSymbol,
 };
 }  // namespace
 
@@ -30,6 +31,11 @@ const char* nameOf(Method method) {
     case Method::Formatting: return "textDocument/formatting";
     case Method::FoldingRange: return "textDocument/foldingRange";
     case Method::SemanticTokensFull: return "textDocument/semanticTokens/full";
+    case Method::CodeAction: return "textDocument/codeAction";
+    case Method::PrepareRename: return "textDocument/prepareRename";
+    case Method::Rename: return "textDocument/rename";
+    case Method::SignatureHelp: return "textDocument/signatureHelp";
+    case Method::WorkspaceSymbol: return "workspace/symbol";
     case Method::Unknown: return "";
   }
   return "";

@@ -1,9 +1,12 @@
 #include "interpreter/lsp/outline.h"
 
 #include <algorithm>
+#include <cctype>
+#include <set>
 
 #include "interpreter/lsp/text_scan.h"
 #include "interpreter/lsp/workspace.h"
+#include "interpreter/session/queries.h"
 #include "interpreter/syntax/printer.h"
 
 namespace ipu::lsp {
@@ -217,6 +220,45 @@ Json foldingRanges(const Analysis& a) {
   }
   flush(commentRun, "comment");
   if (importRun) add(importRun->first, importRun->second, "imports");
+  return out;
+}
+
+namespace {
+// `query`'s characters appear in `name` in order, ignoring case (what editors' symbol pickers match).
+bool matches(const std::string& name, const std::string& query) {
+  std::size_t at = 0;
+  for (char c : name)
+    if (at < query.size() && std::tolower(static_cast<unsigned char>(c)) == std::tolower(static_cast<unsigned char>(query[at]))) ++at;
+  return at == query.size();
+}
+}  // namespace
+
+Json workspaceSymbols(Workspace& workspace, const std::string& query) {
+  Json out = Json::array();
+  std::set<std::string> seen;
+  for (const auto& a : workspace.latestAnalyses()) {
+    if (a->standardPath) continue;  // the standard library's names are the imports' business
+    const session::Snapshot& snap = *a->snapshot;
+    for (const auto& path : snap.modulePaths()) {
+      auto program = snap.programOf(path);
+      if (!program) continue;
+      for (const auto& item : program->items) {
+        std::string name;
+        Span at;
+        SymbolKind kind = SymbolKind::Constant;
+        if (const auto* d = item->dyn<Declaration>()) name = d->name, at = d->nameSpan, kind = kindOf(*d);
+        else if (const auto* l = item->dyn<LetItem>()) name = l->name, at = l->nameSpan;
+        if (name.empty() || !matches(name, query)) continue;
+        auto location = workspace.location(snap, item->span);
+        if (!location) continue;
+        if (!seen.insert(name + "@" + serialize(*location)).second) continue;
+        Json s{{"name", name}, {"kind", static_cast<int>(kind)}, {"location", std::move(*location)}};
+        const std::size_t slash = path.find_last_of('/');
+        s["containerName"] = slash == std::string::npos ? path : path.substr(slash + 1);
+        out.push_back(std::move(s));
+      }
+    }
+  }
   return out;
 }
 

@@ -1,5 +1,5 @@
 // The shape of a document: textDocument/documentSymbol and
-// textDocument/foldingRange.
+// textDocument/foldingRange; and of the workspace: workspace/symbol.
 //
 // Symbols come from the syntax tree the check parsed (a declaration and its
 // fields, layers, stages and phases, nested as written), so they exist only
@@ -19,6 +19,13 @@ struct Analysis;
 Json documentSymbols(const Analysis& analysis, PositionEncoding encoding);
 // FoldingRange[].
 Json foldingRanges(const Analysis& analysis);
+
+class Workspace;
+// workspace/symbol: SymbolInformation[] for the top-level declarations and
+// `let`s of the open documents and of the user modules their checks read,
+// whose names contain the query's characters in order (ignoring case; an
+// empty query matches every one).
+Json workspaceSymbols(Workspace& workspace, const std::string& query);
 
 // The protocol's SymbolKind numbers that documentSymbols uses.
 enum class SymbolKind : int {

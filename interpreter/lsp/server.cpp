@@ -2,11 +2,13 @@
 
 #include <iostream>
 
+#include "interpreter/lsp/code_actions.h"
 #include "interpreter/lsp/formatting.h"
 #include "interpreter/lsp/hover.h"
 #include "interpreter/lsp/navigation.h"
 #include "interpreter/lsp/outline.h"
 #include "interpreter/lsp/semantic_tokens.h"
+#include "interpreter/lsp/signature_help.h"
 #include "interpreter/lsp/uri.h"
 
 namespace ipu::lsp {
@@ -30,13 +32,16 @@ std::optional<long long> documentVersion(const Json& params) {
 }
 
 bool needsPosition(Method m) {
-  return m == Method::Hover || m == Method::Definition || m == Method::References || m == Method::Completion;
+  return m == Method::Hover || m == Method::Definition || m == Method::References || m == Method::Completion ||
+         m == Method::PrepareRename || m == Method::Rename || m == Method::SignatureHelp;
 }
 
+// A request about one document (answered with that document's analysis).
 bool isDocumentRequest(Method m) {
   switch (m) {
     case Method::Hover: case Method::Definition: case Method::References: case Method::Completion:
     case Method::DocumentSymbol: case Method::Formatting: case Method::FoldingRange: case Method::SemanticTokensFull:
+    case Method::CodeAction: case Method::PrepareRename: case Method::Rename: case Method::SignatureHelp:
       return true;
     default: return false;
   }
@@ -203,6 +208,19 @@ void Server::onRequest(Method method, const Json& id, const Json& params) {
     send(resultReply(id, nullptr));
     return;
   }
+  if (method == Method::WorkspaceSymbol) {
+    const Json* query = member(params, "query");
+    if (query == nullptr || !query->is_string()) {
+      send(errorReply(id, ErrorCode::InvalidParams, "`query` is missing or not a string"));
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      pending_.insert(idKey(id));
+    }
+    enqueue(Job{Job::Kind::Request, id, method, params, OpenDocument{}});
+    return;
+  }
   if (!isDocumentRequest(method)) {
     // Notifications sent as requests (`exit` with an id, `textDocument/didOpen`...).
     send(errorReply(id, ErrorCode::InvalidRequest, std::string("`") + nameOf(method) + "` is a notification"));
@@ -215,6 +233,10 @@ void Server::onRequest(Method method, const Json& id, const Json& params) {
   }
   if (const Json* at = member(params, "position"); needsPosition(method) && (at == nullptr || !positionFrom(*at))) {
     send(errorReply(id, ErrorCode::InvalidParams, "`position` is missing or not a position"));
+    return;
+  }
+  if (const Json* name = member(params, "newName"); method == Method::Rename && (name == nullptr || !name->is_string())) {
+    send(errorReply(id, ErrorCode::InvalidParams, "`newName` is missing or not a string"));
     return;
   }
   auto doc = documents_.find(*uri);
@@ -262,6 +284,10 @@ Json Server::initialize(const Json& params) {
   caps["completionProvider"] = Json{{"triggerCharacters", Json::array({":", "\"", "/"})}, {"resolveProvider", false}};
   caps["documentSymbolProvider"] = true;
   caps["documentFormattingProvider"] = true;
+  caps["codeActionProvider"] = Json{{"codeActionKinds", Json::array({"quickfix"})}};
+  caps["renameProvider"] = Json{{"prepareProvider", true}};
+  caps["signatureHelpProvider"] = Json{{"triggerCharacters", Json::array({"(", ","})}};
+  caps["workspaceSymbolProvider"] = true;
   caps["foldingRangeProvider"] = true;
   caps["semanticTokensProvider"] = Json{{"legend", semanticTokensLegend()}, {"full", true}, {"range", false}};
   return Json{{"capabilities", std::move(caps)}, {"serverInfo", Json{{"name", "ipu"}, {"version", "0.1.0"}}}};
@@ -325,30 +351,43 @@ void Server::runRequest(Job& job) {
   if (cancelled(job.id)) return cancelledReply();
   if (options_.beforeRequest) options_.beforeRequest(job.method);
   if (cancelled(job.id)) return cancelledReply();
-  auto analysis = workspace_.analyse(job.document);
-  Json result = answer(job, *analysis);
+  std::shared_ptr<const Analysis> analysis;
+  if (isDocumentRequest(job.method)) analysis = workspace_.analyse(job.document);
+  Answer a = answer(job, analysis.get());
   // Cancelled while it ran: the protocol prefers the cancellation to a result nobody waits for.
   if (cancelled(job.id)) return cancelledReply();
-  reply(resultReply(job.id, std::move(result)));
+  if (a.error) return reply(errorReply(job.id, a.error->first, a.error->second));
+  reply(resultReply(job.id, std::move(a.result)));
 }
 
-Json Server::answer(const Job& job, const Analysis& analysis) {
+Server::Answer Server::answer(const Job& job, const Analysis* analysis) {
   const PositionEncoding encoding = workspace_.encoding();
   const Json* at = member(job.params, "position");
   const Position position = (at != nullptr ? positionFrom(*at) : std::nullopt).value_or(Position{});
+  if (job.method == Method::WorkspaceSymbol) return {workspaceSymbols(workspace_, job.params["query"].get<std::string>()), {}};
+  if (analysis == nullptr) return {nullptr, {}};
+  const Analysis& a = *analysis;
   switch (job.method) {
-    case Method::Hover: return hover(workspace_, analysis, position);
-    case Method::Definition: return definition(workspace_, analysis, position);
+    case Method::Hover: return {hover(workspace_, a, position), {}};
+    case Method::Definition: return {definition(workspace_, a, position), {}};
     case Method::References: {
       const bool includeDeclaration = isTrue(member(job.params, {"context", "includeDeclaration"}));
-      return references(workspace_, analysis, position, includeDeclaration);
+      return {references(workspace_, a, position, includeDeclaration), {}};
     }
-    case Method::Completion: return complete(workspace_, analysis, position, completion_);
-    case Method::DocumentSymbol: return documentSymbols(analysis, encoding);
-    case Method::Formatting: return formatDocument(analysis, encoding);
-    case Method::FoldingRange: return foldingRanges(analysis);
-    case Method::SemanticTokensFull: return encodeSemanticTokens(analysis, semanticTokens(analysis), encoding);
-    default: return nullptr;
+    case Method::Completion: return {complete(workspace_, a, position, completion_), {}};
+    case Method::DocumentSymbol: return {documentSymbols(a, encoding), {}};
+    case Method::Formatting: return {formatDocument(a, encoding), {}};
+    case Method::FoldingRange: return {foldingRanges(a), {}};
+    case Method::SemanticTokensFull: return {encodeSemanticTokens(a, semanticTokens(a), encoding), {}};
+    case Method::CodeAction: return {codeActions(workspace_, a, job.params), {}};
+    case Method::SignatureHelp: return {signatureHelp(workspace_, a, position), {}};
+    case Method::PrepareRename: return {prepareRename(workspace_, a, position), {}};
+    case Method::Rename: {
+      Rename r = rename(workspace_, a, position, job.params["newName"].get<std::string>());
+      if (!r.refusal.empty()) return {nullptr, std::make_pair(ErrorCode::RequestFailed, r.refusal)};
+      return {std::move(r.edit), {}};
+    }
+    default: return {nullptr, {}};
   }
 }
 

@@ -85,7 +85,12 @@ class Server {
   // Worker thread.
   void work();
   void runRequest(Job& job);
-  Json answer(const Job& job, const Analysis& analysis);
+  // A request's result, or the error it is answered with.
+  struct Answer {
+    Json result;
+    std::optional<std::pair<ErrorCode, std::string>> error;
+  };
+  Answer answer(const Job& job, const Analysis* analysis);
   void runCheck(const Job& job);
   void publish(const std::vector<Json>& params);
   bool cancelled(const Json& id);

@@ -109,4 +109,44 @@ bool isKeyword(std::string_view word) {
   return keywords.count(word) > 0;
 }
 
+std::optional<syntax::DeclKind> declKindNamed(std::string_view word) {
+  for (syntax::DeclKind k : syntax::allDeclKinds())
+    if (word == syntax::spelling(k)) return k;
+  return std::nullopt;
+}
+
+LexicalTopLevel readTopLevel(std::string_view text) {
+  LexicalTopLevel out;
+  const auto tokens = scanTokens(text);
+  int depth = 0;
+  auto word = [&](std::size_t i) {
+    return i < tokens.size() && tokens[i].kind == TokenKind::Word ? text.substr(tokens[i].begin, tokens[i].end - tokens[i].begin)
+                                                                   : std::string_view();
+  };
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    const Token& t = tokens[i];
+    if (t.kind == TokenKind::Punctuation) {
+      const char c = text[t.begin];
+      if (c == '{' || c == '(' || c == '[') ++depth;
+      if ((c == '}' || c == ')' || c == ']') && depth > 0) --depth;
+      continue;
+    }
+    if (depth != 0 || t.kind != TokenKind::Word) continue;
+    const std::string_view w = word(i);
+    if (w == "import") {
+      if (i + 1 < tokens.size() && tokens[i + 1].kind == TokenKind::String && tokens[i + 1].closed) {
+        std::string line = "import " + std::string(text.substr(tokens[i + 1].begin, tokens[i + 1].end - tokens[i + 1].begin));
+        if (word(i + 2) == "as" && !word(i + 3).empty()) line += " as " + std::string(word(i + 3));
+        out.imports += line + "\n";
+      }
+      continue;
+    }
+    const std::string_view name = word(i + 1);
+    if (name.empty() || isKeyword(name)) continue;
+    if (w == "let") out.declarations.emplace_back(std::string(name), std::nullopt);
+    else if (auto k = declKindNamed(w)) out.declarations.emplace_back(std::string(name), k);
+  }
+  return out;
+}
+
 }  // namespace ipu::lsp

@@ -13,8 +13,13 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
+#include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
+
+#include "interpreter/syntax/ast.h"
 
 namespace ipu::lsp {
 
@@ -38,5 +43,17 @@ std::vector<Token> scanTokens(std::string_view text);
 
 // Is `word` one of the language's keywords (syntax::keywords())?
 bool isKeyword(std::string_view word);
+// The declaration kind a keyword spells (`mapping`), if it is one.
+std::optional<syntax::DeclKind> declKindNamed(std::string_view word);
+
+// The top level of a text read lexically: the declarations (`KIND NAME`,
+// `let NAME` at the start of a statement outside any bracket) and the import
+// items alone, as a script. What completion and signature help know of a
+// text that does not parse.
+struct LexicalTopLevel {
+  std::vector<std::pair<std::string, std::optional<syntax::DeclKind>>> declarations;  // no kind: a `let`
+  std::string imports;
+};
+LexicalTopLevel readTopLevel(std::string_view text);
 
 }  // namespace ipu::lsp

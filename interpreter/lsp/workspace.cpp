@@ -106,17 +106,22 @@ std::shared_ptr<const Analysis> Workspace::analyse(const OpenDocument& document)
   return done;
 }
 
-std::vector<session::ScopeName> Workspace::topLevelNamesOf(const OpenDocument& document, const std::string& text) {
-  auto& cached = namesOfText_[document.uri];
-  if (cached.first == text && !cached.second.empty()) return cached.second;
+std::shared_ptr<const session::Snapshot> Workspace::snapshotOfText(const OpenDocument& document, const std::string& text) {
+  auto& cached = snapshotsOfText_[document.uri];
+  if (cached.second != nullptr && cached.first == text) return cached.second;
   session::Session& s = session();
   syncOpenDocuments(document);
   s.update(document.path, text);
   told_.erase(document.uri);  // the session no longer has the document's own text
-  auto snapshot = s.snapshot(document.path);
+  cached = {text, s.snapshot(document.path)};
   ++checks_;
-  cached = {text, snapshot->namesInScope(document.path, 0, 0)};
   return cached.second;
+}
+
+std::shared_ptr<const session::Snapshot> Workspace::namingSnapshot(const Analysis& a, const std::string& imports) {
+  if (a.program || a.standardPath) return a.snapshot;
+  if (auto good = lastParsed(a.document.uri)) return good->snapshot;
+  return snapshotOfText(a.document, imports);
 }
 
 std::vector<std::shared_ptr<const Analysis>> Workspace::latestAnalyses() const {
@@ -261,7 +266,7 @@ std::vector<Json> Workspace::diagnose(const Analysis& analysis) {
 std::vector<Json> Workspace::close(const std::string& uri, const std::string& path) {
   if (session_ != nullptr && !standardLibrary_.standardPathOf(uri)) session_->forget(path);
   told_.erase(uri);
-  namesOfText_.erase(uri);
+  snapshotsOfText_.erase(uri);
   latest_.erase(uri);
   lastParsed_.erase(uri);
   std::set<std::string> targets{uri};

@@ -75,11 +75,15 @@ class Workspace {
   // The latest analysis of `uri` whose text parsed (completion falls back on it mid-edit).
   std::shared_ptr<const Analysis> lastParsed(const std::string& uri) const;
 
-  // The names the top level of a script with text `text` at the document's
-  // path sees (and the built-ins), for completion in a document that has
-  // never parsed: the caller passes its imports alone. Kept per document
-  // while the text is the same.
-  std::vector<session::ScopeName> topLevelNamesOf(const OpenDocument& document, const std::string& text);
+  // A snapshot of a script with text `text` at the document's path: what
+  // its top level sees, for completion and signature help in a document
+  // that has never parsed (the caller passes its imports alone). Kept per
+  // document while the text is the same.
+  std::shared_ptr<const session::Snapshot> snapshotOfText(const OpenDocument& document, const std::string& text);
+  // The snapshot that best knows the top level of a document (to ask about
+  // analysis.queryPath): its own when it parsed, else its last version that
+  // parsed, else one of its imports alone (`imports`: read lexically by the caller).
+  std::shared_ptr<const session::Snapshot> namingSnapshot(const Analysis& analysis, const std::string& imports);
 
   // What `ipu check` reports for the document (Session::plan): the params of
   // one publishDiagnostics per file that has them or had them from this
@@ -111,7 +115,7 @@ class Workspace {
   std::map<std::string, long long> told_;  // the version of each document the session has the text of
   std::map<std::string, std::shared_ptr<const Analysis>> latest_, lastParsed_;
   std::shared_ptr<const session::Snapshot> library_;
-  std::map<std::string, std::pair<std::string, std::vector<session::ScopeName>>> namesOfText_;  // topLevelNamesOf()
+  std::map<std::string, std::pair<std::string, std::shared_ptr<const session::Snapshot>>> snapshotsOfText_;  // snapshotOfText()
   // What each document's last check reported, per file it reported on:
   // a file's diagnostics are those of every document that reported on it.
   std::map<std::string, std::map<std::string, std::vector<Json>>> reported_;  // target uri -> document uri -> list

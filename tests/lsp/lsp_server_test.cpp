@@ -150,7 +150,7 @@ TEST_F(LanguageServer, ParseErrorsAndInvalidRequestsAreAnswered) {
   start();
   client->sendBody("not json at all");
   client->sendBody(R"({"jsonrpc": "2.0", "id": 77, "method": 12})");
-  client->sendBody(R"({"jsonrpc": "2.0", "id": 78, "method": "workspace/symbol", "params": {}})");
+  client->sendBody(R"({"jsonrpc": "2.0", "id": 78, "method": "workspace/executeCommand", "params": {}})");
   std::vector<Json> got;
   for (int i = 0; i < 3; ++i) {
     auto body = client->receiveBody(10);
@@ -633,4 +633,161 @@ TEST_F(LanguageServer, EveryDiagnosticsScriptGetsIpuChecksCodesAndPlaces) {
     ++compared;
   }
   EXPECT_GT(compared, 50);
+}
+
+// ------------------------------------------- code actions, rename, signatures
+
+namespace {
+std::size_t errors(const Json& published) {
+  std::size_t n = 0;
+  for (const auto& d : published["params"]["diagnostics"]) n += d["severity"] == 1;
+  return n;
+}
+Json firstError(const Json& published) {
+  for (const auto& d : published["params"]["diagnostics"])
+    if (d["severity"] == 1) return d;
+  return nullptr;
+}
+// The text after applying a WorkspaceEdit's changes to `uri`.
+std::string applied(const Json& workspaceEdit, const std::string& uri, const std::string& text) {
+  if (!workspaceEdit.contains("changes") || !workspaceEdit["changes"].contains(uri)) return text;
+  return applyEdits(text, workspaceEdit["changes"][uri]);
+}
+}  // namespace
+
+TEST_F(LanguageServer, QuickFixesFromDidYouMeanAndMissingImports) {
+  start();
+  const std::string text =
+      "import \"std/pods\"\n"
+      "import \"std/model/bert\"\n"
+      "mapping m for bert_large on POD16 {\n"
+      "  recompute: every_layr\n"
+      "}\n";
+  client->open(mainUri, text);
+  Json p = client->waitForDiagnostics(mainUri, 1);
+  ASSERT_FALSE(p.is_null());
+  const Json diagnostics = p["params"]["diagnostics"];
+  std::map<std::string, Json> byCode;
+  for (const auto& d : diagnostics) byCode[d["code"]] = d;
+  ASSERT_TRUE(byCode.count("IPU1010")) << diagnostics.dump(2);  // the misspelt module
+  auto actionsFor = [&](const Json& d) {
+    return result("textDocument/codeAction", Json{{"textDocument", Json{{"uri", mainUri}}}, {"range", d["range"]},
+                                                  {"context", Json{{"diagnostics", Json::array({d})}}}});
+  };
+  // The module path: replaced, quotes kept; the first candidate preferred.
+  Json actions = actionsFor(byCode["IPU1010"]);
+  ASSERT_GE(actions.size(), 1u) << actions.dump(2);
+  EXPECT_EQ(actions[0]["title"], "Replace \"std/model/bert\" with \"std/models/bert\"");
+  EXPECT_EQ(actions[0]["kind"], "quickfix");
+  EXPECT_EQ(actions[0]["isPreferred"], true);
+  std::string fixed = applied(actions[0]["edit"], mainUri, text);
+  EXPECT_EQ(fixed.substr(0, 42), "import \"std/pods\"\nimport \"std/models/bert\"");
+  client->replaceAll(mainUri, text, fixed, 2);
+  p = client->waitForDiagnostics(mainUri, 2);
+  ASSERT_EQ(errors(p), 1u) << p.dump(2);
+  // The enumeration member: `every_layr` -> `every_layer`, and then no error
+  // (the pod's 16 IPUs are not all used: a warning).
+  const Json d = firstError(p);
+  EXPECT_EQ(d["code"], "IPU1003");
+  actions = actionsFor(d);
+  ASSERT_GE(actions.size(), 1u);
+  EXPECT_EQ(actions[0]["title"], "Replace `every_layr` with `every_layer`");
+  const std::string clean = applied(actions[0]["edit"], mainUri, fixed);
+  client->replaceAll(mainUri, fixed, clean, 3);
+  p = client->waitForDiagnostics(mainUri, 3);
+  EXPECT_EQ(errors(p), 0u) << p.dump(2);
+  // Another kind asked for: no quick fixes.
+  EXPECT_EQ(result("textDocument/codeAction", Json{{"textDocument", Json{{"uri", mainUri}}}, {"range", d["range"]},
+                                                   {"context", Json{{"diagnostics", Json::array({d})}, {"only", Json::array({"refactor"})}}}})
+                .size(),
+            0u);
+
+  // A standard name without its import: the import is added after the last one.
+  const std::string missing = "import \"std/pods\"\n\nmapping m for bert_large on POD16 {\n  replicas: 1\n}\n";
+  client->replaceAll(mainUri, clean, missing, 4);
+  p = client->waitForDiagnostics(mainUri, 4);
+  ASSERT_EQ(errors(p), 1u) << p.dump(2);
+  actions = actionsFor(firstError(p));
+  ASSERT_EQ(actions.size(), 1u) << actions.dump(2);
+  EXPECT_EQ(actions[0]["title"], "Add `import \"std/models/bert\"`");
+  const std::string imported = applied(actions[0]["edit"], mainUri, missing);
+  EXPECT_EQ(imported, "import \"std/pods\"\nimport \"std/models/bert\"\n\nmapping m for bert_large on POD16 {\n  replicas: 1\n}\n");
+  client->replaceAll(mainUri, missing, imported, 5);
+  EXPECT_EQ(errors(client->waitForDiagnostics(mainUri, 5)), 0u);
+}
+
+TEST_F(LanguageServer, RenameADeclarationAndEveryUseAcrossFiles) {
+  start();
+  openBoth();
+  // prepareRename: a name of the workspace gives its range; a field, an
+  // enumeration member or a standard library name gives null.
+  Json prep = result("textDocument/prepareRename", at(mainUri, 7, 19));
+  EXPECT_EQ(prep["range"], range(7, 19, 7, 23));
+  EXPECT_EQ(prep["placeholder"], "unit");
+  EXPECT_TRUE(result("textDocument/prepareRename", at(mainUri, 10, 3)).is_null());   // `compute`
+  EXPECT_TRUE(result("textDocument/prepareRename", at(mainUri, 10, 12)).is_null());  // `fp16`
+  EXPECT_TRUE(result("textDocument/prepareRename", at(mainUri, 8, 15)).is_null());   // `bert`
+  // `unit` (declared in lib, used in lib and main) -> `width_unit`.
+  Json params = at(mainUri, 7, 19);
+  params["newName"] = "width_unit";
+  Json edit = result("textDocument/rename", params);
+  EXPECT_EQ(applied(edit, libUri, kLib), "let width_unit = 8\nlet tile = width_unit * 2\n");
+  std::string main = applied(edit, mainUri, kMain);
+  EXPECT_NE(main.find("let lanes = tile + width_unit\n"), std::string::npos) << main;
+  // Refused: a keyword, not a name, a name the module declares already.
+  for (const char* bad : {"let", "2x", "tile"}) {
+    params["newName"] = bad;
+    Json reply = client->request("textDocument/rename", params);
+    EXPECT_EQ(reply["error"]["code"], -32803) << bad << ": " << reply.dump();
+  }
+  // A block's `let`: renamed in its block.
+  params = at(mainUri, 11, 7);
+  params["newName"] = "factor";
+  main = applied(result("textDocument/rename", params), mainUri, kMain);
+  EXPECT_NE(main.find("  let factor = 2\n  loss_scale: 128 * factor\n"), std::string::npos) << main;
+}
+
+TEST_F(LanguageServer, SignatureHelpForDefinitionsAndOptimizers) {
+  start();
+  const std::string text =
+      "import \"std/models/bert\"\n"
+      "model a = bert(layers: 2, \n"
+      "model b = bert(layers: 2, hidden: 64, heads: \n"
+      "optimizer o = lamb(beta1: 0.8, \n";
+  client->open(mainUri, text);
+  client->waitForDiagnostics(mainUri, 1);
+  Json s = result("textDocument/signatureHelp", at(mainUri, 1, 26));
+  ASSERT_TRUE(s.is_object()) << s.dump();
+  const Json& sig = s["signatures"][0];
+  EXPECT_EQ(sig["label"], "bert(layers: int, hidden: int, heads: int, ffn: int = 4 * hidden, vocab: int = 30522, positions: int = 512)");
+  EXPECT_EQ(sig["parameters"].size(), 6u);
+  EXPECT_EQ(sig["parameters"][1]["label"], "hidden: int");
+  EXPECT_NE(sig["documentation"]["value"].get<std::string>().find("BERT with MLM and NSP heads"), std::string::npos);
+  EXPECT_EQ(s["activeParameter"], 1);  // the second argument
+  s = result("textDocument/signatureHelp", at(mainUri, 2, 45));
+  EXPECT_EQ(s["activeParameter"], 2);  // named: `heads`
+  s = result("textDocument/signatureHelp", at(mainUri, 3, 31));
+  ASSERT_TRUE(s.is_object());
+  const check::Schema* optimizer = check::schemaFor("optimizer");
+  EXPECT_EQ(s["signatures"][0]["parameters"].size(), optimizer->fields.size() - 1);  // all but `kind`
+  EXPECT_EQ(s["signatures"][0]["parameters"][0]["label"], "beta1: " + optimizer->find("beta1")->type.name());
+  EXPECT_EQ(s["activeParameter"], 1);
+  // Outside a call: nothing.
+  EXPECT_TRUE(result("textDocument/signatureHelp", at(mainUri, 0, 3)).is_null());
+}
+
+TEST_F(LanguageServer, WorkspaceSymbolsOfEveryOpenScriptAndItsModules) {
+  start();
+  openBoth();
+  Json symbols = result("workspace/symbol", Json{{"query", "hid"}});
+  ASSERT_EQ(symbols.size(), 1u) << symbols.dump(2);
+  EXPECT_EQ(symbols[0]["name"], "hidden");
+  EXPECT_EQ(symbols[0]["kind"], 14);
+  EXPECT_EQ(symbols[0]["location"]["uri"], mainUri);
+  EXPECT_EQ(symbols[0]["location"]["range"], range(5, 0, 5, 15));
+  EXPECT_EQ(symbols[0]["containerName"], "main.ipu");
+  std::set<std::string> all;
+  for (const auto& s : result("workspace/symbol", Json{{"query", ""}})) all.insert(s["name"]);
+  EXPECT_EQ(all, (std::set<std::string>{"hidden", "width", "lanes", "small", "p", "unit", "tile"}));
+  EXPECT_EQ(client->request("workspace/symbol", Json::object())["error"]["code"], -32602);
 }
