@@ -17,8 +17,9 @@ const char* kHelp = R"(usage: ipu lsp [--stdlib-dir DIR]
 Run the language server: an editor starts it and speaks the Language Server
 Protocol to it over stdin and stdout (docs/editor.md). It shows what `ipu
 check` reports as you type, and answers hover, go to definition (into the
-standard library too), references, completion, document symbols, folding,
-semantic tokens and formatting (`ipu fmt`'s).
+standard library too), references, rename, completion, signature help, quick
+fixes, document and workspace symbols, folding, semantic tokens and
+formatting (`ipu fmt`'s).
 
 options:
   --stdlib-dir DIR       where to write the standard library's files, read-only,
