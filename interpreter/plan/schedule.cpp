@@ -81,6 +81,29 @@ void planTraffic(PhaseContext& ctx) {
         tr.collectives.push_back({ir::CollectiveKind::AllReduce, ir::CollectiveTensors::BatchNormStatistics, ipu.index, ga * values * 4,
                                   ga * units * 3});
     }
+    // Tensor sharding (Megatron's split, among the t IPUs of the shard group,
+    // every IPU of it entering the same buffers): each shardable layer's
+    // partial output is summed by an all-reduce in its forward pass, and again
+    // in its recomputation when there is one; its partial input gradient by
+    // one in its backward pass. Both are counted at the output's size: that is
+    // the input gradient's for the blocks sharding splits (attention, FFN:
+    // residual blocks), and what the estimate has always priced for the rest.
+    if (m.shard > 1) {
+      double outputs = 0, layers = 0;
+      for (int li : ipu.layers) {
+        const ir::Layer& l = p.layers[static_cast<std::size_t>(li)];
+        if (!l.shardable) continue;
+        outputs += l.outputElements;
+        layers += 1;
+      }
+      const double forwards = m.recompute == ir::Recompute::None ? 1 : 2;
+      if (layers > 0) {
+        tr.collectives.push_back({ir::CollectiveKind::AllReduce, ir::CollectiveTensors::ShardActivations, ipu.index,
+                                  ga * forwards * outputs * bc, ga * forwards * layers});
+        tr.collectives.push_back({ir::CollectiveKind::AllReduce, ir::CollectiveTensors::ShardGradients, ipu.index, ga * outputs * bc,
+                                  ga * layers});
+      }
+    }
     if (!m.optimizerStateStreaming && !phased) continue;
     ir::StreamingTraffic st;
     st.ipu = ipu.index;

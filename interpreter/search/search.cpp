@@ -669,16 +669,11 @@ class Searcher {
     const auto now = Clock::now();
     if (now - last < std::chrono::milliseconds(250) && next < groups.size()) return;
     last = now;
-    long long left = 0;
     double expected = 0;
-    for (std::size_t k = next; k < groups.size(); ++k) {
-      const double e = expectedEvaluations(groups[k]);
-      if (e > 0) ++left, expected += e;
-    }
+    for (std::size_t k = next; k < groups.size(); ++k) expected += expectedEvaluations(groups[k]);
     progress_.evaluated = counts_.evaluated;
     progress_.pruned = counts_.pruned + counts_.prunedMemory;
     progress_.groupsDone = static_cast<long long>(next);
-    progress_.groupsLeft = left;
     progress_.evaluationsLeft = static_cast<long long>(expected);
     progress_.seconds = std::chrono::duration<double>(now - start_).count();
     const long long evaluated = counts_.evaluated - evaluatedBefore;

@@ -85,8 +85,7 @@ std::optional<std::string> applyFix(Fixed& fixed, const std::string& keyValue);
 
 struct Progress {
   long long evaluated = 0, pruned = 0, groupsDone = 0, groups = 0;
-  long long groupsLeft = 0;        // groups after groupsDone that the bounds cannot prune yet
-  long long evaluationsLeft = 0;   // the candidates they would plan if what is kept stayed as it is (an estimate)
+  long long evaluationsLeft = 0;   // the candidates the groups after groupsDone would plan if what is kept stayed as it is (an estimate)
   double seconds = 0;
   double etaSeconds = -1;          // evaluationsLeft at the pace so far; -1 before any was planned
 };

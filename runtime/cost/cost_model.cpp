@@ -82,7 +82,7 @@ struct Links {
 };
 
 struct LayerTime {
-  double forward = 0, backward = 0, recompute = 0, exchange = 0;  // seconds per micro batch on one IPU
+  double forward = 0, backward = 0, recompute = 0;  // seconds per micro batch on one IPU
   double flops = 0;                                              // FLOPs per micro batch on one IPU (with recompute)
 };
 
@@ -169,7 +169,6 @@ class Model {
       it.forward += lt[i].forward;
       it.backward += lt[i].backward;
       it.recompute += lt[i].recompute;
-      it.exchange += lt[i].exchange;
       it.flopsPerStep += lt[i].flops * static_cast<double>(ga);
     }
     for (auto& it : ipus) it.exchange += boundaryTime_[it.ipu];
@@ -183,6 +182,22 @@ class Model {
         const ir::Ipu& holder = p_.ipus[static_cast<std::size_t>(c.ipu)];
         if (holder.shard != 0) continue;
         const double n = group;
+        ipus[static_cast<std::size_t>(std::clamp(holder.ipu, 0, P - 1))].exchange +=
+            (2 * (n - 1) / n * c.bytes / links_.collective + c.operations * 2 * (n - 1) * opLatency_) / static_cast<double>(ga);
+      }
+    // Tensor sharding (the plan's traffic): the shard group's all-reduces of
+    // the layers' partial outputs (forward and recomputation) and input
+    // gradients (backward), a ring over the group's IPU-Links inside the
+    // passes, each paying the ring's latency; per micro batch on the pipeline
+    // IPU that holds the layers. The group's IPUs enter the same buffers, so
+    // its first IPU's entries stand for it.
+    if (t_ > 1)
+      for (const auto& c : p_.traffic.collectives) {
+        if (c.tensors != ir::CollectiveTensors::ShardActivations && c.tensors != ir::CollectiveTensors::ShardGradients) continue;
+        IPU_INVARIANT(c.ipu >= 0 && static_cast<std::size_t>(c.ipu) < p_.ipus.size(), "the plan's collectives name IPUs of the plan");
+        const ir::Ipu& holder = p_.ipus[static_cast<std::size_t>(c.ipu)];
+        if (holder.shard != 0) continue;
+        const double n = t_;
         ipus[static_cast<std::size_t>(std::clamp(holder.ipu, 0, P - 1))].exchange +=
             (2 * (n - 1) / n * c.bytes / links_.collective + c.operations * 2 * (n - 1) * opLatency_) / static_cast<double>(ga);
       }
@@ -288,13 +303,6 @@ class Model {
     const bool recompute = p_.mapping.recompute != ir::Recompute::None;
     x.recompute = recompute ? x.forward : 0;
     x.flops = share * (l.forward.total() * (recompute ? 2 : 1) + l.backward.total());
-    // Tensor sharding: an all-reduce of the layer's output in each forward pass
-    // (and recomputation) and of its input gradient in the backward pass.
-    if (l.shardable && t_ > 1) {
-      double bytes = l.outputElements * bc_;
-      double ring = 2.0 * (t_ - 1) / t_ * bytes / links_.collective + 2.0 * (t_ - 1) * opLatency_;
-      x.exchange = ring * (recompute ? 3 : 2);
-    }
     return x;
   }
 

@@ -39,6 +39,16 @@ namespace ipu::emu {
 
 class BatchNormContext;
 
+// What tensor sharding's all-reduces among a shard group moved during one
+// kernel call (allReduceShards adds to it): the elements of the buffer each
+// IPU of the group entered, summed over the all-reduces, and how many there
+// were. The trainer hands one to each pass it counts (docs/emulator.md,
+// "Tensor sharding").
+struct ShardExchange {
+  double elements = 0;
+  double operations = 0;
+};
+
 using Mat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
 class Numerics {
@@ -62,6 +72,10 @@ class Numerics {
   // batch alone. Forks share it.
   void setBatchNorm(BatchNormContext* context) { batchNorm_ = context; }
   BatchNormContext* batchNorm() const { return batchNorm_; }
+  // Where the shard all-reduces of a kernel call are counted; null: not
+  // counted (evaluation). Forks share it.
+  void setShardExchange(ShardExchange* counter) { shardExchange_ = counter; }
+  ShardExchange* shardExchange() const { return shardExchange_; }
 
   // A fresh key for a rounding that is not a tensor of this kernel (used by
   // callers that round on their own, e.g. the optimizer).
@@ -87,6 +101,7 @@ class Numerics {
   std::uint64_t counter_ = 0;
   ThreadPool* pool_ = nullptr;
   BatchNormContext* batchNorm_ = nullptr;
+  ShardExchange* shardExchange_ = nullptr;
 };
 
 // Round a buffer to fp16 (nearest-even, or stochastic with `key`; element i

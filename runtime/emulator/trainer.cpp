@@ -90,6 +90,8 @@ Expected<StepResult> PhaseTrainer::Impl::runStep() {
   for (auto& row : traffic.streamed)
     for (std::size_t i = 0; i < row.size(); ++i) row[i].ipu = static_cast<int>(i);
   traffic.batchNorm = traffic.reduced;
+  traffic.shardActivations.assign(static_cast<std::size_t>(R), std::vector<StepTraffic::ShardReductions>(static_cast<std::size_t>(P * T)));
+  traffic.shardGradients = traffic.shardActivations;
 
   if (phased) {
     // Cancelling abandons the step between two segment runs at the latest.

@@ -60,6 +60,14 @@ struct StepTraffic {
   std::vector<std::vector<double>> reduced;      // [replica][IPU]: gradients entered into the reduction across replicas
   std::vector<std::vector<double>> gathered;     // [replica][IPU]: updated weights all-gathered (RTS)
   std::vector<std::vector<double>> batchNorm;    // [replica][IPU]: batch norm's sums all-reduced across replicas (fp32)
+  // [replica][IPU]: tensor sharding's all-reduces among the IPUs of a shard
+  // group (the plan's ShardActivations and ShardGradients): the bytes of the
+  // buffers the IPU entered and how many all-reduces, in the forward passes
+  // and recomputations, and in the backward passes.
+  struct ShardReductions {
+    double bytes = 0, operations = 0;
+  };
+  std::vector<std::vector<ShardReductions>> shardActivations, shardGradients;
   // Streaming Memory, [replica][IPU]: bytes read and written, by what (the
   // fields of the plan's ir::StreamingTraffic; with RTS, this replica's share).
   std::vector<std::vector<ir::StreamingTraffic>> streamed;

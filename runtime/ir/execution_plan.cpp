@@ -20,6 +20,8 @@ const char* name(CollectiveTensors t) {
     case CollectiveTensors::UpdatedWeights: return "updated_weights";
     case CollectiveTensors::StreamedWeights: return "streamed_weights";
     case CollectiveTensors::BatchNormStatistics: return "batch_norm_statistics";
+    case CollectiveTensors::ShardActivations: return "shard_activations";
+    case CollectiveTensors::ShardGradients: return "shard_gradients";
   }
   return "gradients";
 }
@@ -332,7 +334,9 @@ Json toJson(const PhasePlan& ph) {
     cj["tensors"] = name(c.tensors);
     cj["ipu"] = c.ipu;
     cj["bytes"] = c.bytes;
-    if (c.tensors == CollectiveTensors::BatchNormStatistics) cj["operations"] = c.operations;
+    if (c.tensors == CollectiveTensors::BatchNormStatistics || c.tensors == CollectiveTensors::ShardActivations ||
+        c.tensors == CollectiveTensors::ShardGradients)
+      cj["operations"] = c.operations;
     cs.push(std::move(cj));
   }
   t["collectives"] = std::move(cs);

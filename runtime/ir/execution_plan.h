@@ -228,6 +228,12 @@ enum class CollectiveTensors {
   StreamedWeights,  // RTS of streamed weights: each replica keeps a share in Streaming Memory;
                     // `bytes` sums the gathers of a step (one per segment run)
   BatchNormStatistics,  // distributed batch norm: per-channel sums inside the forward and backward passes
+  // Tensor sharding (`shard: t > 1`): among the t IPUs of a shard group, not
+  // the replicas. Each shardable layer's partial output is summed by an
+  // all-reduce in every forward pass and recomputation (ShardActivations),
+  // its partial input gradient by another in the backward pass (ShardGradients).
+  ShardActivations,
+  ShardGradients,
 };
 const char* name(CollectiveTensors t);
 
@@ -237,6 +243,11 @@ const char* name(CollectiveTensors t);
 // Batch norm's statistics are many small all-reduces among the replicas of
 // a batch-norm group (Mapping::batchNormGroup): `bytes` is their total in a
 // step and `operations` how many there are (3 per unit and micro batch).
+// The shard group's all-reduces (ShardActivations, ShardGradients) run among
+// the t IPUs of one replica's shard group: `bytes` is the total buffer this
+// IPU enters in a step (every micro batch), `operations` how many
+// all-reduces that is (one per shardable layer, pass and micro batch), each
+// paying the ring's latency.
 struct Collective {
   CollectiveKind kind = CollectiveKind::AllReduce;
   CollectiveTensors tensors = CollectiveTensors::Gradients;

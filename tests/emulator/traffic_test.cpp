@@ -308,5 +308,136 @@ TEST(Traffic, DistributedBatchNormMovesWhatThePlanSays) {
   }
 }
 
+// Tensor sharding: the plan counts, per IPU of a shard group, the all-reduces
+// among the group's IPUs that sum each shardable layer's partial output in
+// its forward pass and recomputation (ShardActivations) and its partial input
+// gradient in its backward pass (ShardGradients); the emulator counts the
+// buffers its split kernels enter into allReduceShards. The emulator splits
+// attention and FFN only and replicates embeddings and heads on the group,
+// which the plan prices as vocabulary-parallel (docs/emulator.md,
+// "Limitations"): what those layers' all-reduces would move is the one
+// difference, and it is checked to be exactly their share of the plan's.
+struct ShardCase {
+  const char* what;
+  bool gpt;
+  const char* mapping;
+  long long ga;
+  const char* precision = "compute: fp32";
+  // Phased without recomputation: the emulator recomputes each layer from
+  // its streamed input (docs/emulator.md, "Phased execution"), so its
+  // forward all-reduces are those of the same mapping with `recompute: every_layer`.
+  bool recomputesAnyway = false;
+};
+
+const ShardCase kShardCases[] = {
+    {"BERT t2", false, "shard: 2", 2},
+    {"BERT t2 p2 r2 every_layer", false,
+     "pipeline {\n ipu 0: embedding, encoder[0]\n ipu 1: encoder[1], mlm_head, nsp_head\n }\n shard: 2\n replicas: 2\n recompute: every_layer", 3},
+    {"BERT t2 p2 stage_inputs", false, "pipeline {\n ipu 0: embedding, encoder[0]\n ipu 1: encoder[1], mlm_head, nsp_head\n }\n shard: 2\n recompute: stage_inputs",
+     2},
+    {"BERT t2 r2 fp16", false, "shard: 2\n replicas: 2", 2, "compute: fp16\n weights: fp16\n accumulators: fp16\n loss_scale: 1024"},
+    {"BERT t2 phased every_layer", false, "shard: 2\n phases: 2\n recompute: every_layer", 2},
+    {"BERT t2 phased", false, "shard: 2\n phases: 2", 2, "compute: fp32", true},
+    {"GPT t2", true, "shard: 2", 2},
+    {"GPT t2 p2 every_layer", true, "pipeline {\n ipu 0: embedding, decoder[0], lm_head\n ipu 1: decoder[1]\n }\n shard: 2\n recompute: every_layer", 3},
+    {"GPT t2 phased every_layer r2", true, "shard: 2\n phases: 2\n replicas: 2\n recompute: every_layer", 2},
+};
+
+std::string shardScript(const ShardCase& k, const std::string& mapping) {
+  TinyBert tb;
+  tb.mapping = mapping;
+  tb.precision = k.precision;
+  if (k.gpt) {
+    tb.model = "gpt(layers: 2, hidden: 32, heads: 2, vocab: 400, positions: 64)";
+    tb.optimizer = "adamw(weight_decay: 0.01)";
+    tb.phase = "seq_len: 32\n micro_batch: 2\n gradient_accumulation: " + std::to_string(k.ga) + "\n steps: 2\n lr: 0.002";
+  } else {
+    tb.phase = "seq_len: 32\n masked_tokens: 5\n micro_batch: 2\n gradient_accumulation: " + std::to_string(k.ga) + "\n steps: 2\n lr: 0.002";
+  }
+  std::string script = tb.script();
+  if (k.gpt) script.replace(script.find("std/models/bert"), 15, "std/models/gpt");
+  return script;
+}
+
+TEST(Traffic, ShardedLayersAllReduceWhatThePlanSays) {
+  for (const ShardCase& k : kShardCases) {
+    SCOPED_TRACE(k.what);
+    const ir::PhasePlan ph = phaseOf(shardScript(k, k.mapping));
+    ASSERT_FALSE(ph.layers.empty());
+    ASSERT_EQ(ph.mapping.shard, 2);
+    // What the emulator's forward passes do: the plan's with recomputation.
+    const ir::PhasePlan forwards = k.recomputesAnyway ? phaseOf(shardScript(k, std::string(k.mapping) + "\n recompute: every_layer")) : ph;
+    if (k.recomputesAnyway) {
+      ASSERT_EQ(ph.mapping.recompute, ir::Recompute::None);
+    }
+    auto trainer = trainerFor(ph);
+    ASSERT_TRUE(trainer);
+    const auto& kernels = trainer->model().layers();
+    ASSERT_EQ(kernels.size(), ph.layers.size());
+    auto step = trainer->step();
+    ASSERT_TRUE(step.ok()) << step.error().message;
+    ASSERT_TRUE(step->completed);
+    const emu::StepTraffic& moved = trainer->lastStepTraffic();
+    const int R = std::max(1, ph.mapping.replicas);
+    ASSERT_EQ(moved.shardActivations.size(), static_cast<std::size_t>(R));
+    const double bc = ir::bytesOf(ph.precision.compute);
+    const double ga = static_cast<double>(k.ga);
+
+    for (const auto& ipu : ph.ipus) {
+      SCOPED_TRACE("IPU " + std::to_string(ipu.index));
+      const ir::Collective* act = findCollective(ph, ir::CollectiveTensors::ShardActivations, ipu.index);
+      const ir::Collective* grad = findCollective(ph, ir::CollectiveTensors::ShardGradients, ipu.index);
+      const ir::Collective* actForwards = findCollective(forwards, ir::CollectiveTensors::ShardActivations, ipu.index);
+      ASSERT_NE(act, nullptr);
+      ASSERT_NE(grad, nullptr);
+      ASSERT_NE(actForwards, nullptr);
+      EXPECT_EQ(act->kind, ir::CollectiveKind::AllReduce);
+      EXPECT_EQ(grad->kind, ir::CollectiveKind::AllReduce);
+      // The plan's layers the emulator runs replicated on the group.
+      double replicatedBytes = 0, replicatedLayers = 0, splitLayers = 0;
+      for (int li : ipu.layers) {
+        const ir::Layer& l = ph.layers[static_cast<std::size_t>(li)];
+        if (!l.shardable) continue;
+        if (kernels[static_cast<std::size_t>(li)].kernel->sharded()) {
+          splitLayers += 1;
+        } else {
+          replicatedBytes += l.outputElements * bc;
+          replicatedLayers += 1;
+        }
+      }
+      ASSERT_GT(splitLayers + replicatedLayers, 0);
+      const double forwardPasses = forwards.mapping.recompute == ir::Recompute::None ? 1 : 2;
+      EXPECT_EQ(actForwards->operations, ga * forwardPasses * (splitLayers + replicatedLayers));
+      EXPECT_EQ(grad->operations, ga * (splitLayers + replicatedLayers));
+      if (k.recomputesAnyway) {
+        EXPECT_LT(act->bytes, actForwards->bytes) << "the plan without recomputation all-reduces once per forward pass";
+      }
+      for (int r = 0; r < R; ++r) {
+        const auto& a = moved.shardActivations[static_cast<std::size_t>(r)][static_cast<std::size_t>(ipu.index)];
+        const auto& g = moved.shardGradients[static_cast<std::size_t>(r)][static_cast<std::size_t>(ipu.index)];
+        EXPECT_EQ(a.bytes > 0, splitLayers > 0) << "replica " << r;
+        EXPECT_EQ(a.bytes, actForwards->bytes - ga * forwardPasses * replicatedBytes) << "replica " << r;
+        EXPECT_EQ(a.operations, actForwards->operations - ga * forwardPasses * replicatedLayers) << "replica " << r;
+        EXPECT_EQ(g.bytes, grad->bytes - ga * replicatedBytes) << "replica " << r;
+        EXPECT_EQ(g.operations, grad->operations - ga * replicatedLayers) << "replica " << r;
+      }
+    }
+  }
+  // Without sharding the plan has no shard all-reduce and the emulator moves none.
+  const ShardCase flat{"t1", false, "", 2};
+  const ir::PhasePlan ph = phaseOf(shardScript(flat, flat.mapping));
+  for (const auto& c : ph.traffic.collectives) {
+    EXPECT_NE(c.tensors, ir::CollectiveTensors::ShardActivations);
+    EXPECT_NE(c.tensors, ir::CollectiveTensors::ShardGradients);
+  }
+  auto trainer = trainerFor(ph);
+  ASSERT_TRUE(trainer);
+  ASSERT_TRUE(trainer->step().ok());
+  for (const auto& perReplica : trainer->lastStepTraffic().shardActivations)
+    for (const auto& a : perReplica) EXPECT_EQ(a.operations, 0);
+  for (const auto& perReplica : trainer->lastStepTraffic().shardGradients)
+    for (const auto& g : perReplica) EXPECT_EQ(g.operations, 0);
+}
+
 }  // namespace
 }  // namespace ipu::emutest

@@ -49,6 +49,17 @@ class StoreTest : public ::testing::TestWithParam<Backend> {
     return GetParam() == Backend::Sqlite ? connectSqlite(location_, false) : connectPostgres(location_);
   }
 
+  // The SQLite store's bytes with its WAL folded into the file first, so
+  // they say everything ("" for PostgreSQL): to check a store left untouched.
+  std::string sqliteBytes() {
+    if (GetParam() != Backend::Sqlite) return "";
+    raw()->query("PRAGMA wal_checkpoint(TRUNCATE)");
+    std::ifstream in(location_, std::ios::binary);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+
   long long newRun(const std::string& training = "t", std::map<std::string, std::string> params = {{"mapping.replicas", "4"}},
                    RunKind kind = RunKind::Run, double startedAt = 1000) {
     NewRun r;
@@ -256,14 +267,7 @@ TEST_P(StoreTest, ANewerSchemaIsRefusedAndLeftUntouched) {
     auto db = raw();
     db->query("UPDATE ipu_meta SET value = '99' WHERE key = 'schema_version'");
   }
-  std::string before;
-  if (GetParam() == Backend::Sqlite) {
-    // Fold the WAL into the file first, so its bytes say everything.
-    auto db = raw();
-    db->query("PRAGMA wal_checkpoint(TRUNCATE)");
-    db.reset();
-    before = fileBytes(location_);
-  }
+  const std::string before = sqliteBytes();
   try {
     openStore(location_, OpenMode::Create);
     FAIL() << "a store of schema version 99 was opened";
@@ -290,13 +294,7 @@ TEST_P(StoreTest, AnUnreadableSchemaVersionIsRefusedAndLeftUntouched) {
   store_.reset();
   for (const std::string version : {"99999999999999999999999", "4294967298", "2147483648", "-1", "3.5", "three", ""}) {
     raw()->query("UPDATE ipu_meta SET value = ? WHERE key = 'schema_version'", {version});
-    std::string before;
-    if (GetParam() == Backend::Sqlite) {
-      auto db = raw();
-      db->query("PRAGMA wal_checkpoint(TRUNCATE)");
-      db.reset();
-      before = fileBytes(location_);
-    }
+    const std::string before = sqliteBytes();
     EXPECT_THROW(openStore(location_, OpenMode::Create), StoreError) << "version `" << version << "`";
     if (GetParam() == Backend::Sqlite) {
       EXPECT_EQ(fileBytes(location_), before) << "version `" << version << "`";

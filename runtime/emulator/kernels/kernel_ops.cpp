@@ -160,6 +160,10 @@ double crossEntropy(const Mat& logits, const std::vector<int>& labels, double* c
 // returns the reduced tensor (every shard holds the same).
 Mat allReduceShards(std::vector<Mat>& parts, Numerics& nx) {
   if (parts.size() == 1) return parts[0];
+  if (ShardExchange* counter = nx.shardExchange()) {
+    counter->elements += static_cast<double>(parts[0].size());
+    counter->operations += 1;
+  }
   std::vector<float*> bufs;
   for (auto& p : parts) bufs.push_back(p.data());
   ringAllReduce(bufs, static_cast<std::size_t>(parts[0].size()), nx.fp16() ? &roundShardSum : nullptr, &nx);

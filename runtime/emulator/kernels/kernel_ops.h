@@ -49,7 +49,8 @@ double crossEntropy(const Mat& logits, const std::vector<int>& labels, double* c
                     double smoothing = 0);
 
 // Sum the shards' partial results with a ring all-reduce over their buffers;
-// returns the reduced tensor (every shard holds the same).
+// returns the reduced tensor (every shard holds the same). Counts the buffer
+// in nx.shardExchange() when there is more than one shard.
 Mat allReduceShards(std::vector<Mat>& parts, Numerics& nx);
 
 // A numeric attribute of a plan layer (`fallback` when absent or a string),

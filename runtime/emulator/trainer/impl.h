@@ -125,6 +125,10 @@ struct PhaseTrainer::Impl {
   void forwardLayer(Group& g, int layer, int micro, const Mat& x, Saved& saved, Mat& y);
   void runCycle(const std::vector<ir::Work>& work);
   void deliver();
+  // Adds what a pass of a layer on group `g` moved among its shard group's
+  // IPUs (every IPU of the group enters the same buffers): to the forward
+  // passes' and recomputations' count, or the backward passes'.
+  void countShardExchange(const Group& g, const ShardExchange& moved, bool backward);
 
   // phased_execution.cpp: one step's segment runs, and what they hold and move.
   void runPhased();

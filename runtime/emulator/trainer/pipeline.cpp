@@ -54,9 +54,23 @@ void PhaseTrainer::Impl::forwardLayer(Group& g, int li, int micro, const Mat& x,
   Numerics nx = numerics(g.replica, micro, li, 0);
   StepBatchNorm bn(*this, g.replica, micro, li, BatchNormContext::Mode::Train, false);
   nx.setBatchNorm(&bn);
+  ShardExchange moved;
+  nx.setShardExchange(&moved);
   HeadResult* head = L.head ? &results[slot][static_cast<std::size_t>(li)] : nullptr;
   L.kernel->forward(x, batches[slot], paramsFor(g, li), nx, saved, y, head);
+  countShardExchange(g, moved, false);
   if (L.head) hasResult[slot][static_cast<std::size_t>(li)] = 1;
+}
+
+void PhaseTrainer::Impl::countShardExchange(const Group& g, const ShardExchange& moved, bool backward) {
+  if (moved.operations == 0) return;
+  auto& into = (backward ? traffic.shardGradients : traffic.shardActivations)[static_cast<std::size_t>(g.replica)];
+  const double bc = ir::bytesOf(plan.precision.compute);
+  for (int t = 0; t < T; ++t) {
+    StepTraffic::ShardReductions& here = into[static_cast<std::size_t>(g.ipu * T + t)];
+    here.bytes += moved.elements * bc;
+    here.operations += moved.operations;
+  }
 }
 
 void PhaseTrainer::Impl::recomputeStage(Group& g, int stage, int micro) {
@@ -73,8 +87,11 @@ void PhaseTrainer::Impl::recomputeStage(Group& g, int stage, int micro) {
     Numerics nx = numerics(g.replica, micro, li, 0);
     StepBatchNorm bn(*this, g.replica, micro, li, BatchNormContext::Mode::Recompute, false);
     nx.setBatchNorm(&bn);
+    ShardExchange moved;
+    nx.setShardExchange(&moved);
     Mat out;
     L.kernel->forward(e.trunk[static_cast<std::size_t>(e.trunkOf[k])], mb, paramsFor(g, li), nx, e.saved[k], out, nullptr);
+    countShardExchange(g, moved, false);
     if (!L.head && k + 1 < layers.size()) e.trunk.push_back(std::move(out));
   }
 }
@@ -109,8 +126,11 @@ void PhaseTrainer::Impl::backwardLayer(Group& g, int li, int micro, const Mat& x
     Numerics nx = numerics(g.replica, micro, li, 0);
     StepBatchNorm bn(*this, g.replica, micro, li, BatchNormContext::Mode::Recompute, false);
     nx.setBatchNorm(&bn);
+    ShardExchange moved;
+    nx.setShardExchange(&moved);
     Mat out;
     L.kernel->forward(x, mb, paramsFor(g, li), nx, recomputed, out, nullptr);
+    countShardExchange(g, moved, false);
     saved = &recomputed;
   }
   Numerics nb = numerics(g.replica, micro, li, 1);
@@ -119,7 +139,10 @@ void PhaseTrainer::Impl::backwardLayer(Group& g, int li, int micro, const Mat& x
   const int kt = L.kernel->sharded() ? T : 1;
   ShardGrads grads(static_cast<std::size_t>(kt));
   Mat dx;
+  ShardExchange moved;
+  nb.setShardExchange(&moved);
   L.kernel->backward(x, d, mb, paramsFor(g, li), nb, *saved, static_cast<float>(lossScale), dx, grads);
+  countShardExchange(g, moved, true);
   // A head's input gradient adds to the trunk's (its input is also the next layer's).
   if (L.head && d.size() != 0) {
     d += dx;
