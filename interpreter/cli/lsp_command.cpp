@@ -18,8 +18,12 @@ Run the language server: an editor starts it and speaks the Language Server
 Protocol to it over stdin and stdout (docs/editor.md). It shows what `ipu
 check` reports as you type, and answers hover, go to definition (into the
 standard library too), references, rename, completion, signature help, quick
-fixes, document and workspace symbols, folding, semantic tokens and
-formatting (`ipu fmt`'s).
+fixes, document and workspace symbols, folding, semantic tokens, and
+formatting of the document or of a range (`ipu fmt`'s). From the plan and
+the cost model (`ipu plan`, `ipu estimate`): a code lens above each mapping
+with each phase's verdict, peak memory and throughput; inlay hints after
+each pipeline stage with its IPU's memory and FLOP share; hover on a stage
+(its memory by category) and on a layer (parameters, FLOPs, memory).
 
 options:
   --stdlib-dir DIR       where to write the standard library's files, read-only,

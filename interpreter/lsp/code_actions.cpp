@@ -1,9 +1,15 @@
 #include "interpreter/lsp/code_actions.h"
 
 #include <cctype>
+#include <optional>
+#include <utility>
+#include <vector>
 
 #include "interpreter/base/diagnostic.h"
 #include "interpreter/check/modules.h"
+#include "interpreter/plan/codes.h"
+#include "interpreter/plan/levers.h"
+#include "runtime/ir/mapping_fields.h"
 #include "interpreter/lsp/text_scan.h"
 #include "interpreter/lsp/workspace.h"
 
@@ -55,6 +61,103 @@ Json textEdit(Workspace& workspace, const std::string& text, std::size_t begin, 
   return Json{{"range", workspace.range(text, begin, end)}, {"newText", newText}};
 }
 
+// A lever's `name: value` settings (`optimizer_state: streaming, recompute:
+// every_layer`): split at the commas that start another `name:`, since a
+// value may be a list (`[weights, optimizer_state]`).
+std::vector<std::pair<std::string, std::string>> settingsOf(const std::string& lever) {
+  std::vector<std::pair<std::string, std::string>> out;
+  std::size_t start = 0;
+  while (start < lever.size()) {
+    std::size_t cut = start;
+    for (;;) {
+      cut = lever.find(", ", cut);
+      if (cut == std::string::npos) break;
+      std::size_t k = cut + 2;
+      while (k < lever.size() && (std::isalnum(static_cast<unsigned char>(lever[k])) || lever[k] == '_')) ++k;
+      if (k > cut + 2 && k < lever.size() && lever[k] == ':') break;
+      cut += 2;
+    }
+    const std::string one = lever.substr(start, cut == std::string::npos ? std::string::npos : cut - start);
+    const std::size_t colon = one.find(": ");
+    if (colon == std::string::npos) return {};
+    out.emplace_back(one.substr(0, colon), one.substr(colon + 2));
+    if (cut == std::string::npos) break;
+    start = cut + 2;
+  }
+  return out;
+}
+
+// The setting as the table of mapping fields writes it (parsed and printed
+// again by its row, ir::parseField and ir::fieldText), or `pipeline:`'s
+// `balanced(N)`; none for what is not a mapping field a user writes (a
+// precision's `accumulators`).
+std::optional<std::string> mappingSettingText(const std::string& name, const std::string& value) {
+  if (name == "pipeline") {
+    const std::string lead = "balanced(";
+    if (value.rfind(lead, 0) != 0 || value.back() != ')' || value.size() == lead.size() + 1) return std::nullopt;
+    for (std::size_t i = lead.size(); i + 1 < value.size(); ++i)
+      if (!std::isdigit(static_cast<unsigned char>(value[i]))) return std::nullopt;
+    return value;
+  }
+  const ir::MappingFieldRow* row = ir::mappingFieldNamed(name);
+  if (row == nullptr || row->written != ir::FieldWritten::ByUser) return std::nullopt;
+  std::string problem;
+  auto parsed = ir::parseField(*row, value, problem);
+  if (!parsed) return std::nullopt;
+  return ir::fieldText(*row, *parsed);
+}
+
+// The mapping declaration (block form) of the document around `offset`.
+const syntax::Declaration* mappingAround(const Analysis& a, std::size_t offset) {
+  if (a.program == nullptr) return nullptr;
+  for (const auto& item : a.program->items)
+    if (const auto* d = item->dyn<syntax::Declaration>();
+        d != nullptr && d->declKind == syntax::DeclKind::Mapping && d->body != nullptr && offset >= d->span.begin && offset < d->span.end)
+      return d;
+  return nullptr;
+}
+
+// The edits that make mapping `d` say each of `settings`: a field written
+// already gets the new value (a `pipeline { }` block becomes `pipeline:`),
+// another is added as a line before the closing brace.
+std::optional<Json> editsOfMapping(Workspace& workspace, const Analysis& a, const syntax::Declaration& d,
+                                   const std::vector<std::pair<std::string, std::string>>& settings) {
+  const std::string& text = a.text();
+  Json edits = Json::array();
+  std::string added;
+  std::string indent = "  ";
+  if (!d.body->members.empty()) {
+    const std::size_t first = d.body->members.front()->span.begin;
+    const std::size_t lineStart = text.rfind('\n', first == 0 ? 0 : first - 1);
+    const std::size_t from = lineStart == std::string::npos ? 0 : lineStart + 1;
+    if (text.find_first_not_of(" \t", from) == first) indent = text.substr(from, first - from);
+  }
+  for (const auto& [name, value] : settings) {
+    auto written = mappingSettingText(name, value);
+    if (!written) return std::nullopt;
+    bool done = false;
+    for (const auto& m : d.body->members) {
+      if (const auto* f = m->dyn<syntax::FieldMember>(); f != nullptr && f->name == name && f->value != nullptr) {
+        edits.push_back(textEdit(workspace, text, f->value->span.begin, f->value->span.end, *written));
+        done = true;
+      } else if (const auto* b = m->dyn<syntax::BlockMember>(); b != nullptr && b->name == name) {
+        edits.push_back(textEdit(workspace, text, b->span.begin, b->span.end, name + ": " + *written));
+        done = true;
+      }
+    }
+    if (!done) added += indent + name + ": " + *written + "\n";
+  }
+  if (!added.empty()) {
+    // Before the closing brace: on a line of its own, the new lines go above it.
+    const std::size_t close = d.body->span.end - 1;
+    const std::size_t lineStart = text.rfind('\n', close == 0 ? 0 : close - 1);
+    const std::size_t from = lineStart == std::string::npos ? 0 : lineStart + 1;
+    if (text.find_first_not_of(" \t", from) == close) edits.push_back(textEdit(workspace, text, from, from, added));
+    else edits.push_back(textEdit(workspace, text, close, close, "\n" + added));
+  }
+  return edits;
+}
+
 }  // namespace
 
 Json codeActions(Workspace& workspace, const Analysis& a, const Json& params) {
@@ -81,7 +184,7 @@ Json codeActions(Workspace& workspace, const Analysis& a, const Json& params) {
     if (help.empty()) continue;
     auto action = [&](const std::string& title, Json edit) {
       Json changes = Json::object();
-      changes[uri] = Json::array({std::move(edit)});
+      changes[uri] = edit.is_array() ? std::move(edit) : Json::array({std::move(edit)});
       Json act{{"title", title}, {"kind", "quickfix"}, {"diagnostics", Json::array({d})}};
       if (preferred) act["isPreferred"] = true;
       preferred = false;
@@ -99,6 +202,15 @@ Json codeActions(Workspace& workspace, const Analysis& a, const Json& params) {
       else if (!quoted && isName(written) && isName(candidate))
         action("Replace `" + written + "` with `" + candidate + "`", textEdit(workspace, text, begin, end, candidate));
     }
+    // IPU2001: each change the planner found to make the mapping fit, written into the mapping.
+    if (const Json* code = member(d, "code"); code != nullptr && *code == plan::code::kDoesNotFit)
+      if (const syntax::Declaration* mapping = mappingAround(a, begin))
+        for (const auto& lever : plan::leverTextsIn(help)) {
+          auto settings = settingsOf(lever);
+          if (settings.empty()) continue;
+          if (auto edits = editsOfMapping(workspace, a, *mapping, settings))
+            action("Write `" + lever + "` in mapping `" + mapping->name + "`", std::move(*edits));
+        }
     const std::string module = check::moduleToImport(help);
     if (!module.empty() && module.find_first_of("\"\\\n") == std::string::npos) {
       const std::size_t at = importInsertion(text);

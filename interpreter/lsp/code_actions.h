@@ -8,11 +8,20 @@
 //   `import "std/..."`" (check::importHelp) gives an edit that adds the
 //   import after the script's last one.
 //
+// - A mapping that does not fit (IPU2001): the help lists the changes the
+//   planner tried and found to fit (plan/levers.h: `optimizer_state:
+//   streaming`, `pipeline: balanced(8)`, ...); each becomes an edit of the
+//   mapping declaration the diagnostic is in, its value printed by the
+//   table of mapping fields (ir::parseField, ir::fieldText): a field written
+//   already gets the new value, another is added above the closing brace.
+//   A lever that changes no mapping field (a precision's accumulators), or a
+//   mapping written as `other with { }` or in another file, gets none.
+//
 // The help is read back from the diagnostic the client sends with the
 // request (its message carries `help:` on a line of its own, as published), by
 // the functions that sit beside the ones that write those sentences, so the
-// fixes follow the words. The fixes of IPU2001 (memory) and "apply the best
-// mapping found" are not here yet (docs/editor.md).
+// fixes follow the words. "Apply the best mapping found" is not here
+// (docs/editor.md, "What remains").
 #pragma once
 
 #include "interpreter/lsp/json_rpc.h"

@@ -1,6 +1,7 @@
 #include "interpreter/lsp/completion.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <vector>
 
@@ -178,7 +179,9 @@ class Scanner {
     std::size_t innerBrace = kNone;
     for (std::size_t k = 0; k < open.size(); ++k) {
       if (!is(tokens_[open[k]], '{')) continue;
-      inner = blockInfo(header(open[k], k == 0 ? kNone : open[k - 1]), inner);
+      const std::vector<std::size_t> h = header(open[k], k == 0 ? kNone : open[k - 1]);
+      if (k == 0 && h.size() >= 2 && word(tokens_[h[0]]) == "mapping") c.mapping = std::string(word(tokens_[h[1]]));
+      inner = blockInfo(h, inner);
       innerBrace = open[k];
     }
     // The last token before the word being typed, skipping comments.
@@ -210,6 +213,18 @@ class Scanner {
       c.schema = inner->schema;
     }
     const std::size_t innermost = open.back();
+    // `ipu 0: encoder[|`: an index of a layer path.
+    if (is(tokens_[innermost], '[') && c.block == BlockKind::Pipeline && innermost >= 1 &&
+        tokens_[innermost - 1].kind == TokenKind::Word && innerBrace != kNone) {
+      std::size_t lineFirst = innermost - 1;
+      while (lineFirst > innerBrace + 1 && !lineBreakBetween(tokens_[lineFirst - 1].end, tokens_[lineFirst].begin)) --lineFirst;
+      const std::string_view lead = word(tokens_[lineFirst]);
+      if (lineFirst > innerBrace && (lead == "ipu" || lead == "stage")) {
+        c.place = Place::StageLayer;
+        c.layerGroup = std::string(word(tokens_[innermost - 1]));
+        return c;
+      }
+    }
     if (!is(tokens_[innermost], '{')) {
       // In a call's arguments or a list: a value; `field: [` gives the field.
       c.place = Place::Value;
@@ -459,7 +474,40 @@ Json complete(Workspace& workspace, const Analysis& a, Position position, const 
       addNames(wantedDeclaration(c.schema, c.field));
       break;
     }
-    case Place::StageLayer: break;  // layer paths: not yet (docs/editor.md)
+    case Place::StageLayer: {
+      // A layer path being typed rarely checks: the plan of the last version that did.
+      auto plan = workspace.planOf(a);
+      if (plan == nullptr) plan = workspace.lastPlan(a.document.uri);
+      if (plan == nullptr || c.mapping.empty()) break;
+      const ir::PhasePlan* phase = nullptr;
+      for (const auto& run : plan->runs)
+        for (const auto& p : run.phases)
+          if (phase == nullptr && p.mapping.name == c.mapping) phase = &p;
+      if (phase == nullptr) break;
+      // name -> the layers under it, in the plan's order.
+      std::vector<std::pair<std::string, std::vector<std::string>>> groups;
+      auto add = [&](const std::string& key, const std::string& layer) {
+        auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == key; });
+        if (it == groups.end()) groups.push_back({key, {layer}});
+        else it->second.push_back(layer);
+      };
+      for (const auto& l : phase->layers) {
+        if (c.layerGroup.empty()) {
+          add(l.name.substr(0, l.name.find_first_of("[.")), l.name);
+        } else if (l.name.rfind(c.layerGroup + "[", 0) == 0) {
+          const std::size_t close = l.name.find(']', c.layerGroup.size() + 1);
+          if (close != std::string::npos) add(l.name.substr(c.layerGroup.size() + 1, close - c.layerGroup.size() - 1), l.name);
+        }
+      }
+      int order = 0;
+      for (const auto& [key, layers] : groups) {
+        std::string detail = layers.size() == 1 ? layers.front() : std::to_string(layers.size()) + " layers: " + layers.front() + " .. " + layers.back();
+        char sort[16];
+        std::snprintf(sort, sizeof sort, "1%06d", order++);  // the model's order, not the alphabet's
+        list.add(key, CompletionKind::Property, sort, detail);
+      }
+      break;
+    }
   }
   return Json{{"isIncomplete", false}, {"items", std::move(list.items)}};
 }

@@ -15,7 +15,10 @@
 // parsed; the built-in functions always. At the start of a top-level line:
 // the declaration keywords (and snippets for a mapping, a training and a
 // phase when the client takes snippets); inside `import "`: the standard
-// modules.
+// modules. In a pipeline stage (`ipu 0: |`), the layers of the mapping's
+// model, as the plan of the document's last version that planned names them
+// (the first phase that uses the mapping): the first names of their paths
+// (`embedding`, `encoder`), and inside `encoder[` the indices.
 #pragma once
 
 #include <optional>
@@ -57,6 +60,8 @@ struct CompletionContext {
   std::string field;                            // Value: the field given a value (after `field:`)
   std::set<std::string> written;                // Member: fields the block has already
   bool afterRun = false;                        // Value: the training of `run`
+  std::string mapping;     // in a mapping's block: its name
+  std::string layerGroup;  // StageLayer inside `name[`: the name (an index is being typed)
 };
 
 CompletionContext completionContext(std::string_view text, std::size_t cursor);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "interpreter/lsp/plan_views.h"
 #include "interpreter/lsp/workspace.h"
 #include "interpreter/session/queries.h"
 
@@ -72,7 +73,23 @@ bool isExpression(session::NodeKind k) {
 
 }  // namespace
 
+namespace {
+Json hoverOfSyntax(Workspace& workspace, const Analysis& a, Position position);
+}  // namespace
+
 Json hover(Workspace& workspace, const Analysis& a, Position position) {
+  Json out = hoverOfSyntax(workspace, a, position);
+  // What the plan says of a stage or a layer follows what the name is.
+  auto plan = planHover(workspace, a, position);
+  if (!plan) return out;
+  if (out.is_null()) return Json{{"contents", Json{{"kind", "markdown"}, {"value", *plan}}}};
+  out["contents"]["value"] = out["contents"]["value"].get<std::string>() + "\n\n---\n\n" + *plan;
+  return out;
+}
+
+namespace {
+
+Json hoverOfSyntax(Workspace& workspace, const Analysis& a, Position position) {
   const session::Snapshot& snap = *a.snapshot;
   const base::LineCol lc = a.place(position, workspace.encoding());
   const std::string& path = a.queryPath;
@@ -140,5 +157,7 @@ Json hover(Workspace& workspace, const Analysis& a, Position position) {
   if (!range.is_null()) out["range"] = range;
   return out;
 }
+
+}  // namespace
 
 }  // namespace ipu::lsp

@@ -6,7 +6,10 @@
 // - a name: the line that declares it, the comment block above that line
 //   (stdlib declarations are documented that way), where it is, and the
 //   value and type the check gave it;
-// - any other expression: its value and type.
+// - any other expression: its value and type;
+// - then, on a pipeline stage or a layer, what the plan says of it
+//   (plan_views.h: an IPU's memory by category, a layer's parameters, FLOPs
+//   and memory).
 //
 // Markdown, with the declaration in an `ipu` code block.
 #pragma once

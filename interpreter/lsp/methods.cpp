@@ -8,7 +8,7 @@ constexpr Method kKnown[] = {
     Method::DidOpen,    Method::DidChange,   Method::DidClose,      Method::DidSave,      Method::Hover,
     Method::Definition, Method::References,  Method::Completion,    Method::DocumentSymbol, Method::Formatting,
     Method::FoldingRange, Method::SemanticTokensFull, Method::CodeAction, Method::PrepareRename, Method::Rename,
-    Method::SignatureHelp, Method::WorkspaceSymbol,
+    Method::SignatureHelp, Method::WorkspaceSymbol, Method::CodeLens, Method::InlayHint, Method::RangeFormatting,
 };
 }  // namespace
 
@@ -36,6 +36,9 @@ const char* nameOf(Method method) {
     case Method::Rename: return "textDocument/rename";
     case Method::SignatureHelp: return "textDocument/signatureHelp";
     case Method::WorkspaceSymbol: return "workspace/symbol";
+    case Method::CodeLens: return "textDocument/codeLens";
+    case Method::InlayHint: return "textDocument/inlayHint";
+    case Method::RangeFormatting: return "textDocument/rangeFormatting";
     case Method::Unknown: return "";
   }
   return "";

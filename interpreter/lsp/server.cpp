@@ -7,6 +7,7 @@
 #include "interpreter/lsp/hover.h"
 #include "interpreter/lsp/navigation.h"
 #include "interpreter/lsp/outline.h"
+#include "interpreter/lsp/plan_views.h"
 #include "interpreter/lsp/semantic_tokens.h"
 #include "interpreter/lsp/signature_help.h"
 #include "interpreter/lsp/uri.h"
@@ -42,6 +43,7 @@ bool isDocumentRequest(Method m) {
     case Method::Hover: case Method::Definition: case Method::References: case Method::Completion:
     case Method::DocumentSymbol: case Method::Formatting: case Method::FoldingRange: case Method::SemanticTokensFull:
     case Method::CodeAction: case Method::PrepareRename: case Method::Rename: case Method::SignatureHelp:
+    case Method::CodeLens: case Method::InlayHint: case Method::RangeFormatting:
       return true;
     default: return false;
   }
@@ -239,6 +241,11 @@ void Server::onRequest(Method method, const Json& id, const Json& params) {
     send(errorReply(id, ErrorCode::InvalidParams, "`newName` is missing or not a string"));
     return;
   }
+  if (const Json* range = member(params, "range");
+      (method == Method::InlayHint || method == Method::RangeFormatting) && (range == nullptr || !rangeFrom(*range))) {
+    send(errorReply(id, ErrorCode::InvalidParams, "`range` is missing or not a range"));
+    return;
+  }
   auto doc = documents_.find(*uri);
   if (!doc) {
     send(errorReply(id, ErrorCode::InvalidParams, "`" + *uri + "` is not open (send textDocument/didOpen first)"));
@@ -271,6 +278,8 @@ Json Server::initialize(const Json& params) {
         if (f == "markdown") completion_.markdownDocs = true;
     }
   }
+  refreshCodeLenses_ = isTrue(member(params, {"capabilities", "workspace", "codeLens", "refreshSupport"}));
+  refreshInlayHints_ = isTrue(member(params, {"capabilities", "workspace", "inlayHint", "refreshSupport"}));
   // Set before any job is queued: the worker reads it only inside jobs.
   documents_.setEncoding(encoding);
   workspace_.setEncoding(encoding);
@@ -284,11 +293,14 @@ Json Server::initialize(const Json& params) {
   caps["completionProvider"] = Json{{"triggerCharacters", Json::array({":", "\"", "/"})}, {"resolveProvider", false}};
   caps["documentSymbolProvider"] = true;
   caps["documentFormattingProvider"] = true;
+  caps["documentRangeFormattingProvider"] = true;
   caps["codeActionProvider"] = Json{{"codeActionKinds", Json::array({"quickfix"})}};
   caps["renameProvider"] = Json{{"prepareProvider", true}};
   caps["signatureHelpProvider"] = Json{{"triggerCharacters", Json::array({"(", ","})}};
   caps["workspaceSymbolProvider"] = true;
   caps["foldingRangeProvider"] = true;
+  caps["codeLensProvider"] = Json{{"resolveProvider", false}};
+  caps["inlayHintProvider"] = Json{{"resolveProvider", false}};
   caps["semanticTokensProvider"] = Json{{"legend", semanticTokensLegend()}, {"full", true}, {"range", false}};
   return Json{{"capabilities", std::move(caps)}, {"serverInfo", Json{{"name", "ipu"}, {"version", "0.1.0"}}}};
 }
@@ -381,6 +393,9 @@ Server::Answer Server::answer(const Job& job, const Analysis* analysis) {
     case Method::SemanticTokensFull: return {encodeSemanticTokens(a, semanticTokens(a), encoding), {}};
     case Method::CodeAction: return {codeActions(workspace_, a, job.params), {}};
     case Method::SignatureHelp: return {signatureHelp(workspace_, a, position), {}};
+    case Method::CodeLens: return {codeLenses(workspace_, a), {}};
+    case Method::InlayHint: return {inlayHints(workspace_, a, *rangeFrom(job.params["range"])), {}};
+    case Method::RangeFormatting: return {formatRange(a, *rangeFrom(job.params["range"]), encoding), {}};
     case Method::PrepareRename: return {prepareRename(workspace_, a, position), {}};
     case Method::Rename: {
       Rename r = rename(workspace_, a, position, job.params["newName"].get<std::string>());
@@ -405,6 +420,15 @@ void Server::runCheck(const Job& job) {
     workspace_.invalidate(uri);
     publish(workspace_.diagnose(*workspace_.analyse(*doc)));
   }
+  // The plan changed with the text: clients that can be told ask for the
+  // figures again (the lenses of a script importing an edited module too).
+  if (refreshCodeLenses_) sendRequest("workspace/codeLens/refresh");
+  if (refreshInlayHints_) sendRequest("workspace/inlayHint/refresh");
+}
+
+void Server::sendRequest(const std::string& method) {
+  // The reply is a Response, which onMessage() lets go: nothing waits for it.
+  send(Json{{"jsonrpc", "2.0"}, {"id", "ipu-" + std::to_string(++sentRequests_)}, {"method", method}});
 }
 
 void Server::publish(const std::vector<Json>& params) {

@@ -17,6 +17,10 @@
 // check`) are published, then the open documents importing it are checked
 // again and theirs too.
 //
+// After a check the server asks clients that support it to fetch the code
+// lenses and inlay hints again (workspace/codeLens/refresh,
+// workspace/inlayHint/refresh): their figures follow the plan.
+//
 // Exit codes (the protocol's): 0 when `exit` follows `shutdown`, 1 otherwise
 // (an `exit` without `shutdown`, or the end of input without `exit`).
 #pragma once
@@ -93,6 +97,8 @@ class Server {
   Answer answer(const Job& job, const Analysis* analysis);
   void runCheck(const Job& job);
   void publish(const std::vector<Json>& params);
+  // A request of the server's own (a refresh), with no params.
+  void sendRequest(const std::string& method);
   bool cancelled(const Json& id);
   void finish(const Json& id);
 
@@ -105,6 +111,10 @@ class Server {
 
   bool initialized_ = false;
   bool shutdownRequested_ = false;
+  // The client takes workspace/codeLens/refresh and workspace/inlayHint/refresh
+  // (set by initialize, before the worker reads them).
+  bool refreshCodeLenses_ = false, refreshInlayHints_ = false;
+  long long sentRequests_ = 0;  // the worker's
 
   std::mutex mutex_;  // guards the queue, the pending and cancelled ids, stopping_
   std::condition_variable wake_;

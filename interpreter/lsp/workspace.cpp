@@ -5,6 +5,7 @@
 
 #include "interpreter/lsp/uri.h"
 #include "interpreter/session/session.h"
+#include "runtime/ir/plan_hash.h"
 
 namespace ipu::lsp {
 
@@ -186,16 +187,8 @@ std::vector<Json> Workspace::diagnose(const Analysis& analysis) {
   std::map<std::string, std::vector<Json>> byUri;
   byUri[doc.uri];  // the document's own list, even when empty: it clears what was shown
   if (!analysis.standardPath) {
-    session::Session& s = session();
-    syncOpenDocuments(doc);
-    s.update(doc.path, *doc.text);
-    told_[doc.uri] = doc.version;
-    // What `ipu check` runs: check, hooks, searches and the plan, so that a
-    // mapping that cannot fit is an error here too.
-    s.diagnostics().clear();
-    const base::FileId root = s.addSource(doc.path, *doc.text);
-    s.plan(root);
-    ++checks_;
+    plan(analysis);
+    session::Session& s = *session_;  // the one that planned (session() would replace it after its last check)
     const base::SourceMap& sources = s.sources();
     std::map<base::FileId, std::unique_ptr<LineIndex>> lines;
     auto rangeIn = [&](const base::SourceFile& f, base::FileId id, base::Span span) {
@@ -263,12 +256,58 @@ std::vector<Json> Workspace::diagnose(const Analysis& analysis) {
   return out;
 }
 
+void Workspace::plan(const Analysis& analysis) {
+  const OpenDocument& doc = analysis.document;
+  session::Session& s = session();
+  syncOpenDocuments(doc);
+  s.update(doc.path, *doc.text);
+  told_[doc.uri] = doc.version;
+  // What `ipu check` runs: check, hooks, searches and the plan, so that a
+  // mapping that cannot fit is an error here too.
+  s.diagnostics().clear();
+  const base::FileId root = s.addSource(doc.path, *doc.text);
+  const ir::ExecutionPlan* planned = s.plan(root);
+  ++checks_;
+  analysis.plan = planned != nullptr ? std::make_shared<const ir::ExecutionPlan>(*planned) : nullptr;
+  analysis.planned = true;
+  if (analysis.plan != nullptr) lastPlans_[doc.uri] = analysis.plan;
+}
+
+std::shared_ptr<const ir::ExecutionPlan> Workspace::lastPlan(const std::string& uri) const {
+  auto it = lastPlans_.find(uri);
+  return it != lastPlans_.end() ? it->second : nullptr;
+}
+
+std::shared_ptr<const ir::ExecutionPlan> Workspace::planOf(const Analysis& analysis) {
+  if (analysis.standardPath) return nullptr;
+  if (!analysis.planned) plan(analysis);
+  return analysis.plan;
+}
+
+std::shared_ptr<const Workspace::PhaseFigures> Workspace::estimateOf(const ir::PhasePlan& phase) {
+  // The key: the phase plan's content (ir::contentHash of its plan JSON),
+  // with the source positions left out, since the cost model never reads them.
+  ir::PhasePlan unplaced = phase;
+  unplaced.source = {};
+  unplaced.mapping.source = {};
+  for (auto& l : unplaced.layers) l.source = {};
+  const std::string key = ir::contentHash(ir::toJson(unplaced));
+  if (auto it = estimates_.find(key); it != estimates_.end()) return it->second;
+  auto figures = std::make_shared<PhaseFigures>();
+  figures->estimate = cost::estimatePhase(phase, &figures->problems);
+  // Bounded: a burst of edits to a mapping makes one entry per value tried.
+  if (estimates_.size() >= kEstimatesKept) estimates_.clear();
+  estimates_[key] = figures;
+  return figures;
+}
+
 std::vector<Json> Workspace::close(const std::string& uri, const std::string& path) {
   if (session_ != nullptr && !standardLibrary_.standardPathOf(uri)) session_->forget(path);
   told_.erase(uri);
   snapshotsOfText_.erase(uri);
   latest_.erase(uri);
   lastParsed_.erase(uri);
+  lastPlans_.erase(uri);
   std::set<std::string> targets{uri};
   for (auto& [target, byDocument] : reported_)
     if (byDocument.erase(uri) > 0) targets.insert(target);

@@ -8,6 +8,13 @@
 // and tells the session their texts before each check, so that a script sees
 // the unsaved text of the modules it imports.
 //
+// The plan of each version (what diagnose() plans, kept with its analysis)
+// and the cost model's estimate of each planned phase feed the code lenses,
+// inlay hints and plan hovers (plan_views.h). Estimates are cached by the
+// phase plan's content without its source positions: an edit that leaves a
+// phase's plan as it was (a comment, another mapping, a line added above)
+// does not price it again.
+//
 // Memory stays bounded over any number of edits: every check of a new text
 // adds that text to the session's source map, so the session is replaced by
 // a fresh one (the standard library is shared, so this costs one parse of
@@ -28,6 +35,8 @@
 #include "interpreter/lsp/standard_library_files.h"
 #include "interpreter/session/queries.h"
 #include "interpreter/syntax/ast.h"
+#include "runtime/cost/cost_model.h"
+#include "runtime/ir/execution_plan.h"
 
 namespace ipu::session {
 class Session;
@@ -49,6 +58,10 @@ struct Analysis {
   std::set<std::string> imports;
 
   const std::string& text() const { return *document.text; }
+  // What `ipu plan` made of this version (Workspace::planOf), once asked:
+  // set by the worker, the only thread that sees an Analysis.
+  mutable bool planned = false;
+  mutable std::shared_ptr<const ir::ExecutionPlan> plan;  // null: the check failed, or a standard module
   // The session's line and column of a protocol position in this document.
   base::LineCol place(Position p, PositionEncoding encoding) const;
 };
@@ -89,6 +102,20 @@ class Workspace {
   // one publishDiagnostics per file that has them or had them from this
   // document before (an imported module's errors are shown in that module).
   std::vector<Json> diagnose(const Analysis& analysis);
+  // The plan of the analysis's version: every run's phases, as `ipu plan`
+  // and `ipu estimate` make it (Session::plan); planned by diagnose() or
+  // here. Null when the check failed.
+  std::shared_ptr<const ir::ExecutionPlan> planOf(const Analysis& analysis);
+  // The plan of the document's last version that planned (null if none did).
+  std::shared_ptr<const ir::ExecutionPlan> lastPlan(const std::string& uri) const;
+  // The cost model's estimate of a phase (cost::estimatePhase, what `ipu
+  // estimate` prints), with the problems that stopped it; cached (see above).
+  struct PhaseFigures {
+    cost::PhaseEstimate estimate;
+    std::vector<cost::Problem> problems;
+  };
+  std::shared_ptr<const PhaseFigures> estimateOf(const ir::PhasePlan& phase);
+  static constexpr std::size_t kEstimatesKept = 64;
   // The open documents whose last check read the module at `path`.
   std::vector<std::string> dependentsOf(const std::string& path) const;
   // The document was closed: the session reads its file from disk again;
@@ -105,6 +132,9 @@ class Workspace {
  private:
   void syncOpenDocuments(const OpenDocument& except);
   session::Session& session();
+  // Checks and plans the document's version on the session (its diagnostics
+  // are the session's afterwards) and keeps the plan in the analysis.
+  void plan(const Analysis& analysis);
   std::shared_ptr<const session::Snapshot> librarySnapshot();
 
   const DocumentStore& documents_;
@@ -115,6 +145,8 @@ class Workspace {
   std::map<std::string, long long> told_;  // the version of each document the session has the text of
   std::map<std::string, std::shared_ptr<const Analysis>> latest_, lastParsed_;
   std::shared_ptr<const session::Snapshot> library_;
+  std::map<std::string, std::shared_ptr<const PhaseFigures>> estimates_;
+  std::map<std::string, std::shared_ptr<const ir::ExecutionPlan>> lastPlans_;  // lastPlan(): by uri  // estimateOf(): by content hash
   std::map<std::string, std::pair<std::string, std::shared_ptr<const session::Snapshot>>> snapshotsOfText_;  // snapshotOfText()
   // What each document's last check reported, per file it reported on:
   // a file's diagnostics are those of every document that reported on it.

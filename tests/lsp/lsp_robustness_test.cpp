@@ -62,6 +62,8 @@ void askEverything(Client& c, Position middle, Position end, const Json& diagnos
   Json actions = textDocument();
   actions["range"] = Json{{"start", Json{{"line", 0}, {"character", 0}}}, {"end", Json{{"line", end.line}, {"character", end.character}}}};
   actions["context"] = Json{{"diagnostics", diagnostics}};
+  Json ranged = textDocument();
+  ranged["range"] = Json{{"start", Json{{"line", middle.line}, {"character", 0}}}, {"end", Json{{"line", end.line}, {"character", end.character}}}};
   const std::pair<const char*, Json> requests[] = {
       {"textDocument/documentSymbol", textDocument()},
       {"textDocument/foldingRange", textDocument()},
@@ -77,6 +79,9 @@ void askEverything(Client& c, Position middle, Position end, const Json& diagnos
       {"textDocument/rename", rename},
       {"textDocument/codeAction", actions},
       {"workspace/symbol", Json{{"query", "a"}}},
+      {"textDocument/codeLens", textDocument()},
+      {"textDocument/inlayHint", ranged},
+      {"textDocument/rangeFormatting", ranged},
   };
   for (const auto& [method, params] : requests) {
     Json reply = c.request(method, params, 120);
