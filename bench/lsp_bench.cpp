@@ -7,6 +7,11 @@
 //   didChange to receiving its publishDiagnostics (check, hooks, plan);
 // - hover on a value in the mapping (the evaluator runs again over the text);
 // - completion at the start of a new member line of the mapping;
+// - code lenses after an edit of the mapping's value: a new
+//   `available_memory_proportion` each time (so the phase plans differ and
+//   every estimate is priced, never taken from the cache), from sending the
+//   didChange to receiving the lenses (the check and plan, then the lens
+//   request); and the lens request alone once the diagnostics are out;
 // - memory (resident set) over 10,000 edits of the mapping, every 1,000:
 //   the session is renewed every Workspace::kChecksPerSession checks, so it
 //   must stay flat.
@@ -106,7 +111,7 @@ class Editor {
 Json position(std::uint32_t line, std::uint32_t character) { return Json{{"line", line}, {"character", character}}; }
 
 struct Figures {
-  Percentiles diagnostics, hover, completion;
+  Percentiles diagnostics, hover, completion, lensAfterEdit, lensAlone;
   std::vector<double> memory;  // MiB after every 1,000 edits
 };
 
@@ -157,7 +162,34 @@ Figures bench(const std::string& example) {
     editor.request("textDocument/completion", Json{{"textDocument", doc}, {"position", position(line, 2)}});
     completion.push_back(ms(t0));
   }
-  Figures f{percentiles(diagnostics), percentiles(hover), percentiles(completion), {}};
+  // The mapping's value changed: a new first available_memory_proportion each time.
+  std::uint32_t amp = 0;
+  while (amp < lines.size() && lines[amp].rfind("  available_memory_proportion:", 0) != 0) ++amp;
+  if (amp == lines.size()) {
+    std::fprintf(stderr, "lsp_bench: %s has no `  available_memory_proportion:` line\n", example.c_str());
+    std::exit(1);
+  }
+  const std::uint32_t ampAt = static_cast<std::uint32_t>(lines[amp].find("0."));
+  std::uint32_t ampLength = 4;  // `0.20`, `0.15` as written
+  std::vector<double> lensAfterEdit, lensAlone;
+  for (int i = 0; i < 200; ++i) {
+    char amount[16];
+    std::snprintf(amount, sizeof amount, "%.4f", 0.15 + 0.0001 * i);
+    ++version;
+    Json range{{"start", position(amp, ampAt)}, {"end", position(amp, ampAt + ampLength)}};
+    ampLength = static_cast<std::uint32_t>(std::string(amount).size());
+    auto t0 = Clock::now();
+    editor.notify("textDocument/didChange", Json{{"textDocument", Json{{"uri", uri}, {"version", version}}},
+                                                 {"contentChanges", Json::array({Json{{"range", range}, {"text", amount}}})}});
+    editor.diagnostics(version);
+    auto t1 = Clock::now();
+    Json lenses = editor.request("textDocument/codeLens", Json{{"textDocument", doc}});
+    lensAfterEdit.push_back(ms(t0));
+    lensAlone.push_back(ms(t1));
+    if (i == 0 && (!lenses["result"].is_array() || lenses["result"].empty())) std::fprintf(stderr, "lsp_bench: no code lens\n");
+  }
+  Figures f{percentiles(diagnostics), percentiles(hover), percentiles(completion), percentiles(lensAfterEdit),
+            percentiles(lensAlone), {}};
   for (int i = 1; i <= 10000; ++i) {
     edit();
     editor.diagnostics(version);
@@ -173,11 +205,12 @@ int main() {
   const char* examples[] = {"bert_large_pod64.ipu", "gpt3_175b_pod256.ipu"};
   std::vector<Figures> figures;
   for (const char* e : examples) figures.push_back(bench(e));
-  std::printf("| Example | diagnostics after an edit, ms (median / p90) | hover, ms | completion, ms |\n|---|---|---|---|\n");
+  std::printf("| Example | diagnostics after an edit, ms (median / p90) | hover, ms | completion, ms | code lens after an edit of the mapping's value, ms | code lens request alone, ms |\n|---|---|---|---|---|---|\n");
   for (std::size_t i = 0; i < figures.size(); ++i) {
     const Figures& f = figures[i];
-    std::printf("| %s | %.2f / %.2f | %.2f / %.2f | %.2f / %.2f |\n", examples[i], f.diagnostics.median, f.diagnostics.p90,
-                f.hover.median, f.hover.p90, f.completion.median, f.completion.p90);
+    std::printf("| %s | %.2f / %.2f | %.2f / %.2f | %.2f / %.2f | %.2f / %.2f | %.2f / %.2f |\n", examples[i], f.diagnostics.median,
+                f.diagnostics.p90, f.hover.median, f.hover.p90, f.completion.median, f.completion.p90, f.lensAfterEdit.median,
+                f.lensAfterEdit.p90, f.lensAlone.median, f.lensAlone.p90);
   }
   std::printf("\nResident memory (MiB) after every 1,000 of 10,000 edits (both examples in one process, one after the other):\n");
   for (std::size_t i = 0; i < figures.size(); ++i) {

@@ -280,7 +280,7 @@ std::optional<std::string> planHover(Workspace& workspace, const Analysis& a, Po
           const std::string root = rootName(a.text(), *e);
           auto layers = layersNamed(p, root, s->index);
           if (root.empty() || layers.empty()) return std::nullopt;
-          return "**" + root + "** on IPU " + std::to_string(s->index) + ": " + describeLayers(p, layers) + of;
+          return "**" + root + "**: " + describeLayers(p, layers) + of;
         }
       const ir::Ipu* ipu = fullestOf(p, s->index);
       if (ipu == nullptr) return std::nullopt;
