@@ -23,7 +23,10 @@ formatting of the document or of a range (`ipu fmt`'s). From the plan and
 the cost model (`ipu plan`, `ipu estimate`): a code lens above each mapping
 with each phase's verdict, peak memory and throughput; inlay hints after
 each pipeline stage with its IPU's memory and FLOP share; hover on a stage
-(its memory by category) and on a layer (parameters, FLOPs, memory).
+(its memory by category) and on a layer (parameters, FLOPs, memory);
+completion of layer paths in pipeline stages; quick fixes that write the
+changes a mapping that does not fit needs; and "apply the best mapping
+found", which runs `ipu search` when picked and writes what `--apply` would.
 
 options:
   --stdlib-dir DIR       where to write the standard library's files, read-only,

@@ -160,16 +160,36 @@ std::optional<Json> editsOfMapping(Workspace& workspace, const Analysis& a, cons
 
 }  // namespace
 
-Json codeActions(Workspace& workspace, const Analysis& a, const Json& params) {
+Json codeActions(Workspace& workspace, const Analysis& a, const Json& params, bool resolvable) {
   Json out = Json::array();
-  // Only quick fixes are offered: a client asking for other kinds gets none.
+  // The kinds asked for: a kind is asked for by itself or by a prefix (`refactor`).
+  bool quickfix = true, rewrite = true;
   if (const Json* only = member(params, {"context", "only"}); only != nullptr && only->is_array()) {
-    bool quickfix = false;
-    for (const auto& k : *only) quickfix = quickfix || k == "quickfix";
-    if (!quickfix) return out;
+    quickfix = rewrite = false;
+    for (const auto& k : *only) {
+      quickfix = quickfix || k == "quickfix";
+      rewrite = rewrite || k == "refactor" || k == "refactor.rewrite";
+    }
   }
+  // In a mapping that phases use: the search's best mapping, resolved when picked.
+  if (const Json* range = member(params, "range"); rewrite && resolvable && range != nullptr && a.program != nullptr)
+    if (auto r = rangeFrom(*range)) {
+      const std::size_t at = a.lines->offsetOf(r->start, workspace.encoding());
+      for (const auto& item : a.program->items) {
+        const auto* d = item->dyn<syntax::Declaration>();
+        if (d == nullptr || d->declKind != syntax::DeclKind::Mapping || at < d->span.begin || at >= d->span.end) continue;
+        auto plan = workspace.planOf(a);
+        bool used = false;
+        for (const auto& run : plan != nullptr ? plan->runs : std::vector<ir::RunPlan>{})
+          for (const auto& p : run.phases) used = used || (p.mapping.name == d->name && p.mapping.source.file == a.document.path);
+        if (used)
+          out.push_back(Json{{"title", "Apply the best mapping found by the search (`ipu search --apply`) to `" + d->name + "`"},
+                             {"kind", "refactor.rewrite"},
+                             {"data", Json{{"uri", a.document.uri}, {"version", a.document.version}, {"mapping", d->name}}}});
+      }
+    }
   const Json* diagnostics = member(params, {"context", "diagnostics"});
-  if (diagnostics == nullptr || !diagnostics->is_array()) return out;
+  if (!quickfix || diagnostics == nullptr || !diagnostics->is_array()) return out;
   const std::string& text = a.text();
   const std::string& uri = a.document.uri;
   bool preferred = true;

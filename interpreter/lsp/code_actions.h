@@ -20,8 +20,13 @@
 // The help is read back from the diagnostic the client sends with the
 // request (its message carries `help:` on a line of its own, as published), by
 // the functions that sit beside the ones that write those sentences, so the
-// fixes follow the words. "Apply the best mapping found" is not here
-// (docs/editor.md, "What remains").
+// fixes follow the words.
+//
+// Besides the quick fixes, in a mapping declaration that trainings use, for a
+// client that resolves code actions: "Apply the best mapping found by the
+// search" (kind refactor.rewrite), listed without its edit; resolving it runs
+// the search (best_mapping.h). Its `data` names the document, its version
+// and the mapping.
 #pragma once
 
 #include "interpreter/lsp/json_rpc.h"
@@ -31,7 +36,8 @@ namespace ipu::lsp {
 struct Analysis;
 class Workspace;
 
-// CodeAction[] for the request's params (range, context.diagnostics, context.only).
-Json codeActions(Workspace& workspace, const Analysis& analysis, const Json& params);
+// CodeAction[] for the request's params (range, context.diagnostics,
+// context.only); `resolvable`: the client resolves actions' edits.
+Json codeActions(Workspace& workspace, const Analysis& analysis, const Json& params, bool resolvable);
 
 }  // namespace ipu::lsp

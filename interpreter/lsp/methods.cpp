@@ -9,6 +9,7 @@ constexpr Method kKnown[] = {
     Method::Definition, Method::References,  Method::Completion,    Method::DocumentSymbol, Method::Formatting,
     Method::FoldingRange, Method::SemanticTokensFull, Method::CodeAction, Method::PrepareRename, Method::Rename,
     Method::SignatureHelp, Method::WorkspaceSymbol, Method::CodeLens, Method::InlayHint, Method::RangeFormatting,
+    Method::CodeActionResolve,
 };
 }  // namespace
 
@@ -39,6 +40,7 @@ const char* nameOf(Method method) {
     case Method::CodeLens: return "textDocument/codeLens";
     case Method::InlayHint: return "textDocument/inlayHint";
     case Method::RangeFormatting: return "textDocument/rangeFormatting";
+    case Method::CodeActionResolve: return "codeAction/resolve";
     case Method::Unknown: return "";
   }
   return "";

@@ -11,7 +11,7 @@ enum class Method {
   Initialize, Initialized, Shutdown, Exit, CancelRequest,
   DidOpen, DidChange, DidClose, DidSave,
   Hover, Definition, References, Completion, DocumentSymbol, Formatting, FoldingRange, SemanticTokensFull,
-  CodeAction, PrepareRename, Rename, SignatureHelp, WorkspaceSymbol, CodeLens, InlayHint, RangeFormatting,
+  CodeAction, PrepareRename, Rename, SignatureHelp, WorkspaceSymbol, CodeLens, InlayHint, RangeFormatting, CodeActionResolve,
   Unknown,
 };
 

@@ -2,6 +2,7 @@
 
 #include <iostream>
 
+#include "interpreter/lsp/best_mapping.h"
 #include "interpreter/lsp/code_actions.h"
 #include "interpreter/lsp/formatting.h"
 #include "interpreter/lsp/hover.h"
@@ -138,6 +139,7 @@ void Server::onNotification(Method method, const Json& params) {
       const std::string key = idKey(*id);
       std::lock_guard<std::mutex> lock(mutex_);
       if (pending_.count(key)) cancelled_.insert(key);
+      if (key == searching_) stopSearch_ = true;  // a search stops between its waves
       return;
     }
     case Method::DidOpen: {
@@ -223,6 +225,32 @@ void Server::onRequest(Method method, const Json& id, const Json& params) {
     enqueue(Job{Job::Kind::Request, id, method, params, OpenDocument{}});
     return;
   }
+  if (method == Method::CodeActionResolve) {
+    // The action names its document, version and mapping (code_actions.h).
+    const Json* uri = member(params, {"data", "uri"});
+    const Json* version = member(params, {"data", "version"});
+    const Json* mapping = member(params, {"data", "mapping"});
+    if (uri == nullptr || !uri->is_string() || version == nullptr || !version->is_number_integer() || mapping == nullptr ||
+        !mapping->is_string()) {
+      send(errorReply(id, ErrorCode::InvalidParams, "`data` is not that of an action this server listed"));
+      return;
+    }
+    auto doc = documents_.find(uri->get<std::string>());
+    if (!doc) {
+      send(errorReply(id, ErrorCode::InvalidParams, "`" + uri->get<std::string>() + "` is not open"));
+      return;
+    }
+    if (doc->version != version->get<long long>()) {
+      send(errorReply(id, ErrorCode::ContentModified, "the document changed since the action was listed"));
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      pending_.insert(idKey(id));
+    }
+    enqueue(Job{Job::Kind::Request, id, method, params, *doc});
+    return;
+  }
   if (!isDocumentRequest(method)) {
     // Notifications sent as requests (`exit` with an id, `textDocument/didOpen`...).
     send(errorReply(id, ErrorCode::InvalidRequest, std::string("`") + nameOf(method) + "` is a notification"));
@@ -278,6 +306,9 @@ Json Server::initialize(const Json& params) {
         if (f == "markdown") completion_.markdownDocs = true;
     }
   }
+  if (const Json* resolvable = member(params, {"capabilities", "textDocument", "codeAction", "resolveSupport", "properties"});
+      resolvable != nullptr && resolvable->is_array())
+    for (const auto& p : *resolvable) resolveActions_ = resolveActions_ || p == "edit";
   refreshCodeLenses_ = isTrue(member(params, {"capabilities", "workspace", "codeLens", "refreshSupport"}));
   refreshInlayHints_ = isTrue(member(params, {"capabilities", "workspace", "inlayHint", "refreshSupport"}));
   // Set before any job is queued: the worker reads it only inside jobs.
@@ -294,7 +325,7 @@ Json Server::initialize(const Json& params) {
   caps["documentSymbolProvider"] = true;
   caps["documentFormattingProvider"] = true;
   caps["documentRangeFormattingProvider"] = true;
-  caps["codeActionProvider"] = Json{{"codeActionKinds", Json::array({"quickfix"})}};
+  caps["codeActionProvider"] = Json{{"codeActionKinds", Json::array({"quickfix", "refactor.rewrite"})}, {"resolveProvider", true}};
   caps["renameProvider"] = Json{{"prepareProvider", true}};
   caps["signatureHelpProvider"] = Json{{"triggerCharacters", Json::array({"(", ","})}};
   caps["workspaceSymbolProvider"] = true;
@@ -364,7 +395,7 @@ void Server::runRequest(Job& job) {
   if (options_.beforeRequest) options_.beforeRequest(job.method);
   if (cancelled(job.id)) return cancelledReply();
   std::shared_ptr<const Analysis> analysis;
-  if (isDocumentRequest(job.method)) analysis = workspace_.analyse(job.document);
+  if (isDocumentRequest(job.method) || job.method == Method::CodeActionResolve) analysis = workspace_.analyse(job.document);
   Answer a = answer(job, analysis.get());
   // Cancelled while it ran: the protocol prefers the cancellation to a result nobody waits for.
   if (cancelled(job.id)) return cancelledReply();
@@ -391,7 +422,23 @@ Server::Answer Server::answer(const Job& job, const Analysis* analysis) {
     case Method::Formatting: return {formatDocument(a, encoding), {}};
     case Method::FoldingRange: return {foldingRanges(a), {}};
     case Method::SemanticTokensFull: return {encodeSemanticTokens(a, semanticTokens(a), encoding), {}};
-    case Method::CodeAction: return {codeActions(workspace_, a, job.params), {}};
+    case Method::CodeAction: return {codeActions(workspace_, a, job.params, resolveActions_), {}};
+    case Method::CodeActionResolve: {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        searching_ = idKey(job.id);
+        stopSearch_ = cancelled_.count(searching_) > 0;
+      }
+      BestMapping best = bestMappingEdit(workspace_, a, job.params["data"]["mapping"].get<std::string>(), &stopSearch_);
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        searching_.clear();
+      }
+      if (!best.refusal.empty()) return {nullptr, std::make_pair(ErrorCode::RequestFailed, best.refusal)};
+      Json action = job.params;
+      action["edit"] = std::move(best.edit);
+      return {std::move(action), {}};
+    }
     case Method::SignatureHelp: return {signatureHelp(workspace_, a, position), {}};
     case Method::CodeLens: return {codeLenses(workspace_, a), {}};
     case Method::InlayHint: return {inlayHints(workspace_, a, *rangeFrom(job.params["range"])), {}};

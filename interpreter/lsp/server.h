@@ -21,6 +21,9 @@
 // lenses and inlay hints again (workspace/codeLens/refresh,
 // workspace/inlayHint/refresh): their figures follow the plan.
 //
+// codeAction/resolve runs the mapping search (best_mapping.h) on the worker;
+// cancelling it stops the search between its waves.
+//
 // Exit codes (the protocol's): 0 when `exit` follows `shutdown`, 1 otherwise
 // (an `exit` without `shutdown`, or the end of input without `exit`).
 #pragma once
@@ -114,12 +117,15 @@ class Server {
   // The client takes workspace/codeLens/refresh and workspace/inlayHint/refresh
   // (set by initialize, before the worker reads them).
   bool refreshCodeLenses_ = false, refreshInlayHints_ = false;
+  bool resolveActions_ = false;  // the client resolves code actions' edits (codeAction/resolve)
   long long sentRequests_ = 0;  // the worker's
 
   std::mutex mutex_;  // guards the queue, the pending and cancelled ids, stopping_
   std::condition_variable wake_;
   std::deque<Job> queue_;
   std::set<std::string> pending_, cancelled_;
+  std::string searching_;                   // the id of the codeAction/resolve whose search runs
+  std::atomic<bool> stopSearch_{false};     // set when that request is cancelled
   bool stopping_ = false;
   std::thread worker_;
 };

@@ -128,6 +128,7 @@ class Workspace {
   std::optional<Json> location(const session::Snapshot& snapshot, base::Span span);
   Json range(const std::string& text, std::size_t begin, std::size_t end) const;
   StandardLibraryFiles& standardLibrary() { return standardLibrary_; }
+  const DocumentStore& documents() const { return documents_; }
 
  private:
   void syncOpenDocuments(const OpenDocument& except);

@@ -450,3 +450,58 @@ TEST_F(PlanViews, CompletionOfLayerPathsInAPipelineStage) {
   EXPECT_EQ(items[1]["label"], "1");
   EXPECT_EQ(items[1]["detail"], "2 layers: encoder[1].attention .. encoder[1].ffn");
 }
+
+TEST_F(PlanViews, ApplyTheBestMappingFoundWritesWhatIpuSearchWrites) {
+  const Json resolving{{"textDocument", Json{{"codeAction", Json{{"resolveSupport", Json{{"properties", Json::array({"edit"})}}}}}}}};
+  start(resolving);
+  std::string text = readExample("tiny_bert.ipu") + "\nmapping spare for tiny on tiny_pod {\n  replicas: 4\n}\n";
+  { std::ofstream(path) << text; }
+  client->open(uri, text);
+  client->waitForDiagnostics(uri, 1);
+  const std::uint32_t line = lineOf(text, "  replicas: 2");
+  auto actionsAt = [&](std::uint32_t l, Json only) {
+    Json params{{"textDocument", doc()}, {"range", range(l, 2, l, 2)}, {"context", Json{{"diagnostics", Json::array()}}}};
+    if (!only.is_null()) params["context"]["only"] = std::move(only);
+    return result("textDocument/codeAction", std::move(params));
+  };
+  Json actions = actionsAt(line, nullptr);
+  ASSERT_EQ(actions.size(), 1u) << actions.dump(2);
+  EXPECT_EQ(actions[0]["title"], "Apply the best mapping found by the search (`ipu search --apply`) to `two_by_two`");
+  EXPECT_EQ(actions[0]["kind"], "refactor.rewrite");
+  EXPECT_FALSE(actions[0].contains("edit"));  // the search runs when it is picked
+  EXPECT_EQ(actions[0]["data"], (Json{{"uri", uri}, {"version", 1}, {"mapping", "two_by_two"}}));
+  EXPECT_EQ(actionsAt(line, Json::array({"quickfix"})).size(), 0u);
+  EXPECT_EQ(actionsAt(line, Json::array({"refactor"})).size(), 1u);
+  EXPECT_EQ(actionsAt(lineOf(text, "mapping spare") + 1, nullptr).size(), 0u);  // no training uses it
+  EXPECT_EQ(actionsAt(0, nullptr).size(), 0u);                                  // not in a mapping
+
+  Json resolved = result("codeAction/resolve", actions[0]);
+  ASSERT_TRUE(resolved.contains("edit")) << resolved.dump(2);
+  EXPECT_EQ(resolved["title"], actions[0]["title"]);
+  const std::string applied = applyEdits(text, resolved["edit"]["changes"][uri]);
+  // The same text as `ipu search --write` of the same script.
+  const std::string out = (dir / "written.ipu").string();
+  ASSERT_EQ(std::system((std::string(IPU_BINARY) + " search '" + path + "' --write '" + out + "' > /dev/null 2>&1").c_str()), 0);
+  std::ifstream in(out);
+  std::stringstream written;
+  written << in.rdbuf();
+  EXPECT_EQ(applied, written.str());
+  EXPECT_NE(applied.find("mapping two_by_two_searched for tiny on tiny_pod {"), std::string::npos);
+  // Applied, it checks.
+  client->replaceAll(uri, text, applied, 2);
+  for (const auto& d : client->waitForDiagnostics(uri, 2)["params"]["diagnostics"]) EXPECT_NE(d["severity"], 1) << d.dump();
+  // An action listed for an older version: ContentModified.
+  EXPECT_EQ(client->request("codeAction/resolve", actions[0])["error"]["code"], -32801);
+  EXPECT_EQ(client->request("codeAction/resolve", Json{{"title", "x"}})["error"]["code"], -32602);
+}
+
+TEST_F(PlanViews, NoBestMappingActionForAClientThatDoesNotResolveActions) {
+  start();
+  const std::string text = readExample("tiny_bert.ipu");
+  client->open(uri, text);
+  client->waitForDiagnostics(uri, 1);
+  const std::uint32_t line = lineOf(text, "  replicas: 2");
+  Json actions = result("textDocument/codeAction", Json{{"textDocument", doc()}, {"range", range(line, 2, line, 2)},
+                                                        {"context", Json{{"diagnostics", Json::array()}}}});
+  EXPECT_EQ(actions, Json::array());
+}
