@@ -180,8 +180,9 @@ Json codeActions(Workspace& workspace, const Analysis& a, const Json& params, bo
         if (d == nullptr || d->declKind != syntax::DeclKind::Mapping || at < d->span.begin || at >= d->span.end) continue;
         auto plan = workspace.planOf(a);
         bool used = false;
-        for (const auto& run : plan != nullptr ? plan->runs : std::vector<ir::RunPlan>{})
-          for (const auto& p : run.phases) used = used || (p.mapping.name == d->name && p.mapping.source.file == a.document.path);
+        if (plan != nullptr)
+          for (const auto& run : plan->runs)
+            for (const auto& p : run.phases) used = used || (p.mapping.name == d->name && p.mapping.source.file == a.document.path);
         if (used)
           out.push_back(Json{{"title", "Apply the best mapping found by the search (`ipu search --apply`) to `" + d->name + "`"},
                              {"kind", "refactor.rewrite"},

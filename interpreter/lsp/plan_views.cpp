@@ -1,6 +1,7 @@
 #include "interpreter/lsp/plan_views.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <vector>

@@ -129,12 +129,13 @@ std::string expectedLens(const ir::RunPlan& run, const ir::PhasePlan& p, bool na
 
 }  // namespace
 
-TEST_F(PlanViews, InitializeAnnouncesLensesHintsAndRangeFormatting) {
+TEST_F(PlanViews, InitializeAnnouncesLensesHintsRangeFormattingAndResolvedActions) {
   client = std::make_unique<InProcessClient>(ServerOptions{stdlibDir, nullptr, nullptr});
   const Json caps = client->initialize()["result"]["capabilities"];
   EXPECT_EQ(caps["codeLensProvider"], (Json{{"resolveProvider", false}}));
   EXPECT_EQ(caps["inlayHintProvider"], (Json{{"resolveProvider", false}}));
   EXPECT_EQ(caps["documentRangeFormattingProvider"], true);
+  EXPECT_EQ(caps["codeActionProvider"], (Json{{"codeActionKinds", Json::array({"quickfix", "refactor.rewrite"})}, {"resolveProvider", true}}));
 }
 
 TEST_F(PlanViews, ACodeLensAboveEachMappingWithEachPhasesVerdictPeakAndThroughput) {
