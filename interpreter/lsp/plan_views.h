@@ -6,7 +6,7 @@
 //
 // - textDocument/codeLens: above each mapping declaration, one lens per phase
 //   that uses it: its verdict, peak In-Processor Memory and where ("fits ·
-//   peak 531.7 MB (59%) on IPU 3 · 4,942 samples/s"); a mapping no training
+//   peak 532.0 MB (59%) on IPU 3 · 4,942 samples/s"); a mapping no training
 //   uses says so.
 // - textDocument/inlayHint: after each `ipu N:` line of a mapping's
 //   pipeline, that IPU's memory against its capacity and its share of the
