@@ -470,6 +470,19 @@ async function checkWorkspace(client, ws, stdlib) {
     assert.deepEqual((await client.diagnostics(uri, version)).diagnostics, []);
   });
 
+  await check('rangeFormatting: only the lines of the range change', async () => {
+    const messy = MAIN.replace('let heads = width / 64', 'let heads=width/64').replace('  replicas: 4', '    replicas:4');
+    text = messy;
+    client.notify('textDocument/didChange', { textDocument: { uri, version: ++version }, contentChanges: [{ text }] });
+    const edits = await client.request('textDocument/rangeFormatting',
+                                       { textDocument: doc, range: range(9, 0, 11, 0), options: { tabSize: 2, insertSpaces: true } });
+    for (const e of edits) assert.ok(e.range.start.line >= 9 && e.range.end.line <= 11, JSON.stringify(e));
+    assert.equal(applyEdits(text, edits), MAIN.replace('let heads = width / 64', 'let heads=width/64'));
+    text = MAIN;
+    client.notify('textDocument/didChange', { textDocument: { uri, version: ++version }, contentChanges: [{ text }] });
+    assert.deepEqual((await client.diagnostics(uri, version)).diagnostics, []);
+  });
+
   await check('didChange -> publishDiagnostics -> codeAction: the "did you mean" quick fix, applied, clears it', async () => {
     // `every_layer` loses its last letter: an incremental edit.
     text = applyEdits(text, [{ range: range(11, 22, 11, 23), newText: '' }]);
@@ -542,6 +555,55 @@ async function checkWorkspace(client, ws, stdlib) {
   });
 }
 
+// ------------------------------ 2c. what the plan shows: code lens, inlay hints
+// On a copy of examples/bert_large_pod16.ipu (a training with two phases on the
+// mapping `pod16`, whose pipeline has four stages; `pod16_deep` unused).
+async function checkPlanFeatures(client, ws) {
+  const file = path.join(ws, 'pod16.ipu');
+  const text = fs.readFileSync(path.join(root, 'examples', 'bert_large_pod16.ipu'), 'utf8');
+  fs.writeFileSync(file, text);
+  const uri = uriOf(file);
+  const lines = text.split('\n');
+  const lineOf = (prefix) => lines.findIndex((l) => l.startsWith(prefix));
+  client.notify('textDocument/didOpen', { textDocument: { uri, languageId: 'ipu', version: 1, text } });
+  assert.deepEqual((await client.diagnostics(uri, 1)).diagnostics, []);
+
+  await check('codeLens: above each mapping, per phase of the training using it: verdict, peak memory, throughput', async () => {
+    const lenses = await client.request('textDocument/codeLens', { textDocument: { uri } });
+    const at = (line) => lenses.filter((l) => l.range.start.line === line).map((l) => l.command.title);
+    const pod16 = at(lineOf('mapping pod16 for'));
+    assert.equal(pod16.length, 2, JSON.stringify(lenses));
+    pod16.forEach((title, i) => {
+      assert.match(title, new RegExp(`^\`pretrain\\.${['one', 'two'][i]}\`: fits · peak [\\d.]+ MB \\(\\d+%\\) ` +
+                                     'on IPU \\d+ · [\\d,]+ samples/s'));
+    });
+    assert.deepEqual(at(lineOf('mapping pod16_deep')), ['no training uses `pod16_deep`']);
+    assert.equal(lenses.length, 3);
+  });
+
+  await check('inlayHint: after each pipeline stage, its memory and FLOP shares', async () => {
+    const hints = await client.request('textDocument/inlayHint',
+                                       { textDocument: { uri }, range: range(0, 0, lines.length, 0) });
+    const stages = lines.map((l, i) => [l, i]).filter(([l]) => /^    ipu \d: /.test(l)).map(([, i]) => i);
+    assert.equal(stages.length, 4);
+    assert.deepEqual(hints.map((h) => h.position.line), stages);
+    let flops = 0;
+    for (const h of hints) {
+      const line = lines[h.position.line];
+      // At the end of the stage's layers, before a comment.
+      assert.equal(line.slice(0, h.position.character).trimEnd().length, h.position.character, line);
+      assert.match(line.slice(h.position.character), /^(\s*\/\/.*)?$/);
+      const label = typeof h.label === 'string' ? h.label : h.label.map((part) => part.value).join('');
+      const m = /^[\d.]+ MB \((\d+)%\) · (\d+)% of FLOPs/.exec(label);
+      assert.ok(m, label);
+      assert.ok(Number(m[1]) <= 100, label);
+      flops += Number(m[2]);
+    }
+    assert.ok(flops >= 97 && flops <= 103, `the stages' FLOP shares add up to ${flops}%`);
+  });
+  client.notify('textDocument/didClose', { textDocument: { uri } });
+}
+
 async function main() {
   await checkExtension();
 
@@ -567,14 +629,16 @@ async function main() {
       assert.equal(c.positionEncoding, 'utf-16');
       assert.deepEqual(c.textDocumentSync, { openClose: true, change: 2 });
       for (const p of ['hoverProvider', 'definitionProvider', 'referencesProvider', 'documentSymbolProvider',
-                       'documentFormattingProvider', 'workspaceSymbolProvider', 'foldingRangeProvider']) {
+                       'documentFormattingProvider', 'documentRangeFormattingProvider', 'workspaceSymbolProvider',
+                       'foldingRangeProvider']) {
         assert.equal(c[p], true, p);
       }
       assert.deepEqual(c.renameProvider, { prepareProvider: true });
-      assert.deepEqual(c.codeActionProvider.codeActionKinds, ['quickfix']);
+      assert.ok(c.codeActionProvider.codeActionKinds.includes('quickfix'), JSON.stringify(c.codeActionProvider));
       assert.ok(c.completionProvider.triggerCharacters.includes(':'));
       assert.deepEqual(c.signatureHelpProvider.triggerCharacters, ['(', ',']);
       assert.equal(c.semanticTokensProvider.full, true);
+      assert.ok(c.codeLensProvider && c.inlayHintProvider, 'code lens and inlay hints');
       assert.ok(c.semanticTokensProvider.legend.tokenTypes.includes('enumMember'));
       client.notify('initialized', {});
     });
@@ -584,6 +648,7 @@ async function main() {
       console.log(`     (${opened} scripts opened, ${matched} expected diagnostics published)`);
     });
     await checkWorkspace(client, ws, stdlib);
+    await checkPlanFeatures(client, ws);
     await check('shutdown then exit: a null result, exit code 0', async () => {
       assert.equal(await client.request('shutdown', null), null);
       client.notify('exit');
