@@ -35,7 +35,9 @@
 --   vim_runtime     add ../vim to 'runtimepath' (default true)
 --
 -- Only APIs of Neovim 0.7 are used (vim.lsp.start_client, buf_attach_client,
--- nvim_create_autocmd); it works unchanged in later versions.
+-- nvim_create_autocmd); formatting uses vim.lsp.buf.format where it exists
+-- (0.8 and later). Tested with 0.7.2; later versions deprecate some of these
+-- functions in favour of vim.lsp.start.
 
 local M = {}
 

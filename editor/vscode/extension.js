@@ -108,9 +108,17 @@ async function stopClient() {
   try { await running.dispose(); } catch (_) { /* idem */ }
 }
 
-async function restart(vscode) {
-  await stopClient();
-  await startClient(vscode);
+// Restarts run one after the other (two quick changes of a setting must not
+// start two servers).
+let restarting = Promise.resolve();
+function restart(vscode) {
+  restarting = restarting.then(async () => {
+    await stopClient();
+    await startClient(vscode);
+  }).catch((e) => {
+    if (output) output.appendLine(`ipu: restarting the language server failed: ${e && e.stack ? e.stack : e}`);
+  });
+  return restarting;
 }
 
 async function activate(context) {
@@ -122,11 +130,11 @@ async function activate(context) {
   context.subscriptions.push(vscode.workspace.onDidChangeConfiguration((event) => {
     if (event.affectsConfiguration('ipu.server')) restart(vscode);
   }));
-  await startClient(vscode);
+  await restart(vscode);
 }
 
 function deactivate() {
-  return stopClient();
+  return restarting.then(stopClient);
 }
 
 module.exports = { activate, deactivate, serverCommand, SETTINGS, COMMANDS, CLIENT_ID, LANGUAGE };
