@@ -91,6 +91,22 @@ std::string didYouMean(const std::string& word, const std::vector<std::string>& 
   return s + "?";
 }
 
+std::vector<std::string> didYouMeanCandidates(const std::string& help) {
+  std::vector<std::string> out;
+  const std::string lead = "did you mean `";
+  std::size_t at = help.find(lead);
+  if (at == std::string::npos) return out;
+  at += lead.size() - 1;
+  // `x`, then optionally ` or `y``, then `?`.
+  for (;;) {
+    const std::size_t close = help.find('`', at + 1);
+    if (help[at] != '`' || close == std::string::npos) return out;
+    out.push_back(help.substr(at + 1, close - at - 1));
+    if (help.compare(close + 1, 5, " or `") != 0) return out;
+    at = close + 5;
+  }
+}
+
 Diagnostics Diagnostics::splitOff(std::size_t from) {
   Diagnostics rest;
   for (std::size_t i = from; i < items_.size(); ++i) {

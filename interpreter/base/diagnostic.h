@@ -73,5 +73,9 @@ std::vector<std::string> closestMatches(const std::string& word,
                                         std::size_t limit = 3);
 // "did you mean `x`?" / "did you mean `x` or `y`?"; empty when nothing is close.
 std::string didYouMean(const std::string& word, const std::vector<std::string>& candidates);
+// The candidates a didYouMean() sentence in a help text names, best first
+// (what a language server offers as fixes); empty when the help has none.
+// Written beside didYouMean so that the sentence and its reader change together.
+std::vector<std::string> didYouMeanCandidates(const std::string& help);
 
 }  // namespace ipu::base

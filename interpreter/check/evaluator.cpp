@@ -405,7 +405,7 @@ Value Evaluator::evalName(const NameExpr& e, const ScopePtr& scope) {
   std::string help = base::didYouMean(e.name, names);
   if (help.empty()) {
     std::string mod = standardModuleDeclaring(e.name);
-    if (!mod.empty()) help = "`" + e.name + "` is defined in `" + mod + "`: add `import \"" + mod + "\"`";
+    if (!mod.empty()) help = importHelp(e.name, mod);
   }
   error(code::kUnknownName, e.span, "unknown name `" + e.name + "`", help);
   return Value::unknown(e.span);

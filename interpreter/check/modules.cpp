@@ -14,6 +14,19 @@ namespace ipu::check {
 
 namespace fs = std::filesystem;
 
+std::string importHelp(const std::string& name, const std::string& module) {
+  return "`" + name + "` is defined in `" + module + "`: add `import \"" + module + "\"`";
+}
+
+std::string moduleToImport(const std::string& help) {
+  const std::string lead = ": add `import \"";
+  const std::size_t at = help.find(lead);
+  if (at == std::string::npos) return {};
+  const std::size_t begin = at + lead.size();
+  const std::size_t end = help.find("\"`", begin);
+  return end == std::string::npos ? std::string() : help.substr(begin, end - begin);
+}
+
 std::vector<std::string> ModuleLoader::standardModuleNames() {
   std::vector<std::string> names;
   for (const auto& f : stdlibFiles()) names.push_back(f.module);

@@ -86,4 +86,11 @@ class ModuleLoader {
   std::vector<Module*> loading_;  // the import chain, for cycle reports
 };
 
+// The help of an unknown name that a standard module declares: "`bert_large`
+// is defined in `std/models/bert`: add `import "std/models/bert"`". And its
+// reader: the module such a help says to import (empty when it says none),
+// for the language server's fix. The two live together so they change together.
+std::string importHelp(const std::string& name, const std::string& module);
+std::string moduleToImport(const std::string& help);
+
 }  // namespace ipu::check

@@ -5,8 +5,7 @@
 #include "interpreter/cli/command.h"
 #include "interpreter/cli/output_file.h"
 #include "interpreter/cli/session_output.h"
-#include "interpreter/syntax/parser.h"
-#include "interpreter/syntax/printer.h"
+#include "interpreter/syntax/format.h"
 
 namespace ipu::cli {
 
@@ -35,29 +34,29 @@ struct Options {
 bool format(const std::string& path, const Options& o) {
   session::Session s;
   auto file = s.readFile(path);
-  std::unique_ptr<syntax::Program> program;
-  if (file) program = syntax::parse(s.sources(), *file, s.diagnostics());
-  if (!program) {
+  if (!file) {
     printDiagnostics(s, false, o.color);
     return false;
   }
-  std::string formatted = syntax::print(*program, &s.sources());
-  if (formatted.size() > base::kMaxSourceBytes) {  // it could not be read back (IPU0010)
-    std::cerr << "ipu fmt: formatted, `" << path << "` would be " << formatted.size()
-              << " bytes, over the 8 MiB a script may have; it is left untouched (split it into modules and "
-                 "`import` them)\n";
-    return false;
+  // Formatted only when the result parses back to the same tree (format.h):
+  // a formatter bug must never damage a script.
+  syntax::Formatted f = syntax::formatSource(s.sources(), *file, s.diagnostics());
+  switch (f.outcome) {
+    case syntax::Formatted::Outcome::Formatted: break;
+    case syntax::Formatted::Outcome::SyntaxErrors:
+      printDiagnostics(s, false, o.color);
+      return false;
+    case syntax::Formatted::Outcome::TooLarge:
+      std::cerr << "ipu fmt: formatted, `" << path << "` would be " << f.bytes
+                << " bytes, over the 8 MiB a script may have; it is left untouched (split it into modules and "
+                   "`import` them)\n";
+      return false;
+    case syntax::Formatted::Outcome::WouldChangeMeaning:
+      std::cerr << "ipu fmt: internal error: formatting `" << path
+                << "` would change its meaning; the file is left untouched (please report this)\n";
+      return false;
   }
-  // Format in place only when the result parses back to the same tree: a
-  // formatter bug must never damage a script.
-  base::FileId again = s.addSource(path, formatted);
-  base::Diagnostics scratch;
-  auto reparsed = syntax::parse(s.sources(), again, scratch);
-  if (!reparsed || syntax::toSExpr(*reparsed) != syntax::toSExpr(*program)) {
-    std::cerr << "ipu fmt: internal error: formatting `" << path
-              << "` would change its meaning; the file is left untouched (please report this)\n";
-    return false;
-  }
+  const std::string& formatted = f.text;
   const std::string& original = s.sources().file(*file).text();
   if (o.toStdout) {
     std::cout << formatted;

@@ -32,7 +32,7 @@ options:
 Exit codes: 0 success, 1 an error in the input (reported), 2 a usage error.
 Documentation: docs/language.md, docs/plan.md, docs/cost-model.md, docs/run.md,
 docs/repl.md, docs/hooks.md, docs/emulator.md, docs/tracking.md, docs/sweeps.md,
-docs/diagnostics.md.
+docs/diagnostics.md, docs/editor.md.
 )";
 
 void printHelp(std::ostream& os) {

@@ -101,11 +101,28 @@ std::vector<Lever> leversThatFit(const check::PhaseSpec& phase, const check::Map
   return out;
 }
 
+namespace {
+constexpr const char* kFitsWith = "it fits with ";
+}  // namespace
+
+std::vector<std::string> leverTextsIn(const std::string& help) {
+  std::vector<std::string> out;
+  if (help.rfind(kFitsWith, 0) != 0) return out;
+  // Each lever is written in backticks; nothing else of the help is.
+  for (std::size_t at = help.find('`'); at != std::string::npos;) {
+    const std::size_t end = help.find('`', at + 1);
+    if (end == std::string::npos) break;
+    out.push_back(help.substr(at + 1, end - at - 1));
+    at = help.find('`', end + 1);
+  }
+  return out;
+}
+
 std::string leversHelp(const std::vector<Lever>& levers) {
   if (levers.empty())
     return "no single change to the mapping makes it fit: combine offload, replicated tensor sharding, recomputation, "
            "a deeper pipeline or phased execution, or use a smaller micro batch";
-  std::string help = "it fits with ";
+  std::string help = kFitsWith;
   for (std::size_t i = 0; i < levers.size() && i < 4; ++i)
     help += (i ? ", or " : "") + std::string("`") + levers[i].text + "` (peak " + check::formatBytes(levers[i].peakBytes) + ")";
   return help;

@@ -30,5 +30,8 @@ std::vector<Lever> leversThatFit(const check::PhaseSpec& phase, const check::Map
 
 // The help of the "does not fit" error: the first few levers, or what to combine.
 std::string leversHelp(const std::vector<Lever>& levers);
+// The levers' texts a help written by leversHelp names, in its order (an
+// editor offers to write them: lsp/code_actions.h); none for other text.
+std::vector<std::string> leverTextsIn(const std::string& help);
 
 }  // namespace ipu::plan

@@ -336,6 +336,38 @@ class Resolver {
     }
   }
 
+  // namesInScope(): while walking, keep the frames in force at `off` of the
+  // module walked (the deepest, and of those the last, place the walk passes
+  // it).
+  void captureAt(std::uint32_t off) { captureOff_ = off; }
+  using Frame = std::map<std::string, Definition>;
+  const std::vector<Frame>& captured() const { return captured_; }
+
+  // Every name the top level of `m` sees, with what declares it, as top()
+  // would find it: aliases, then the module's own items, then the items of
+  // the modules it imports without an alias.
+  static std::vector<std::pair<std::string, Definition>> topNames(const check::Module& m) {
+    std::vector<std::pair<std::string, Definition>> out;
+    std::map<std::string, bool> seen;
+    auto add = [&](const std::string& n, const Definition& d) {
+      if (!n.empty() && seen.emplace(n, true).second) out.emplace_back(n, d);
+    };
+    auto ownItems = [&](const check::Module& mod) {
+      if (!mod.program) return;
+      for (const auto& item : mod.program->items) {
+        if (const auto* l = item->dyn<LetItem>()) add(l->name, Definition{l->nameSpan, NodeKind::Let, l->span, nullptr, nullptr, &mod});
+        if (const auto* d = item->dyn<Declaration>())
+          add(d->name, Definition{d->nameSpan, NodeKind::Declaration, d->span, d, nullptr, &mod});
+      }
+    };
+    for (const auto& [imp, dep] : m.imports)
+      if (!imp->alias.empty()) add(imp->alias, Definition{imp->aliasSpan, NodeKind::Import, imp->span, nullptr, dep});
+    ownItems(m);
+    for (const auto& [imp, dep] : m.imports)
+      if (imp->alias.empty()) ownItems(*dep);
+    return out;
+  }
+
   // `name` as the top level of `m` sees it.
   std::optional<Definition> topOf(const check::Module& m, const std::string& name) {
     module_ = &m;
@@ -395,7 +427,10 @@ class Resolver {
   }
 
  private:
-  using Frame = std::map<std::string, Definition>;
+  bool capturing(Span s) const { return captureOff_ && module_ != nullptr && s.file == module_->file && s.begin <= *captureOff_ && *captureOff_ <= s.end; }
+  void capture() {
+    if (frames_.size() >= captured_.size()) captured_ = frames_;
+  }
 
   std::optional<Definition> top(const std::string& name) const {
     const check::Module& m = *module_;
@@ -503,6 +538,7 @@ class Resolver {
       expr(p.dflt.get());
       frames_.back()[p.name] = Definition{p.span, NodeKind::Param, p.span};
     }
+    if (capturing(d.span)) capture();
     expr(d.forExpr.get());
     expr(d.onExpr.get());
     expr(d.value.get());
@@ -512,7 +548,15 @@ class Resolver {
   void block(const Block* b) {
     if (b == nullptr) return;
     frames_.emplace_back();
+    // A place between members (or after the last) sees the members before it.
+    std::uint32_t gapBegin = b->span.begin;
+    auto inGap = [&](std::uint32_t gapEnd) {
+      return captureOff_ && b->span.file == module_->file && gapBegin <= *captureOff_ && *captureOff_ <= gapEnd &&
+             *captureOff_ < b->span.end;
+    };
     for (const auto& m : b->members) {
+      if (inGap(m->span.begin)) capture();
+      gapBegin = m->span.end;
       switch (m->kind) {
         case MemberKind::Field: expr(m->as<FieldMember>().value.get()); break;
         case MemberKind::Block: block(m->as<BlockMember>().block.get()); break;
@@ -551,11 +595,13 @@ class Resolver {
           break;
       }
     }
+    if (inGap(b->span.end)) capture();
     frames_.pop_back();
   }
 
   void expr(const Expr* e) {
     if (e == nullptr) return;
+    if (capturing(e->span)) capture();
     switch (e->kind) {
       case ExprKind::Name: {
         const auto& n = e->as<NameExpr>();
@@ -628,6 +674,8 @@ class Resolver {
   const Declaration* withBase_ = nullptr;  // and the declaration it derives from
   std::string self_;            // the top-level item being walked
   std::vector<Frame> frames_;   // innermost last
+  std::optional<std::uint32_t> captureOff_;  // captureAt()
+  std::vector<Frame> captured_;
 };
 
 }  // namespace
@@ -737,6 +785,13 @@ const std::string& Snapshot::rootPath() const { return state_->rootPath; }
 bool Snapshot::checked() const { return state_->program != nullptr && !state_->diags.hasErrors(); }
 const base::Diagnostics& Snapshot::diagnostics() const { return state_->diags; }
 const base::SourceMap& Snapshot::sources() const { return state_->sources; }
+
+std::vector<std::string> Snapshot::modulePaths() const {
+  std::vector<std::string> out;
+  for (const check::Module* m : state_->modules)
+    if (!m->standard) out.push_back(state_->sources.file(m->file).path());
+  return out;
+}
 
 const std::string* Snapshot::text(const std::string& path) const {
   const check::Module* m = state_->moduleNamed(path);
@@ -884,6 +939,93 @@ std::optional<FieldInfo> Snapshot::fieldAt(const std::string& path, std::uint32_
   if (body == nullptr && d->value != nullptr)
     if (const auto* r = d->value->dyn<RecordExpr>()) body = r->block.get();
   return inBlock(body, check::schemaFor(spelling(d->declKind)));
+}
+
+namespace {
+ScopeName scopeName(const std::string& n, const Definition& d, const Location& at) {
+  ScopeName out;
+  out.name = n;
+  out.kind = d.kind;
+  if (d.decl != nullptr) out.declKind = d.decl->declKind;
+  out.at = at;
+  return out;
+}
+}  // namespace
+
+std::vector<ScopeName> Snapshot::topLevelNames(const std::string& path) const {
+  std::vector<ScopeName> out;
+  const check::Module* m = state_->moduleNamed(path);
+  if (m == nullptr || !m->program) return out;
+  for (const auto& [n, d] : Resolver::topNames(*m)) out.push_back(scopeName(n, d, state_->location(d.at, d.kind, d.whole)));
+  return out;
+}
+
+std::vector<ScopeName> Snapshot::namesInScope(const std::string& path, std::uint32_t line, std::uint32_t column) const {
+  std::vector<ScopeName> out;
+  std::map<std::string, bool> seen;
+  auto add = [&](ScopeName n) {
+    if (seen.emplace(n.name, true).second) out.push_back(std::move(n));
+  };
+  const check::Module* m = state_->moduleNamed(path);
+  if (m != nullptr && m->program) {
+    const base::SourceFile& f = state_->sources.file(m->file);
+    if (line >= 1 && column >= 1 && line <= f.lineCount()) {
+      // The cursor's byte offset: up to one past the line's last character.
+      std::string_view text = f.lineText(line);
+      std::uint32_t off = f.lineStart(line), end = off + static_cast<std::uint32_t>(text.size());
+      for (std::uint32_t col = 1; col < column && off < end; ++col) {
+        ++off;
+        while (off < end && (static_cast<unsigned char>(f.text()[off]) & 0xC0) == 0x80) ++off;
+      }
+      Resolver r([](Span, const Definition&) {});
+      r.captureAt(off);
+      r.module(*m);
+      const auto& frames = r.captured();
+      for (auto frame = frames.rbegin(); frame != frames.rend(); ++frame)
+        for (const auto& [n, d] : *frame) add(scopeName(n, d, state_->location(d.at, d.kind, d.whole)));
+    }
+    for (auto& n : topLevelNames(path)) add(std::move(n));
+  }
+  std::vector<std::string> builtins;
+  check::Evaluator& ev = state_->checker->evaluator();
+  ev.builtins()->collectNames(builtins, ev);
+  std::sort(builtins.begin(), builtins.end());
+  for (const auto& b : builtins) {
+    ScopeName n;
+    n.name = b;
+    n.kind = NodeKind::Name;
+    add(std::move(n));
+  }
+  return out;
+}
+
+std::vector<ResolvedName> Snapshot::resolvedNames(const std::string& path) const {
+  std::vector<ResolvedName> out;
+  const check::Module* m = state_->moduleNamed(path);
+  if (m == nullptr || !m->program) return out;
+  Resolver r([&](Span use, const Definition& d) {
+    if (use.file == m->file) out.push_back(ResolvedName{use, state_->location(d.at, d.kind, d.whole)});
+  });
+  r.module(*m);
+  std::stable_sort(out.begin(), out.end(), [](const ResolvedName& a, const ResolvedName& b) { return a.use.begin < b.use.begin; });
+  out.erase(std::unique(out.begin(), out.end(),
+                        [](const ResolvedName& a, const ResolvedName& b) { return a.use.begin == b.use.begin && a.use.end == b.use.end; }),
+            out.end());
+  return out;
+}
+
+std::optional<Location> Snapshot::importedModuleAt(const std::string& path, std::uint32_t line, std::uint32_t column) const {
+  auto p = state_->place(path, line, column);
+  if (!p) return std::nullopt;
+  for (const auto& [imp, dep] : p->module->imports)
+    if (contains(imp->pathSpan, p->module->file, p->offset) && dep != nullptr)
+      return state_->location(Span{dep->file, 0, 0}, NodeKind::Import, Span{dep->file, 0, 0});
+  return std::nullopt;
+}
+
+std::shared_ptr<const syntax::Program> Snapshot::programOf(const std::string& path) const {
+  const check::Module* m = state_->moduleNamed(path);
+  return m != nullptr ? m->program : nullptr;
 }
 
 Snapshot::Evaluation Snapshot::evaluate(const std::string& expression, const std::string& inputName) const {

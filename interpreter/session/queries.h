@@ -26,6 +26,7 @@
 #include "interpreter/base/source.h"
 #include "interpreter/check/modules.h"
 #include "interpreter/check/value.h"
+#include "interpreter/syntax/ast.h"
 
 namespace ipu::session {
 
@@ -76,6 +77,22 @@ struct FieldInfo {
   std::string doc;
 };
 
+// A name an expression could use at a place: what completion offers.
+struct ScopeName {
+  std::string name;
+  // What declares it: Let, Declaration, Import (an alias), Param, LetMember,
+  // Layer, Repeat; Name for a built-in function, which is declared nowhere.
+  NodeKind kind = NodeKind::Let;
+  std::optional<syntax::DeclKind> declKind;  // a declaration's kind (`model`, `mapping`, ...)
+  std::optional<Location> at;                // none for a built-in
+};
+
+// A name used (not declared) in a file, and what it refers to.
+struct ResolvedName {
+  base::Span use;
+  Location definition;
+};
+
 // "number", "bytes", "list of number, 3 items", "mapping", "model definition (layers: int, ...)".
 std::string describeType(const check::Value& v);
 
@@ -90,6 +107,8 @@ class Snapshot {
   bool checked() const;
   const base::Diagnostics& diagnostics() const;
   const base::SourceMap& sources() const;
+  // The paths of the user's modules the check read (not the standard library's), the root's first.
+  std::vector<std::string> modulePaths() const;
   // The text of a file of the snapshot (null: not one of its files).
   const std::string* text(const std::string& path) const;
 
@@ -114,6 +133,30 @@ class Snapshot {
   // The field whose name is at the position, in a declaration's (or a
   // phase's, or a nested block's) body: its schema entry.
   std::optional<FieldInfo> fieldAt(const std::string& path, std::uint32_t line, std::uint32_t column) const;
+
+  // The names an expression written at the place could use, innermost
+  // first: the block's `let`s, layers and repeats written before it, the
+  // definition's parameters, then the top level (as topLevelNames), then the
+  // built-in functions. The place is between characters, as an editor's
+  // cursor is: the column may be one past the end of the line, and the place
+  // need not be in an expression. A file that did not parse has only the
+  // built-ins.
+  std::vector<ScopeName> namesInScope(const std::string& path, std::uint32_t line, std::uint32_t column) const;
+  // The names the top level of `path` sees: its import aliases, its own
+  // `let`s and declarations, and those of the modules it imports without an
+  // alias (each name once, as the evaluator finds it). Empty when the file did
+  // not parse.
+  std::vector<ScopeName> topLevelNames(const std::string& path) const;
+  // Every use of a name in `path` that resolves (as definitionOf would), in
+  // text order: what an editor colours by meaning. Built-ins, enumeration
+  // members and phase variables are left out.
+  std::vector<ResolvedName> resolvedNames(const std::string& path) const;
+  // The module an import's path (the string after `import`) at the place
+  // names: its file, with an empty span at its start.
+  std::optional<Location> importedModuleAt(const std::string& path, std::uint32_t line, std::uint32_t column) const;
+  // The syntax tree of a file of the snapshot, as the check parsed it (null:
+  // not one of its files, or it did not parse). Its spans are the snapshot's.
+  std::shared_ptr<const syntax::Program> programOf(const std::string& path) const;
 
   // An expression typed outside the script (the REPL's input), evaluated in
   // the scope of the root file's top level, without adding it to the script.

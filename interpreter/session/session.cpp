@@ -62,6 +62,7 @@ std::string canonicalPath(const std::string& path) {
 }  // namespace
 
 void Session::update(const std::string& path, std::string text) { texts_[canonicalPath(path)] = std::move(text); }
+void Session::forget(const std::string& path) { texts_.erase(canonicalPath(path)); }
 
 std::shared_ptr<const Snapshot> Session::snapshot(const std::string& path) {
   base::FileId root = base::kNoFile;

@@ -56,6 +56,9 @@ class Session {
   // read for it (an editor's unsaved buffer). Modules whose text did not
   // change stay parsed (check::ModuleCache, by path and text).
   void update(const std::string& path, std::string text);
+  // Undo update(): later checks read the file at `path` from the disk again
+  // (an editor closed its buffer).
+  void forget(const std::string& path);
   // Check the file at `path` (its text as last given to update(), else the
   // disk's) and keep what the check saw as an immutable snapshot to query
   // (queries.h). Later updates and snapshots do not change it. Null, with a

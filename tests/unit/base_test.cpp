@@ -36,6 +36,16 @@ TEST(Suggestions, FindTyposAndTranspositions) {
   EXPECT_EQ(didYouMean("zzzzzz", names), "");
 }
 
+// The language server's fixes read didYouMean's sentence back.
+TEST(Suggestions, ReadBackFromAHelp) {
+  std::vector<std::string> names = {"bert_base", "bert_large", "gpt3"};
+  EXPECT_EQ(didYouMeanCandidates(didYouMean("bert_bsae", names)), (std::vector<std::string>{"bert_base"}));
+  EXPECT_EQ(didYouMeanCandidates("rename it; " + didYouMean("bert_lrage", names)),
+            (std::vector<std::string>{"bert_large", "bert_base"}));
+  EXPECT_TRUE(didYouMeanCandidates("add `import \"std/pods\"`").empty());
+  EXPECT_TRUE(didYouMeanCandidates("did you mean `unclosed").empty());
+}
+
 TEST(Diagnostics, CountAndDeduplicate) {
   Diagnostics d;
   Span s{0, 1, 2};

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "interpreter/check/codes.h"
+#include "interpreter/check/modules.h"
 #include "interpreter/check/units.h"
 #include "tests/unit/test_support.h"
 
@@ -239,4 +240,16 @@ TEST(Declarations, AnEmptyModelIsACheckError) {
       "  phase p { micro_batch: 8; gradient_accumulation: 1; steps: 10; lr: 0.001 }\n}\n");
   ASSERT_EQ(empty.errorCodes(), std::vector<std::string>{"IPU5006"}) << empty.rendered();
   EXPECT_NE(empty.rendered().find("test.ipu:7:3"), std::string::npos) << empty.rendered();
+}
+
+// The help of a standard name used without its import, and its reader (the
+// language server's fix), agree; the checker writes that help.
+TEST(ImportHelp, ReadsBackTheModuleToImport) {
+  const std::string help = check::importHelp("bert_large", "std/models/bert");
+  EXPECT_EQ(help, "`bert_large` is defined in `std/models/bert`: add `import \"std/models/bert\"`");
+  EXPECT_EQ(check::moduleToImport(help), "std/models/bert");
+  EXPECT_EQ(check::moduleToImport("did you mean `bert_large`?"), "");
+  auto out = test::runText("import \"std/pods\"\nmapping m for bert_large on POD16 { replicas: 16 }\n");
+  ASSERT_FALSE(out.session->diagnostics().all().empty());
+  EXPECT_EQ(check::moduleToImport(out.session->diagnostics().all()[0].help), "std/models/bert");
 }

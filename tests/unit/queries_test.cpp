@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "interpreter/check/schema.h"
@@ -469,4 +470,95 @@ TEST(Queries, StageLayersPhasesAndImportsOfImports) {
   ASSERT_NE(bad, nullptr);
   std::tie(line, col) = at(kScript, "mlm_head, nsp_head");
   EXPECT_FALSE(bad->definitionOf(main, line, col).has_value());
+}
+
+// The queries an editor's completion and colouring ask: the names in scope at
+// a cursor (between characters, past the end of a line too), the top level's
+// names, every resolved use, an import's module, the parsed tree and the
+// user's modules.
+TEST_F(Fixture, NamesInScopeAtACursor) {
+  auto names = [&](std::uint32_t line, std::uint32_t col) {
+    std::map<std::string, session::ScopeName> out;
+    for (const auto& n : snap->namesInScope(main, line, col)) out.emplace(n.name, n);
+    return out;
+  };
+  // At the end of `  loss_scale: 128 * scale` (one past its last character): the block's `scale` first.
+  const std::uint32_t lossLine = in("loss_scale").first;
+  auto inBlock = names(lossLine, 26);
+  ASSERT_TRUE(inBlock.count("scale"));
+  EXPECT_EQ(inBlock["scale"].kind, session::NodeKind::LetMember);
+  EXPECT_EQ(snap->namesInScope(main, lossLine, 26).front().name, "scale");
+  // The top level, the unaliased imports' names (with their kinds and places), the built-ins.
+  for (const char* n : {"hidden", "width", "small", "p", "tile", "unit", "bert", "min", "balanced"}) EXPECT_TRUE(inBlock.count(n)) << n;
+  EXPECT_EQ(inBlock["small"].declKind, syntax::DeclKind::Model);
+  EXPECT_EQ(inBlock["p"].declKind, syntax::DeclKind::Precision);
+  ASSERT_TRUE(inBlock["unit"].at.has_value());
+  EXPECT_EQ(inBlock["unit"].at->path, lib);
+  ASSERT_TRUE(inBlock["bert"].at.has_value());
+  EXPECT_TRUE(inBlock["bert"].at->standard);
+  EXPECT_EQ(inBlock["min"].kind, session::NodeKind::Name);
+  EXPECT_FALSE(inBlock["min"].at.has_value());
+  // Before the block's `let`: not yet in scope. Outside the block: never.
+  EXPECT_FALSE(names(in("compute").first, 3).count("scale"));
+  EXPECT_FALSE(names(in("let width").first, 5).count("scale"));
+  // A definition's parameters, in its body.
+  session::Session s;
+  const std::string path = dir + "/queries_params.ipu";
+  s.update(path, "model m(width: int, depth: int = 2) {\n  layer a = m2(w: width)\n}\n");
+  auto withParams = s.snapshot(path);
+  bool sawWidth = false;
+  for (const auto& n : withParams->namesInScope(path, 2, 20)) sawWidth = sawWidth || (n.name == "width" && n.kind == session::NodeKind::Param);
+  EXPECT_TRUE(sawWidth);
+  // Top-level names alone, and nothing but the built-ins for a file that did not parse.
+  std::set<std::string> top;
+  for (const auto& n : snap->topLevelNames(main)) top.insert(n.name);
+  EXPECT_TRUE(top.count("hidden") && top.count("tile") && top.count("bert"));
+  EXPECT_FALSE(top.count("min"));
+  session.update(main, "let a = (1 +\n");
+  auto broken = session.snapshot(main);
+  EXPECT_TRUE(broken->topLevelNames(main).empty());
+  for (const auto& n : broken->namesInScope(main, 1, 3)) EXPECT_EQ(n.kind, session::NodeKind::Name) << n.name;
+}
+
+TEST_F(Fixture, ResolvedNamesImportsProgramsAndModules) {
+  // Every use that resolves, in text order: `hidden` (twice), `tile`, `unit`, `bert`, `heads`...
+  auto resolved = snap->resolvedNames(main);
+  ASSERT_FALSE(resolved.empty());
+  for (std::size_t i = 1; i < resolved.size(); ++i) EXPECT_LT(resolved[i - 1].use.begin, resolved[i].use.begin);
+  std::map<std::string, session::NodeKind> byText;
+  for (const auto& r : resolved) byText[kMain.substr(r.use.begin, r.use.end - r.use.begin)] = r.definition.kind;
+  EXPECT_EQ(byText["hidden"], session::NodeKind::Let);
+  EXPECT_EQ(byText["tile"], session::NodeKind::Let);
+  EXPECT_EQ(byText["bert"], session::NodeKind::Declaration);
+  EXPECT_EQ(byText["heads"], session::NodeKind::Param);  // a named argument
+  EXPECT_EQ(byText["scale"], session::NodeKind::LetMember);
+  EXPECT_FALSE(byText.count("fp16"));                    // an enumeration member: declared nowhere
+  // An import's path names its module's file.
+  auto [line, col] = in("\"lib\"", 1, 2);
+  auto module = snap->importedModuleAt(main, line, col);
+  ASSERT_TRUE(module.has_value());
+  EXPECT_EQ(module->path, lib);
+  EXPECT_EQ(module->start.line, 1u);
+  std::tie(line, col) = in("std/models/bert", 1, 3);
+  module = snap->importedModuleAt(main, line, col);
+  ASSERT_TRUE(module.has_value());
+  EXPECT_EQ(module->path, "std/models/bert.ipu");
+  EXPECT_TRUE(module->standard);
+  EXPECT_FALSE(snap->importedModuleAt(main, in("let hidden").first, 5).has_value());
+  // The parsed tree of each file, and the user's modules.
+  ASSERT_NE(snap->programOf(main), nullptr);
+  EXPECT_EQ(snap->programOf(main)->items.size(), 9u);  // 2 imports, 5 lets, a model, a precision
+  EXPECT_NE(snap->programOf("std/models/bert.ipu"), nullptr);
+  EXPECT_EQ(snap->programOf(dir + "/elsewhere.ipu"), nullptr);
+  EXPECT_EQ(snap->modulePaths(), (std::vector<std::string>{main, lib}));
+}
+
+TEST_F(Fixture, ForgetReadsTheDiskAgain) {
+  if (std::filesystem::exists(lib)) GTEST_SKIP() << lib << " exists on this machine";
+  session.forget(lib);  // there is no lib.ipu on disk: the import fails
+  auto later = session.snapshot(main);
+  ASSERT_NE(later, nullptr);
+  bool missing = false;
+  for (const auto& d : later->diagnostics().all()) missing = missing || d.code == "IPU1010";
+  EXPECT_TRUE(missing);
 }
