@@ -95,6 +95,7 @@ struct PhaseSpec {
   double labelSmoothing = 0;
   double epochs = 0;
   std::string software;            // the framework and SDK it runs on ("" when unstated)
+  long long deviceIterations = 1;  // optimizer steps per round trip to the host
   // The model's layers costed for this phase (shared: variants with the same
   // micro batch and shapes reuse them, see LayerCostCache).
   std::shared_ptr<const std::vector<LayerFacts>> layers = std::make_shared<std::vector<LayerFacts>>();

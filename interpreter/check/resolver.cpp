@@ -775,6 +775,7 @@ bool Resolver::phase(const Record& tr, const PhaseEntry& entry, const std::vecto
   };
   out.seqLen = whole("seq_len");
   if (const Value* sw = phaseField(ph, tr, "software"); sw != nullptr && sw->kind == ValueKind::String) out.software = sw->text;
+  out.deviceIterations = std::max(1LL, whole("device_iterations"));
   out.maskedTokens = whole("masked_tokens");
   out.imageSize = whole("image_size");
   if (const Value* ls = phaseField(ph, tr, "label_smoothing"); ls != nullptr && ls->isNumber()) out.labelSmoothing = ls->number;

@@ -407,6 +407,9 @@ struct Schemas {
         opt("software", simple(TypeKind::String), Value::str(""),
             "the framework and Poplar SDK the run uses, e.g. \"popart sdk2.3\": the cost model's fixed cost per step is per software",
             "unstated"),
+        opt("device_iterations", whole(true, Dim::none(), kMaxBatch), Value::integral(1),
+            "optimizer steps the device runs per round trip to the host (PopTorch's deviceIterations, PopART's batchesPerStep, "
+            "TensorFlow's iterations_per_loop or steps_per_execution): the framework's host-side cost is paid once per this many steps"),
     };
     phase.kind = "phase";
     phase.fields = phaseFields;

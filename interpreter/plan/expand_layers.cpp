@@ -34,6 +34,7 @@ void expandLayers(PhaseContext& ctx) {
   p.batch.replicas = ctx.settings.replicas;
   p.seqLen = ph.seqLen;
   p.software = ph.software;
+  p.deviceIterations = ph.deviceIterations;
   p.maskedTokens = ph.maskedTokens;
   p.imageSize = ph.imageSize;
   p.labelSmoothing = ph.labelSmoothing;

@@ -173,6 +173,7 @@ void putPhase(KeyWriter& k, const check::PhaseSpec& ph) {
   k.put("epochs", ph.epochs);
   k.put("label_smoothing", ph.labelSmoothing);
   k.put("software", ph.software);
+  k.put("device_iterations", ph.deviceIterations);
   const ir::Precision& p = ph.precision;
   k.put("precision", p.name);
   k.put("precision.compute", ir::name(p.compute));

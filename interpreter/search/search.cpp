@@ -386,7 +386,8 @@ class Searcher {
     // the update's cost per parameter of a replica (cost::Breakdown's overhead
     // and part of its optimizer term).
     const hw::Calibration& cal = declared_.pod.machine.chip.calibration;
-    overhead_ = cost::stepOverhead(cal, phase_.software) + params_ * cal.updateSecondsPerParameter;
+    overhead_ = cost::stepOverhead(cal, phase_.software) / static_cast<double>(std::max(1LL, phase_.deviceIterations)) +
+                params_ * cal.updateSecondsPerParameter;
     weightBytes_ = ir::bytesOf(phase_.precision.weights);
     computeBytes_ = ir::bytesOf(phase_.precision.compute);
     fastestStreaming_ = declared_.pod.machine.streamingBandwidth;

@@ -236,8 +236,9 @@ class Model {
     hostIo(b, pipelineTime, gad);
     // The host-side cost of a step is the declared software's framework's
     // (the training loop, host synchronisation and per-step host work of
-    // PopART, TensorFlow, PopTorch, ...), fitted per framework.
-    b.overhead = softwareStepOverhead(cal, p_.software, &e.regimes);
+    // PopART, TensorFlow, PopTorch, ...), fitted per framework: a round trip
+    // to the host, which the device makes once per `device_iterations` steps.
+    b.overhead = softwareStepOverhead(cal, p_.software, &e.regimes) / static_cast<double>(std::max(1LL, p_.deviceIterations));
 
     e.stepTime = b.total();
     e.cycles = static_cast<int>(cycles);

@@ -166,6 +166,7 @@ Json toJson(const PhasePlan& ph) {
   j["source"] = source(ph.source);
   j["model"] = ph.model;
   j["software"] = ph.software.empty() ? Json() : Json(ph.software);
+  j["device_iterations"] = ph.deviceIterations;
   j["pod"] = pod(ph.pod);
   j["micro_batch"] = ph.batch.microBatch;
   j["gradient_accumulation"] = ph.batch.gradientAccumulation;

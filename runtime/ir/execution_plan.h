@@ -302,6 +302,7 @@ struct PhasePlan {
   long long seqLen = 0, maskedTokens = 0, imageSize = 0;
   double labelSmoothing = 0;  // classifier losses' target smoothing (0: one-hot)
   std::string software;      // framework and SDK the script declares ("" when unstated)
+  long long deviceIterations = 1;  // optimizer steps the device runs per round trip to the host
   long long steps = 0;
   double epochs = 0;         // when given in epochs
   double parameters = 0;     // unique parameters of the model

@@ -176,8 +176,16 @@ TEST(Calibration, IntervalsFromComparableRows) {
   EXPECT_NEAR(r.low, -0.3, 1e-12);    // j = 1: min to max
   EXPECT_NEAR(r.high, 0.2, 1e-12);
   std::vector<hw::Calibration::Row> rows;
-  for (int i = 0; i < 12; ++i) rows.push_back({"bert", static_cast<double>(16 << (i % 4)), 32, 0, 0.01 * i});
-  rows.push_back({"resnet", 16, 1, 0, 0.9});
+  auto row = [](const char* family, double ipus, double accumulation, double logoError) {
+    hw::Calibration::Row out;
+    out.family = family;
+    out.ipus = ipus;
+    out.accumulation = accumulation;
+    out.logoError = logoError;
+    return out;
+  };
+  for (int i = 0; i < 12; ++i) rows.push_back(row("bert", static_cast<double>(16 << (i % 4)), 32, 0.01 * i));
+  rows.push_back(row("resnet", 16, 1, 0.9));
   cost::ComparableErrors c = cost::comparableErrors(rows, "bert", 16, 32);
   ASSERT_EQ(c.errors.size(), cost::kIntervalRows);
   for (double e : c.errors) EXPECT_NE(e, 0.9);   // never another kind's row while the kind has enough
@@ -189,7 +197,7 @@ TEST(Calibration, IntervalsFromComparableRows) {
   EXPECT_EQ(c.errors.size(), rows.size());        // too few of its kind: every row
   c = cost::comparableErrors(rows, "resnet", 16, 1, 12);
   EXPECT_EQ(c.errors.size(), rows.size() - 1);    // the skipped row left out
-  for (int i = 0; i < 4; ++i) rows.push_back({"vit", 64, 8, 0, -0.02 * i});
+  for (int i = 0; i < 4; ++i) rows.push_back(row("vit", 64, 8, -0.02 * i));
   c = cost::comparableErrors(rows, "vit", 64, 8);
   EXPECT_EQ(c.errors.size(), 4u);                 // 4 of its kind: those, min to max
   EXPECT_NE(c.basis.find("nominally 60%"), std::string::npos) << c.basis;
@@ -669,6 +677,31 @@ TEST(CostModel, SoftwareOutsideTheRowsIsFlagged) {
   for (auto& r : unrecorded.pod.machine.chip.calibration.rows) r.softwareRecorded = false;
   unrecorded.software = "";
   EXPECT_TRUE(cost::estimatePhase(unrecorded).regimes.empty());
+}
+
+// The framework's host-side cost is a round trip to the host, which the
+// device makes once per `device_iterations` steps: declaring 8 divides it by
+// 8 and changes nothing else of the step.
+TEST(CostModel, DeviceIterationsDivideTheHostRoundTrip) {
+  const std::string text = slurp(test::sourceDir() + "/tests/published/bert_large_pod64_mlperf_v11.ipu");
+  const std::string software = "software: \"popart sdk2.3\"";
+  ASSERT_NE(text.find(software), std::string::npos);
+  std::string eight = text;
+  eight.replace(eight.find(software), software.size(), software + "\n  device_iterations: 8");
+  const ir::PhasePlan once = planOf(text), every8 = planOf(eight);
+  EXPECT_EQ(once.deviceIterations, 1);
+  ASSERT_EQ(every8.deviceIterations, 8);
+  const cost::PhaseEstimate a = cost::estimatePhase(once), b = cost::estimatePhase(every8);
+  ASSERT_GT(a.breakdown.overhead, 0);
+  EXPECT_DOUBLE_EQ(b.breakdown.overhead, a.breakdown.overhead / 8);
+  EXPECT_DOUBLE_EQ(b.stepTime, a.stepTime - a.breakdown.overhead * 7 / 8);
+  EXPECT_GT(b.samplesPerSecond, a.samplesPerSecond);
+  // A device iteration count is whole and at least 1.
+  std::string zero = text;
+  zero.replace(zero.find(software), software.size(), software + "\n  device_iterations: 0");
+  test::Outcome bad = test::runText(zero);
+  EXPECT_EQ(bad.plan, nullptr);
+  EXPECT_NE(bad.rendered().find("device_iterations"), std::string::npos) << bad.rendered();
 }
 
 // With the committed calibration, the framework's cost is a fixed cost of

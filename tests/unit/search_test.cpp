@@ -1110,7 +1110,7 @@ TEST(SearchCache, KeyCoversEveryFieldOfWhatItReads) {
   EXPECT_EQ(sizeof(ir::Attribute), 72u);
   EXPECT_EQ(sizeof(ir::Mapping), 136u);
   EXPECT_EQ(sizeof(check::LayerFacts), 344u);
-  EXPECT_EQ(sizeof(check::PhaseSpec), 1008u);
+  EXPECT_EQ(sizeof(check::PhaseSpec), 1016u);
   EXPECT_EQ(sizeof(check::MappingSpec), 824u);
   EXPECT_EQ(sizeof(check::StageSpec), 48u);
   EXPECT_EQ(sizeof(check::SearchSpec), 64u);
