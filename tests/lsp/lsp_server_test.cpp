@@ -98,7 +98,7 @@ Json range(int l0, int c0, int l1, int c1) {
 // ------------------------------------------------------------- lifecycle
 
 TEST_F(LanguageServer, InitializeAnnouncesWhatItAnswers) {
-  client = std::make_unique<InProcessClient>(ServerOptions{stdlibDir, nullptr, nullptr});
+  client = std::make_unique<InProcessClient>(ServerOptions{stdlibDir, nullptr, nullptr, std::nullopt, nullptr});
   // Before initialize: requests are refused with ServerNotInitialized.
   Json early = client->request("textDocument/hover", at(mainUri, 0, 0));
   EXPECT_EQ(early["error"]["code"], -32002);
