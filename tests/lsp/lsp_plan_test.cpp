@@ -537,7 +537,7 @@ std::size_t withSearchFigure(const Json& lenses) {
 
 }  // namespace
 
-struct BackgroundSearches : PlanViews {
+struct PlanViewsSearchFigure : PlanViews {
   std::mutex mutex;
   std::vector<std::string> searched;  // run.phase of each background search, in order
   // A test may hold the first search in the hook until it sets `released`.
@@ -587,7 +587,7 @@ struct BackgroundSearches : PlanViews {
   }
 };
 
-TEST_F(BackgroundSearches, TheLensShowsWhatTheSearchFindsOnceEditsStopAndKeepsItAcrossAComment) {
+TEST_F(PlanViewsSearchFigure, TheLensShowsWhatTheSearchFindsOnceEditsStopAndKeepsItAcrossAComment) {
   startSearching();
   const std::string text = readExample("tiny_bert.ipu");
   client->open(uri, text);
@@ -654,7 +654,7 @@ TEST_F(BackgroundSearches, TheLensShowsWhatTheSearchFindsOnceEditsStopAndKeepsIt
   EXPECT_EQ(searches(), 4u);
 }
 
-TEST_F(BackgroundSearches, AnEditStopsTheSearchOfItsDocumentAndItsFigureIsDropped) {
+TEST_F(PlanViewsSearchFigure, AnEditStopsTheSearchOfItsDocumentAndItsFigureIsDropped) {
   // The first search is held in the hook until the document has changed.
   std::mutex& held = mutex;
   released = false;
