@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "interpreter/check/units.h"
+#include "interpreter/lsp/background_search.h"
 #include "interpreter/lsp/workspace.h"
 
 namespace ipu::lsp {
@@ -123,7 +124,10 @@ std::vector<const syntax::StageMember*> stagesOf(const syntax::Declaration& d) {
 bool contains(base::Span s, std::size_t offset) { return offset >= s.begin && offset < std::max(s.end, s.begin + 1); }
 
 // A lens's text for one phase.
-std::string lensTitle(Workspace& workspace, const Use& u, bool named) {
+// `searches`, when given, adds the search's figure or, when it has none yet,
+// the phase to `unsearched`.
+std::string lensTitle(Workspace& workspace, const Use& u, bool named, BackgroundSearch* searches,
+                      std::vector<BackgroundSearch::Phase>& unsearched) {
   const ir::PhasePlan& p = *u.phase;
   std::string title = named ? phaseName(u) + ": " : "";
   title += p.fits ? "fits" : "does not fit";
@@ -135,6 +139,13 @@ std::string lensTitle(Workspace& workspace, const Use& u, bool named) {
   auto figures = workspace.estimateOf(p);
   if (figures->estimate.ok) title += " · " + grouped(figures->estimate.samplesPerSecond) + " samples/s";
   else if (!figures->problems.empty()) title += " · no estimate: " + figures->problems.front().message;
+  // The search compares throughputs: none without an estimate of yours.
+  if (searches == nullptr || !figures->estimate.ok) return title;
+  if (auto found = searches->figure(figures->key)) {
+    if (!found->empty()) title += " · " + *found;
+  } else {
+    unsearched.push_back({u.run->name, p.name, figures->key});
+  }
   return title;
 }
 
@@ -208,12 +219,13 @@ std::string rootName(const std::string& text, const syntax::Expr& e) {
 
 }  // namespace
 
-Json codeLenses(Workspace& workspace, const Analysis& a) {
+Json codeLenses(Workspace& workspace, const Analysis& a, BackgroundSearch* searches) {
   Json out = Json::array();
   const auto decls = mappingDeclarations(a);
   if (decls.empty()) return out;
   auto plan = workspace.planOf(a);
   if (plan == nullptr) return out;
+  std::vector<BackgroundSearch::Phase> unsearched;
   for (const auto& [decl, line] : decls) {
     const Json range = workspace.range(a.text(), decl->span.begin, decl->nameSpan.end);
     const std::vector<Use> uses = phasesUsing(*plan, a.document.path, line);
@@ -222,7 +234,15 @@ Json codeLenses(Workspace& workspace, const Analysis& a) {
       continue;
     }
     for (const Use& u : uses)
-      out.push_back(Json{{"range", range}, {"command", Json{{"title", lensTitle(workspace, u, uses.size() > 1)}, {"command", ""}}}});
+      out.push_back(Json{{"range", range},
+                         {"command", Json{{"title", lensTitle(workspace, u, uses.size() > 1, searches, unsearched)}, {"command", ""}}}});
+  }
+  if (!unsearched.empty()) {
+    // The texts this version was checked with: the search checks them again in a session of its own.
+    BackgroundSearch::Request request{a.document.uri, a.document.version, a.document.path, a.document.text, {}, std::move(unsearched)};
+    for (const auto& d : workspace.documents().all())
+      if (d.uri != a.document.uri && !workspace.standardLibrary().standardPathOf(d.uri)) request.others.emplace_back(d.path, d.text);
+    searches->want(std::move(request));
   }
   return out;
 }

@@ -6,8 +6,10 @@
 //
 // - textDocument/codeLens: above each mapping declaration, one lens per phase
 //   that uses it: its verdict, peak In-Processor Memory and where ("fits ·
-//   peak 532.0 MB (59%) on IPU 3 · 4,942 samples/s"); a mapping no training
-//   uses says so.
+//   peak 532.0 MB (59%) on IPU 3 · 4,942 samples/s · search: 1.30x
+//   possible"); a mapping no training uses says so. The search's figure is
+//   the background search's (background_search.h), once it has one: until
+//   then the lens has none and the phase is asked for.
 // - textDocument/inlayHint: after each `ipu N:` line of a mapping's
 //   pipeline, that IPU's memory against its capacity and its share of the
 //   model's forward and backward FLOPs.
@@ -30,9 +32,11 @@ namespace ipu::lsp {
 
 struct Analysis;
 class Workspace;
+class BackgroundSearch;
 
-// CodeLens[] (each with a display-only command: its title).
-Json codeLenses(Workspace& workspace, const Analysis& analysis);
+// CodeLens[] (each with a display-only command: its title). `searches`:
+// null when the server searches nothing in the background.
+Json codeLenses(Workspace& workspace, const Analysis& analysis, BackgroundSearch* searches = nullptr);
 // InlayHint[] within `range`.
 Json inlayHints(Workspace& workspace, const Analysis& analysis, const Range& range);
 // Markdown about the plan at the position (a stage's `ipu N`, a layer path

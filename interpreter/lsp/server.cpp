@@ -58,10 +58,21 @@ Server::Server(Transport& transport, ServerOptions options)
       standardLibrary_(options_.standardLibraryDirectory),
       workspace_(documents_, standardLibrary_) {
   if (!options_.log) options_.log = [](const std::string& line) { std::cerr << "ipu lsp: " << line << "\n"; };
+  if (options_.searchQuietPeriod) {
+    BackgroundSearch::Options o;
+    o.quietPeriod = *options_.searchQuietPeriod;
+    o.beforeSearch = options_.beforeSearch;
+    // refreshCodeLenses_ is set by initialize, before any lens asks for a search.
+    o.found = [this] {
+      if (refreshCodeLenses_) sendRequest("workspace/codeLens/refresh");
+    };
+    searches_ = std::make_unique<BackgroundSearch>(std::move(o));
+  }
   worker_ = std::thread([this] { work(); });
 }
 
 Server::~Server() {
+  searches_.reset();
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
@@ -109,6 +120,7 @@ int Server::run() {
   }
   wake_.notify_all();
   if (worker_.joinable()) worker_.join();
+  searches_.reset();
   return exitCode;
 }
 
@@ -173,6 +185,7 @@ void Server::onNotification(Method method, const Json& params) {
       if (!current) return;
       const long long version = documentVersion(params).value_or(current->version + 1);
       if (!documents_.change(*uri, version, edits)) return;
+      if (searches_) searches_->edited(*uri, version);
       if (auto doc = documents_.find(*uri)) enqueue(Job{Job::Kind::Check, nullptr, method, nullptr, *doc});
       return;
     }
@@ -181,6 +194,7 @@ void Server::onNotification(Method method, const Json& params) {
       if (!uri) return;
       auto doc = documents_.find(*uri);
       if (!doc || !documents_.close(*uri)) return;
+      if (searches_) searches_->closed(*uri);
       enqueue(Job{Job::Kind::Close, nullptr, method, nullptr, *doc});
       return;
     }
@@ -440,7 +454,7 @@ Server::Answer Server::answer(const Job& job, const Analysis* analysis) {
       return {std::move(action), {}};
     }
     case Method::SignatureHelp: return {signatureHelp(workspace_, a, position), {}};
-    case Method::CodeLens: return {codeLenses(workspace_, a), {}};
+    case Method::CodeLens: return {codeLenses(workspace_, a, searches_.get()), {}};
     case Method::InlayHint: return {inlayHints(workspace_, a, *rangeFrom(job.params["range"])), {}};
     case Method::RangeFormatting: return {formatRange(a, *rangeFrom(job.params["range"]), encoding), {}};
     case Method::PrepareRename: return {prepareRename(workspace_, a, position), {}};

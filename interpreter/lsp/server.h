@@ -24,11 +24,17 @@
 // codeAction/resolve runs the mapping search (best_mapping.h) on the worker;
 // cancelling it stops the search between its waves.
 //
+// A third thread, when ServerOptions::searchQuietPeriod is set, searches the
+// phases whose lenses are shown once their document's edits stop, for the
+// lens's "search: 1.30x possible" (background_search.h); when it has found
+// figures the server sends workspace/codeLens/refresh.
+//
 // Exit codes (the protocol's): 0 when `exit` follows `shutdown`, 1 otherwise
 // (an `exit` without `shutdown`, or the end of input without `exit`).
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -40,6 +46,7 @@
 #include <string>
 #include <thread>
 
+#include "interpreter/lsp/background_search.h"
 #include "interpreter/lsp/completion.h"
 #include "interpreter/lsp/document_store.h"
 #include "interpreter/lsp/json_rpc.h"
@@ -60,6 +67,15 @@ struct ServerOptions {
   // Called on the worker just before it runs each request: the tests hold a
   // request there to cancel it at a known moment.
   std::function<void(Method)> beforeRequest;
+  // How long a document's edits must have stopped before its phases are
+  // searched for the lens's figure; none: no background search (the lenses
+  // then show no search figure). `ipu lsp` sets it; the tests of other
+  // things and the benchmark leave it off so that no search competes with
+  // what they measure or compare.
+  std::optional<std::chrono::milliseconds> searchQuietPeriod;
+  // Called on the search thread before each background search of a phase
+  // (the tests count them).
+  std::function<void(const std::string& run, const std::string& phase)> beforeSearch;
 };
 
 class Server {
@@ -118,7 +134,7 @@ class Server {
   // (set by initialize, before the worker reads them).
   bool refreshCodeLenses_ = false, refreshInlayHints_ = false;
   bool resolveActions_ = false;  // the client resolves code actions' edits (codeAction/resolve)
-  long long sentRequests_ = 0;  // the worker's
+  std::atomic<long long> sentRequests_{0};  // the worker's and the search thread's
 
   std::mutex mutex_;  // guards the queue, the pending and cancelled ids, stopping_
   std::condition_variable wake_;
@@ -128,6 +144,9 @@ class Server {
   std::atomic<bool> stopSearch_{false};     // set when that request is cancelled
   bool stopping_ = false;
   std::thread worker_;
+  // Declared last: destroyed first, so its thread ends before what its
+  // callback sends through.
+  std::unique_ptr<BackgroundSearch> searches_;
 };
 
 }  // namespace ipu::lsp

@@ -294,6 +294,7 @@ std::shared_ptr<const Workspace::PhaseFigures> Workspace::estimateOf(const ir::P
   const std::string key = ir::contentHash(ir::toJson(unplaced));
   if (auto it = estimates_.find(key); it != estimates_.end()) return it->second;
   auto figures = std::make_shared<PhaseFigures>();
+  figures->key = key;
   figures->estimate = cost::estimatePhase(phase, &figures->problems);
   // Bounded: a burst of edits to a mapping makes one entry per value tried.
   if (estimates_.size() >= kEstimatesKept) estimates_.clear();

@@ -111,6 +111,7 @@ class Workspace {
   // The cost model's estimate of a phase (cost::estimatePhase, what `ipu
   // estimate` prints), with the problems that stopped it; cached (see above).
   struct PhaseFigures {
+    std::string key;  // the phase plan's content hash (the background search's figures are kept by it too)
     cost::PhaseEstimate estimate;
     std::vector<cost::Problem> problems;
   };

@@ -6,8 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <regex>
 #include <sstream>
 
 #include "interpreter/check/units.h"
@@ -15,6 +20,7 @@
 #include "interpreter/lsp/standard_library_files.h"
 #include "interpreter/lsp/workspace.h"
 #include "interpreter/plan/levers.h"
+#include "interpreter/search/search.h"
 #include "interpreter/session/session.h"
 #include "interpreter/syntax/format.h"
 #include "runtime/cost/cost_model.h"
@@ -130,7 +136,7 @@ std::string expectedLens(const ir::RunPlan& run, const ir::PhasePlan& p, bool na
 }  // namespace
 
 TEST_F(PlanViews, InitializeAnnouncesLensesHintsRangeFormattingAndResolvedActions) {
-  client = std::make_unique<InProcessClient>(ServerOptions{stdlibDir, nullptr, nullptr});
+  client = std::make_unique<InProcessClient>(ServerOptions{stdlibDir, nullptr, nullptr, std::nullopt, nullptr});
   const Json caps = client->initialize()["result"]["capabilities"];
   EXPECT_EQ(caps["codeLensProvider"], (Json{{"resolveProvider", false}}));
   EXPECT_EQ(caps["inlayHintProvider"], (Json{{"resolveProvider", false}}));
@@ -505,4 +511,185 @@ TEST_F(PlanViews, NoBestMappingActionForAClientThatDoesNotResolveActions) {
   Json actions = result("textDocument/codeAction", Json{{"textDocument", doc()}, {"range", range(line, 2, line, 2)},
                                                         {"context", Json{{"diagnostics", Json::array()}}}});
   EXPECT_EQ(actions, Json::array());
+}
+
+// ------------------------------------------------ the search's figure in the lens
+
+namespace {
+
+// What `ipu search` says of yours against the best, as the lens writes it
+// (search_command.cpp: "yours is the best", or "the best is N.NNx faster at
+// the likely ranges' lower ends"), from the engine's own search of the phase.
+std::string searchFigure(const search::PhaseResult& r) {
+  if (!r.error.empty() || r.top.empty() || !r.declared) return "";
+  const search::Candidate &d = *r.declared, &best = r.top.front();
+  if (best.split == search::Split::Declared || best.score >= d.score) return "search: yours is the best";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "search: %.2fx possible", d.rankedStep / best.rankedStep);
+  return buf;
+}
+
+std::size_t withSearchFigure(const Json& lenses) {
+  std::size_t n = 0;
+  for (const auto& l : lenses) n += l["command"]["title"].get<std::string>().find(" · search: ") != std::string::npos;
+  return n;
+}
+
+}  // namespace
+
+struct PlanViewsSearchFigure : PlanViews {
+  std::mutex mutex;
+  std::vector<std::string> searched;  // run.phase of each background search, in order
+  // A test may hold the first search in the hook until it sets `released`.
+  std::condition_variable edited;
+  bool released = true;
+  void TearDown() override {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      released = true;
+    }
+    edited.notify_all();
+    PlanViews::TearDown();
+  }
+  std::size_t searches() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return searched.size();
+  }
+  void startSearching() {
+    ServerOptions options;
+    options.standardLibraryDirectory = stdlibDir;
+    // Short, so the test does not wait long; the figure is awaited through
+    // the refreshes, never by time.
+    options.searchQuietPeriod = std::chrono::milliseconds(20);
+    options.beforeSearch = [this](const std::string& run, const std::string& phase) {
+      std::lock_guard<std::mutex> lock(mutex);
+      searched.push_back(run + "." + phase);
+    };
+    client = std::make_unique<InProcessClient>(std::move(options));
+    client->initialize(Json{{"workspace", Json{{"codeLens", Json{{"refreshSupport", true}}}}}});
+  }
+  // The lenses, asked again at each workspace/codeLens/refresh until `n` of
+  // them show a search figure (or two minutes pass: a server that never
+  // finds one fails the test instead of hanging it).
+  Json lensesWithSearchFigures(std::size_t n) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(2);
+    for (;;) {
+      Json got = lenses();
+      if (withSearchFigure(got) >= n || std::chrono::steady_clock::now() > deadline) return got;
+      bool refreshed = false;
+      for (const auto& m : client->takeNotifications()) refreshed = refreshed || m["method"] == "workspace/codeLens/refresh";
+      while (!refreshed && std::chrono::steady_clock::now() < deadline)
+        if (auto body = client->receiveBody(1.0)) {
+          Json m = Json::parse(*body, nullptr, false);
+          refreshed = m.is_object() && m.value("method", "") == "workspace/codeLens/refresh";
+        }
+    }
+  }
+};
+
+TEST_F(PlanViewsSearchFigure, TheLensShowsWhatTheSearchFindsOnceEditsStopAndKeepsItAcrossAComment) {
+  startSearching();
+  const std::string text = readExample("tiny_bert.ipu");
+  client->open(uri, text);
+  ASSERT_FALSE(client->waitForDiagnostics(uri, 1).is_null());
+  Json got = lensesWithSearchFigures(2);
+  ASSERT_EQ(got.size(), 2u) << got.dump(2);
+
+  // The figure is what the engine's search gives for the same text...
+  session::Session s;
+  const check::CheckedProgram* program = s.check(s.addSource(path, text));
+  ASSERT_NE(program, nullptr);
+  ASSERT_EQ(program->runs.at(0).phases.size(), 2u);
+  Planned planned(path, text);
+  ASSERT_NE(planned.plan, nullptr);
+  std::vector<std::string> figures;
+  for (int i = 0; i < 2; ++i) {
+    const search::PhaseResult r = search::searchPhase(program->runs[0].phases[i], s.checker()->evaluator(), s.sources(), search::Options{});
+    figures.push_back(searchFigure(r));
+    ASSERT_FALSE(figures.back().empty());
+    EXPECT_EQ(got[i]["command"]["title"], expectedLens(planned.plan->runs[0], planned.plan->runs[0].phases[i], true) + " · " + figures.back());
+  }
+  // ... and what `ipu search` prints of the script's mapping against the best.
+  std::ofstream(path) << text;  // the CLI reads the file the editor has open unsaved
+  const std::string report = (dir / "search.txt").string();
+  ASSERT_EQ(std::system((std::string(IPU_BINARY) + " search '" + path + "' --color never > '" + report + "' 2>&1").c_str()), 0);
+  std::ifstream in(report);
+  std::stringstream printed;
+  printed << in.rdbuf();
+  const std::string out = printed.str();
+  const std::regex faster("the best is ([0-9.]+)x faster at the likely ranges' lower ends");
+  std::vector<std::string> cli;
+  for (auto it = std::sregex_iterator(out.begin(), out.end(), faster); it != std::sregex_iterator(); ++it)
+    cli.push_back("search: " + (*it)[1].str() + "x possible");
+  EXPECT_EQ(cli, figures) << out;
+  // One search per phase, each once, though the lenses were asked for more than once.
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    EXPECT_EQ(searched, (std::vector<std::string>{"tiny_pretrain.short", "tiny_pretrain.long"}));
+  }
+
+  // A comment above everything: every line moves, no plan changes; the
+  // figures are there at once and nothing is searched again.
+  client->change(uri, 2, range(0, 0, 0, 0), "// the plans do not see this\n");
+  ASSERT_FALSE(client->waitForDiagnostics(uri, 2).is_null());
+  got = lenses();
+  ASSERT_EQ(got.size(), 2u);
+  for (int i = 0; i < 2; ++i)
+    EXPECT_NE(got[i]["command"]["title"].get<std::string>().find(" · " + figures[i]), std::string::npos) << got[i].dump();
+  // Any search asked for would have been after this check; a later request
+  // is answered after it (the worker's order), and still none was asked.
+  client->change(uri, 3, range(0, 0, 0, 0), "// another\n");
+  ASSERT_FALSE(client->waitForDiagnostics(uri, 3).is_null());
+  EXPECT_EQ(withSearchFigure(lenses()), 2u);
+  EXPECT_EQ(searches(), 2u);
+
+  // An edit of the mapping: new plans, so no figure until they are searched, once each.
+  const std::string now = "// another\n// the plans do not see this\n" + text;
+  const std::uint32_t replicasLine = lineOf(now, "  replicas: 2");
+  client->change(uri, 4, range(replicasLine, 12, replicasLine, 13), "1");
+  ASSERT_FALSE(client->waitForDiagnostics(uri, 4).is_null());
+  EXPECT_EQ(withSearchFigure(lenses()), 0u);
+  got = lensesWithSearchFigures(2);
+  EXPECT_EQ(withSearchFigure(got), 2u) << got.dump(2);
+  EXPECT_EQ(searches(), 4u);
+}
+
+TEST_F(PlanViewsSearchFigure, AnEditStopsTheSearchOfItsDocumentAndItsFigureIsDropped) {
+  // The first search is held in the hook until the document has changed.
+  std::mutex& held = mutex;
+  released = false;
+  ServerOptions options;
+  options.standardLibraryDirectory = stdlibDir;
+  options.searchQuietPeriod = std::chrono::milliseconds(20);
+  options.beforeSearch = [this](const std::string& run, const std::string& phase) {
+    std::unique_lock<std::mutex> lock(mutex);
+    searched.push_back(run + "." + phase);
+    if (searched.size() == 1) edited.wait_for(lock, std::chrono::minutes(2), [this] { return released; });
+  };
+  client = std::make_unique<InProcessClient>(std::move(options));
+  client->initialize(Json{{"workspace", Json{{"codeLens", Json{{"refreshSupport", true}}}}}});
+  auto count = [&] {
+    std::lock_guard<std::mutex> lock(held);
+    return searched.size();
+  };
+  const std::string text = readExample("tiny_bert.ipu");
+  client->open(uri, text);
+  ASSERT_FALSE(client->waitForDiagnostics(uri, 1).is_null());
+  EXPECT_EQ(withSearchFigure(lenses()), 0u);
+  // Wait until the search thread holds the first phase's search.
+  for (int i = 0; i < 1200 && count() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_EQ(count(), 1u);
+  // The same plans under another text: the held search stops, its figure is not kept.
+  client->change(uri, 2, range(0, 0, 0, 0), "// edited while searching\n");
+  ASSERT_FALSE(client->waitForDiagnostics(uri, 2).is_null());
+  {
+    std::lock_guard<std::mutex> lock(held);
+    released = true;
+  }
+  edited.notify_all();
+  // The lenses of the new version ask again: both phases are searched then, the first a second time.
+  Json got = lensesWithSearchFigures(2);
+  EXPECT_EQ(withSearchFigure(got), 2u) << got.dump(2);
+  std::lock_guard<std::mutex> lock(held);
+  EXPECT_EQ(searched, (std::vector<std::string>{"tiny_pretrain.short", "tiny_pretrain.short", "tiny_pretrain.long"}));
 }

@@ -98,7 +98,7 @@ Json range(int l0, int c0, int l1, int c1) {
 // ------------------------------------------------------------- lifecycle
 
 TEST_F(LanguageServer, InitializeAnnouncesWhatItAnswers) {
-  client = std::make_unique<InProcessClient>(ServerOptions{stdlibDir, nullptr, nullptr});
+  client = std::make_unique<InProcessClient>(ServerOptions{stdlibDir, nullptr, nullptr, std::nullopt, nullptr});
   // Before initialize: requests are refused with ServerNotInitialized.
   Json early = client->request("textDocument/hover", at(mainUri, 0, 0));
   EXPECT_EQ(early["error"]["code"], -32002);
@@ -599,6 +599,12 @@ TEST_F(LanguageServer, EveryDiagnosticsScriptGetsIpuChecksCodesAndPlaces) {
     std::vector<std::string> got;
     Json mine = client->waitForDiagnostics(uri, 1);
     ASSERT_FALSE(mine.is_null()) << file;
+    // The check publishes on the other files (an imported module's errors)
+    // in the order of their URIs, so some come after the document's own; a
+    // request the worker answers after that check is a barrier: by its reply
+    // every one of them has been sent. (Taking only what had arrived made
+    // the test fail when the worker was preempted between two of them.)
+    ASSERT_TRUE(client->request("workspace/symbol", Json{{"query", ""}}).contains("result")) << file;
     auto collect = [&](const Json& p) {
       auto rangeIn = [](const std::string& where, const Json& r) {
         return where + "@" + std::to_string(r["start"]["line"].get<int>()) + ":" + std::to_string(r["start"]["character"].get<int>()) +
@@ -629,6 +635,9 @@ TEST_F(LanguageServer, EveryDiagnosticsScriptGetsIpuChecksCodesAndPlaces) {
     EXPECT_EQ(got, want) << file;
     client->notify("textDocument/didClose", Json{{"textDocument", Json{{"uri", uri}}}});
     client->waitForDiagnostics(uri);
+    // The same barrier: what closing clears on other files is not left to be
+    // read with the next script's.
+    ASSERT_TRUE(client->request("workspace/symbol", Json{{"query", ""}}).contains("result")) << file;
     client->takeNotifications();
     ++compared;
   }
