@@ -151,6 +151,9 @@ TEST_F(PlanViews, ACodeLensAboveEachMappingWithEachPhasesVerdictPeakAndThroughpu
   text += "\nmapping spare for tiny on tiny_pod {\n  replicas: 4\n}\n";
   client->open(uri, text);
   client->waitForDiagnostics(uri, 1);
+  // The refreshes follow the diagnostics: a request the worker answers after
+  // the check has every message the check sent arrive before its reply.
+  client->request("workspace/symbol", Json{{"query", ""}});
   // Clients that take refreshes are asked to fetch lenses and hints again after a check.
   std::set<std::string> asked;
   for (const auto& m : client->takeNotifications())
