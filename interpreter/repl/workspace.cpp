@@ -166,6 +166,19 @@ Reply Workspace::submit(const std::string& input, const base::Painter& painter) 
     base::SourceMap sources;
     base::Diagnostics diags;
     if (syntax::parseValue(sources, sources.add("<input>", input), diags)) return expression(input, painter, false);
+    // Not a declaration from its first token on: the user typed an
+    // expression, so what is wrong with it as one (a bad escape, an unclosed
+    // bracket) is the answer, as `ipu check` would give it, rather than
+    // "expected a declaration".
+    const auto& declarationErrors = parsed->diags.all();
+    const std::size_t first = input.find_first_not_of(" \t\r\n");
+    if (diags.hasErrors() && !declarationErrors.empty() && declarationErrors.front().code == "IPU0001" &&
+        declarationErrors.front().span.begin == first) {
+      Reply r;
+      r.ok = false;
+      r.errors = renderAll(diags, sources, painter);
+      return r;
+    }
   }
   Reply r;
   r.ok = false;

@@ -16,13 +16,20 @@ TrialStart lastCheckpoint(const store::RunRecord& r) {
     out.problem = "run " + r.name + " is an estimate (`ipu estimate`), which has no weights";
     return out;
   }
-  std::string newest, missing;
+  std::string newest, missing, notAFile;
   fs::file_time_type newestTime{};
   for (const auto& a : r.artifacts) {
     if (a.kind != "checkpoint") continue;
     std::error_code ec;
+    const fs::file_status st = fs::status(a.path, ec);
+    if (!ec && fs::exists(st) && !fs::is_regular_file(st)) {
+      // There, but a FIFO, a directory or a device: not a checkpoint to read
+      // (and not one on another host).
+      notAFile = a.path;
+      continue;
+    }
     const fs::file_time_type t = fs::last_write_time(a.path, ec);
-    if (ec || !fs::is_regular_file(a.path, ec)) {
+    if (ec || !fs::is_regular_file(st)) {
       missing = a.path;
       continue;
     }
@@ -35,6 +42,12 @@ TrialStart lastCheckpoint(const store::RunRecord& r) {
     }
   }
   if (newest.empty()) {
+    if (!notAFile.empty()) {
+      out.problem = "the checkpoint `" + notAFile + "` of run " + r.name +
+                    " is not a regular file (a FIFO, a directory or a device stands at its path): put the checkpoint "
+                    "back, or start from another run";
+      return out;
+    }
     out.problem = missing.empty() ? "run " + r.name + " recorded no checkpoint"
                                   : "the checkpoints of run " + r.name + " are not on this host (such as `" + missing +
                                         "`); an agent needs them on a file system it shares with the run's host";

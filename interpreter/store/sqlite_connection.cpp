@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <system_error>
 #include <map>
 
 #include "interpreter/store/run_store.h"
@@ -142,8 +143,16 @@ class SqliteConnection : public SqlConnection {
 }  // namespace
 
 std::unique_ptr<SqlConnection> connectSqlite(const std::string& path, bool create) {
-  if (!create && !std::filesystem::exists(path))
-    throw StoreError("there is no store at `" + path + "` (nothing has been recorded there yet)");
+  if (!create) {
+    // The non-throwing form: a directory on the way that cannot be searched
+    // (permissions) is an answer to give the user, not an exception to abort on.
+    std::error_code ec;
+    const bool exists = std::filesystem::exists(path, ec);
+    if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory)
+      throw StoreError("cannot look for a store at `" + path + "`: " + ec.message() +
+                       " (check the permissions of the directories on its path, or pass another --store)");
+    if (!exists) throw StoreError("there is no store at `" + path + "` (nothing has been recorded there yet)");
+  }
   return std::make_unique<SqliteConnection>(path, create);
 }
 

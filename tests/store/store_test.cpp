@@ -325,6 +325,28 @@ TEST(StoreLocation, PasswordsAreNeverPrinted) {
   }
 }
 
+// A store whose path cannot be looked at (a directory without search
+// permission, a loop of symbolic links: the second stands in for the first,
+// which root, who runs the tests, can always search) is a user error that
+// names the location and what to check, not an abort on a filesystem
+// exception (exit 134 for `ipu runs`, `sweep list`, `report`, `runs gc`).
+TEST(StoreLocation, APathThatCannotBeLookedAtIsAStoreError) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("ipu_store_loop_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::filesystem::create_symlink(dir / "loop", dir / "loop");
+  const std::string location = (dir / "loop" / "runs.db").string();
+  try {
+    openStore(location, OpenMode::Existing);
+    ADD_FAILURE() << "opened " << location;
+  } catch (const StoreError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(location), std::string::npos) << what;
+    EXPECT_NE(what.find("cannot look for a store"), std::string::npos) << what;
+  }
+  std::filesystem::remove_all(dir);
+}
+
 // Locations SQLite would take but a store cannot be are refused with what to
 // give instead, before anything is made: an in-memory database (it keeps
 // nothing), an SQLite URI (the next command would read another file), a

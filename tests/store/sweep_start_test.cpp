@@ -3,6 +3,7 @@
 // checkpoint, the best finished trial of another sweep, and why there is
 // none (the answer Wait while the other sweep may yet finish a trial).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <chrono>
 #include <filesystem>
@@ -109,6 +110,17 @@ TEST_F(SweepStartTest, RunsWithNothingToStartFromSayWhy) {
   TrialStart gone = fromRun(std::to_string(elsewhere));
   EXPECT_EQ(gone.status, TrialStart::Status::Unavailable);
   EXPECT_NE(gone.problem.find("not on this host"), std::string::npos) << gone.problem;
+  // Something at the checkpoint's path that is not a file is said to be
+  // that, not to be on another host.
+  const long long fifo = run({"checkpoints/one/final.ipt"}, store::RunKind::Run, /*writeFiles=*/false);
+  const std::string at = path(fifo, "checkpoints/one/final.ipt");
+  fs::create_directories(fs::path(at).parent_path());
+  ASSERT_EQ(::mkfifo(at.c_str(), 0600), 0);
+  TrialStart pipe = fromRun(std::to_string(fifo));
+  EXPECT_EQ(pipe.status, TrialStart::Status::Unavailable);
+  EXPECT_NE(pipe.problem.find("is not a regular file"), std::string::npos) << pipe.problem;
+  EXPECT_NE(pipe.problem.find(at), std::string::npos) << pipe.problem;
+  EXPECT_EQ(pipe.problem.find("not on this host"), std::string::npos) << pipe.problem;
 }
 
 TEST_F(SweepStartTest, BestOfASweepWaitsForAFinishedTrialThenTakesTheBest) {

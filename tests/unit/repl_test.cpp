@@ -21,6 +21,20 @@ struct Ws {
 
 }  // namespace
 
+// An expression that does not parse gets its own error, the one `ipu check`
+// gives the same text in a `let`, not "expected a declaration".
+TEST(ReplWorkspace, AnExpressionThatDoesNotParseGetsItsOwnError) {
+  Ws ws;
+  auto r = ws.in("\"\\uD800\"");
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.errors.find("error[IPU0012]"), std::string::npos) << r.errors;
+  EXPECT_EQ(r.errors.find("IPU0001"), std::string::npos) << r.errors;
+  // Text that is neither stays a declaration error.
+  r = ws.in("mapping {");
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(ws.w.size(), 0u);
+}
+
 TEST(ReplWorkspace, ExpressionsPrintTheirValueAndLeaveNoTrace) {
   Ws ws;
   auto r = ws.in("2 GB / 4");
