@@ -63,6 +63,7 @@ class SweepSqlStore : public SweepStore {
       }
       if (rows.empty()) throw StoreError("store `" + location_ + "`: the sweep `" + spec.name + "` got no id");
       const long long id = cellInt(rows[0][0]);
+      if (!out.created) refuseAnotherSpecWhileLive(id, spec.name, specText, now);
       if (!out.created) {
         db_->query("UPDATE sweeps SET spec = ?, script = ?, method = ?, seed = ?, state = ? WHERE id = ?",
                    {specText, script, text(sweep::methodName(spec.method)), seed, text(name(SweepState::Running)), id});
@@ -76,6 +77,30 @@ class SweepSqlStore : public SweepStore {
       out.sweep = *loadSweep(id);
     });
     return out;
+  }
+
+  // A sweep another command is running (created a moment ago, or with a
+  // trial whose agent beat recently) keeps its spec: replacing it would run
+  // that command's agents on this command's grid, and report this one's
+  // cells done when they never ran. Resuming with another spec (a grid that
+  // grew) is for a sweep nobody runs. Inside the caller's write transaction,
+  // with the sweep's row locked, so two commands at once cannot both pass.
+  static constexpr double kLiveWithinSeconds = 60;  // an agent's default `--stale-after`
+  void refuseAnotherSpecWhileLive(long long id, const std::string& sweepName, const std::string& specText, double now) {
+    auto rows = db_->query("SELECT spec, created_at FROM sweeps WHERE id = ?", {id});
+    if (rows.empty()) return;
+    // Compared as JSON: another release may have written the same spec with its keys in another order.
+    const nlohmann::json stored = nlohmann::json::parse(cellText(rows[0][0]), nullptr, /*allow_exceptions=*/false);
+    if (!stored.is_discarded() && stored == nlohmann::json::parse(specText)) return;
+    const double created = cellDouble(rows[0][1]);
+    const auto beat = db_->query("SELECT MAX(heartbeat_at) FROM trials WHERE sweep_id = ? AND state = ?",
+                                 {id, text(name(TrialState::Running))});
+    const bool beating = !beat.empty() && beat[0][0].has_value() && now - cellDouble(beat[0][0]) < kLiveWithinSeconds;
+    if (!beating && now - created >= kLiveWithinSeconds) return;
+    throw StoreError("store `" + location_ + "`: sweep `" + sweepName + "` is being run with another specification " +
+                     (beating ? "(one of its trials is running)" : "(it was created moments ago)") +
+                     ": wait for it to finish, cancel it (`ipu sweep cancel " + sweepName +
+                     "`), or give this sweep another name");
   }
 
   std::optional<SweepRecord> sweep(const std::string& sweepName) override {

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -111,6 +112,69 @@ TEST_P(SweepStoreTest, CreatesASweepAndResumesItByName) {
   EXPECT_DOUBLE_EQ(again.sweep.createdAt, 1000);
   EXPECT_EQ(store_->listSweeps().size(), 1u);
   EXPECT_FALSE(store_->sweep("lr_gird").has_value());
+}
+
+// A sweep another command is running keeps its spec: a second `ipu sweep`
+// of the same name with another grid is refused while the sweep was created
+// moments ago or one of its trials' agents beats, and resumes it (taking its
+// spec) once nobody runs it; the same spec always resumes.
+TEST_P(SweepStoreTest, AnotherSpecIsRefusedWhileTheSweepIsRun) {
+  const sweep::SweepSpec a = gridSpec("lr_grid");
+  sweep::SweepSpec b = a;
+  b.parameters[0].values.push_back(sweep::ParamValue::ofNumber(0.03));
+  const SweepRecord s = newSweep(a, 1000);
+  EXPECT_THROW(store_->createOrResumeSweep(b, "b", 1010), StoreError);
+  EXPECT_EQ(toJson(store_->sweep("lr_grid")->spec), toJson(a));
+  EXPECT_FALSE(store_->createOrResumeSweep(a, "a again", 1020).created);   // the same spec: resumed
+  // A trial running, its agent beating.
+  Claim c = claim(s, "agent", 1100);
+  ASSERT_EQ(c.outcome, ClaimOutcome::Trial);
+  try {
+    store_->createOrResumeSweep(b, "b", 1130);
+    ADD_FAILURE() << "another spec replaced a running sweep's";
+  } catch (const StoreError& e) {
+    EXPECT_NE(std::string(e.what()).find("is being run with another specification"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("ipu sweep cancel lr_grid"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(toJson(store_->sweep("lr_grid")->spec), toJson(a));
+  // Its agent silent for a minute: nobody runs it, and the grid may grow.
+  CreatedSweep grown = store_->createOrResumeSweep(b, "b", 1200);
+  EXPECT_FALSE(grown.created);
+  EXPECT_EQ(toJson(grown.sweep.spec), toJson(b));
+}
+
+// Two commands creating one sweep with different grids at the same moment,
+// on connections of their own: one creates it, the other is refused, and the
+// store keeps the creator's spec.
+TEST_P(SweepStoreTest, TwoCreationsWithDifferentSpecsAtOnceLeaveOneSpec) {
+  const sweep::SweepSpec a = gridSpec("lr_grid");
+  sweep::SweepSpec b = a;
+  b.parameters[0].values = {sweep::ParamValue::ofNumber(0.5)};
+  for (int round = 0; round < 5; ++round) {
+    const std::string sweepName = "race_" + std::to_string(round);
+    sweep::SweepSpec specs[2] = {a, b};
+    specs[0].name = specs[1].name = sweepName;
+    std::atomic<int> created{0}, refused{0};
+    std::atomic<bool> go{false};
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 2; ++i)
+      threads.emplace_back([&, i] {
+        auto own = openSweepStore(location_, OpenMode::Existing);
+        while (!go) std::this_thread::yield();
+        try {
+          if (own->createOrResumeSweep(specs[i], "script", 5000).created) ++created;
+        } catch (const StoreError&) {
+          ++refused;
+        }
+      });
+    go = true;
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(created, 1) << sweepName;
+    EXPECT_EQ(refused, 1) << sweepName;
+    const auto kept = store_->sweep(sweepName);
+    ASSERT_TRUE(kept.has_value());
+    EXPECT_TRUE(toJson(kept->spec) == toJson(specs[0]) || toJson(kept->spec) == toJson(specs[1]));
+  }
 }
 
 TEST_P(SweepStoreTest, ClaimsEveryGridCellOnceThenFinishes) {
