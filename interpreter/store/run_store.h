@@ -33,6 +33,13 @@ class StoreError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+// The store was busy (SQLite's "database is locked" that its busy handler
+// did not wait out, as when two processes set up a new store at once): the
+// same step may be tried again.
+class StoreBusy : public StoreError {
+ public:
+  using StoreError::StoreError;
+};
 
 enum class RunKind { Run, Estimate };
 enum class RunStatus { Running, Finished, Failed, Stopped, Cancelled, Killed };

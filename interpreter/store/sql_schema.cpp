@@ -5,7 +5,10 @@
 // migrate), so every migration runs on every new store too.
 #include "interpreter/store/sql_schema.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 
 #include "interpreter/store/run_store.h"
 
@@ -165,7 +168,9 @@ bool hasAnyTable(SqlConnection& db) {
 
 }  // namespace
 
-void openSchema(SqlConnection& db, const std::string& location) {
+namespace {
+
+void openSchemaOnce(SqlConnection& db, const std::string& location) {
   // Read first, write nothing: a newer store, or a database that is not a
   // store, must come out as it went in (not even switched to WAL).
   std::string text;
@@ -210,6 +215,30 @@ void openSchema(SqlConnection& db, const std::string& location) {
     }
     db.query("UPDATE ipu_meta SET value = ? WHERE key = 'schema_version'", {std::to_string(now)});
   });
+}
+
+}  // namespace
+
+void openSchema(SqlConnection& db, const std::string& location) {
+  // Processes setting up one new SQLite store at once: switching it to WAL
+  // needs the file to itself, and SQLite answers "database is locked" at
+  // once (without its busy handler, to avoid a deadlock) to a reader that
+  // would write while another writes. Each step is safe to take again (it
+  // reads what is there first), so it is, with a growing pause, for as long
+  // as the busy timeout would have waited.
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::seconds(30);
+  auto pause = std::chrono::milliseconds(5);
+  for (;;) {
+    try {
+      openSchemaOnce(db, location);
+      return;
+    } catch (const StoreBusy&) {
+      if (Clock::now() + pause > deadline) throw;
+      std::this_thread::sleep_for(pause);
+      pause = std::min(pause * 2, std::chrono::milliseconds(200));
+    }
+  }
 }
 
 }  // namespace ipu::store

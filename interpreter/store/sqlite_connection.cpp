@@ -107,7 +107,11 @@ class SqliteConnection : public SqlConnection {
   }
 
  private:
-  [[noreturn]] void fail(const std::string& why) { throw StoreError("store `" + path_ + "`: " + why); }
+  [[noreturn]] void fail(const std::string& why) {
+    const int code = sqlite3_extended_errcode(db_) & 0xff;
+    if (code == SQLITE_BUSY || code == SQLITE_LOCKED) throw StoreBusy("store `" + path_ + "`: " + why);
+    throw StoreError("store `" + path_ + "`: " + why);
+  }
 
   sqlite3_stmt* prepare(const std::string& sql) {
     auto it = statements_.find(sql);

@@ -103,6 +103,17 @@ wait
   || { echo "FAIL: six imports at once made $(IPU_STORE="$TMP/together.db" q "select count(*) from runs") runs"; cat "$TMP"/together.*; fail=1; }
 [ "$(cat "$TMP"/together.* | grep -c "^imported ")" = 1 ] && [ "$(cat "$TMP"/together.* | grep -c "^already in the store")" = 5 ] \
   || { echo "FAIL: six imports at once: not one imported and five skipped"; cat "$TMP"/together.*; fail=1; }
+# Twelve writers setting up one new store at once (switching it to WAL,
+# creating its tables): every one records its estimate, none fails with
+# "database is locked" (SQLite answers that at once, without waiting, to the
+# losers of the set-up).
+for k in 1 2 3 4 5 6 7 8 9 10 11 12; do
+  ( "$IPU" estimate "$ROOT/examples/tiny_bert.ipu" --store "$TMP/twelve.db" >"$TMP/twelve.$k" 2>&1; echo "exit $?" >>"$TMP/twelve.$k" ) &
+done
+wait
+[ "$(cat "$TMP"/twelve.* | grep -c "^exit 0")" = 12 ] || { echo "FAIL: twelve writers on a new store: not all recorded"; grep -h "ipu estimate:\|locked" "$TMP"/twelve.*; fail=1; }
+[ "$(IPU_STORE="$TMP/twelve.db" q "select count(*) from runs")" = 12 ] \
+  || { echo "FAIL: twelve writers on a new store made $(IPU_STORE="$TMP/twelve.db" q "select count(*) from runs") runs"; fail=1; }
 
 # Resuming a run recorded without the store: what it recorded is imported
 # first, then the record continues (one record, every step once).
