@@ -17,13 +17,6 @@ namespace ipu::lsp {
 
 namespace {
 
-bool isName(const std::string& s) {
-  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
-  for (char c : s)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
-  return true;
-}
-
 // The `help:` line of a published message.
 std::string helpOf(const std::string& message) {
   const std::string lead = "\nhelp: ";

@@ -48,13 +48,6 @@ Json references(Workspace& workspace, const Analysis& a, Position position, bool
 
 namespace {
 
-bool isName(const std::string& s) {
-  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
-  for (char c : s)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
-  return true;
-}
-
 // The declaration at the position and the span of the name under it (the
 // declaring name, or a use), when it can be renamed.
 struct Renameable {

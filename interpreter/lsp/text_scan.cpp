@@ -1,5 +1,6 @@
 #include "interpreter/lsp/text_scan.h"
 
+#include <cctype>
 #include <algorithm>
 #include <set>
 #include <string>
@@ -99,6 +100,13 @@ std::vector<Token> scanTokens(std::string_view t) {
     out.push_back(tok);
   }
   return out;
+}
+
+bool isName(std::string_view s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  for (char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+  return true;
 }
 
 bool isKeyword(std::string_view word) {

@@ -41,6 +41,8 @@ struct Token {
 
 std::vector<Token> scanTokens(std::string_view text);
 
+// Is `s` shaped as a name (a letter or `_`, then letters, digits, `_`)?
+bool isName(std::string_view s);
 // Is `word` one of the language's keywords (syntax::keywords())?
 bool isKeyword(std::string_view word);
 // The declaration kind a keyword spells (`mapping`), if it is one.
