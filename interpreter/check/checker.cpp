@@ -85,13 +85,16 @@ std::unique_ptr<CheckedProgram> Checker::checkFile(base::FileId rootFile, const 
 
   // A trial's values replace the script's in the training they are for.
   bool overridden = false;
-  auto trainingRecord = [&](const Value& v) -> std::shared_ptr<const Record> {
-    if (overrides == nullptr || v.record->name != overrides->training) return v.record;
+  // Values for every training that runs ("" training) apply to those only:
+  // a training the script does not run need not have the paths.
+  auto trainingRecord = [&](const Value& v, bool runs) -> std::shared_ptr<const Record> {
+    if (overrides == nullptr) return v.record;
+    if (overrides->training.empty() ? !runs : v.record->name != overrides->training) return v.record;
     overridden = true;
-    return applyOverrides(ev, *root, *v.record, overrides->values, overrides->at);
+    return applyOverrides(ev, *root, *v.record, *overrides);
   };
-  auto resolveTraining = [&](const Value& v, TrainingSpec& t) {
-    auto rec = trainingRecord(v);
+  auto resolveTraining = [&](const Value& v, TrainingSpec& t, bool runs = true) {
+    auto rec = trainingRecord(v, runs);
     return rec != nullptr && resolver.training(*rec, t);
   };
 
@@ -138,10 +141,13 @@ std::unique_ptr<CheckedProgram> Checker::checkFile(base::FileId rootFile, const 
     for (const auto& [name, v] : rootValues)
       if (v->kind == ValueKind::Record && v->record->kind == "training" && !runAt.count(name)) {
         TrainingSpec t;
-        resolveTraining(*v, t);
+        resolveTraining(*v, t, /*runs=*/false);
       }
   }
-  if (overrides != nullptr && !overridden)
+  if (overrides != nullptr && !overridden && overrides->training.empty())
+    ev.error(code::kBadRun, overrides->written.empty() ? overrides->at : overrides->written.front().pathAt,
+             "the script runs no training to give this value to", "declare `training NAME { ... }` (and `run NAME`)");
+  else if (overrides != nullptr && !overridden)
     ev.error(code::kBadSweep, overrides->at, "no training `" + overrides->training + "` to give the trial's values to",
              "a sweep's trials vary the training the sweep names");
 

@@ -707,9 +707,17 @@ bool Resolver::phase(const Record& tr, const PhaseEntry& entry, const std::vecto
   bool ok = true;
   if (!entry.from.empty()) {
     bool found = std::any_of(earlier.begin(), earlier.end(), [&](const PhaseSpec& p) { return p.name == entry.from; });
-    bool later = false;
-    for (const auto& p : tr.phases) later |= p.name == entry.from;
-    if (entry.from == entry.name) {
+    // Where the phase it starts from is written: before this one (then it is
+    // missing from `earlier` only because it had errors, already reported),
+    // after it, or nowhere.
+    bool before = false, later = false, seenSelf = false;
+    for (const auto& p : tr.phases) {
+      if (&p == &entry || p.name == entry.name) seenSelf = true;
+      else if (p.name == entry.from) (seenSelf ? later : before) = true;
+    }
+    if (!found && before) {
+      ok = false;
+    } else if (entry.from == entry.name) {
       ev_.error(code::kPhaseOrder, entry.fromSpan, "phase `" + entry.name + "` cannot start from itself",
                 "name an earlier phase, or drop `from` to start from the initial weights");
       ok = false;

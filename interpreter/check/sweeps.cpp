@@ -1183,13 +1183,14 @@ std::optional<sweep::SweepSpec> checkSweep(Evaluator& ev, const Module& module, 
 }
 
 std::shared_ptr<const Record> applyOverrides(Evaluator& ev, const Module& module, const Record& training,
-                                             const sweep::Assignment& values, Span at) {
+                                             const Overrides& overrides) {
+  const Span at = overrides.at;
   ScopePtr scope = ev.scopePtrOf(module);
   Substitution s(ev, training);
   bool resolved = true;
   std::set<std::string> seen;
   // In path order: a whole declaration (`mapping`) before its fields (`mapping.replicas`).
-  sweep::Assignment sorted = values;
+  sweep::Assignment sorted = overrides.values;
   std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   for (const auto& [path, value] : sorted) {
     if (!seen.insert(path).second) {
@@ -1206,6 +1207,35 @@ std::shared_ptr<const Record> applyOverrides(Evaluator& ev, const Module& module
     }
     // A name that names nothing is unknown, as it would be in the script.
     s.apply(*t, toValue(ev, scope, *t, value, at), at);
+  }
+  // Values written in the language, in path order too (stable: as given).
+  std::vector<const WrittenOverride*> written;
+  for (const auto& w : overrides.written) written.push_back(&w);
+  std::stable_sort(written.begin(), written.end(), [](const auto* a, const auto* b) { return a->path < b->path; });
+  for (const WrittenOverride* w : written) {
+    if (!seen.insert(w->path).second) {
+      ev.error(code::kDuplicateField, w->pathAt, "`" + w->path + "` is given twice", "give each value once");
+      resolved = false;
+      continue;
+    }
+    Paths paths(ev, *s.result());
+    std::optional<Target> t = paths.resolve(w->path, w->pathAt);
+    if (!t) {
+      resolved = false;
+      continue;
+    }
+    const syntax::Expr& e = *w->value;
+    const std::size_t before = ev.diags().errorCount();
+    Value v = t->spec != nullptr ? ev.evalField(e, t->spec->type, scope, t->field) : ev.eval(e, scope);
+    if (v.isUnknown() || ev.diags().errorCount() != before) continue;  // reported; the field stays as written
+    if (t->kind == Target::Kind::ModelArgument && v.kind != ValueKind::Number && v.kind != ValueKind::Bool &&
+        v.kind != ValueKind::String && v.kind != ValueKind::Symbol) {
+      ev.error(code::kTypeMismatch, e.span, "a model's argument given on the command line is a number, name or string, found " +
+                                                v.describe());
+      continue;
+    }
+    v.span = e.span;
+    s.apply(*t, std::move(v), e.span);
   }
   if (!resolved) return nullptr;
   return s.result();

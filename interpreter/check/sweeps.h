@@ -27,10 +27,24 @@
 
 namespace ipu::check {
 
-// A trial's values for one training.
+// A value written outside the script, in the language (`ipu run --set
+// PATH=VALUE`): evaluated in the script's scope and checked as the field
+// checks it, so `500 steps`, `every_layer`, `fp16_mixed` and `2e-4` mean what
+// they mean in the script, and a mistake points into the text given.
+struct WrittenOverride {
+  std::string path;                            // as in a sweep's `parameters`
+  std::shared_ptr<const syntax::Expr> value;   // parsed from its own source
+  Span pathAt;                                 // the PATH of PATH=VALUE
+};
+
+// A trial's values for one training, or values given on the command line for
+// every training that runs.
 struct Overrides {
-  std::string training;      // the training declaration they apply to
+  // The training declaration they apply to; "" applies them to every
+  // training the script runs (`ipu run --set`).
+  std::string training;
   sweep::Assignment values;  // (path, value), paths as in a sweep's `parameters`
+  std::vector<WrittenOverride> written;  // after `values`
   // Where a diagnostic about a value points when the script does not write
   // that value (e.g. the sweep's declaration); may be empty.
   Span at;
@@ -54,6 +68,6 @@ std::optional<sweep::SweepSpec> checkSweep(Evaluator& ev, const Module& module, 
 // in would report it, and that field is unknown in the record returned, so
 // that checking goes on (and reports what follows) as it does for the script.
 std::shared_ptr<const Record> applyOverrides(Evaluator& ev, const Module& module, const Record& training,
-                                             const sweep::Assignment& values, Span at);
+                                             const Overrides& overrides);
 
 }  // namespace ipu::check

@@ -33,6 +33,8 @@ options:
   --store PATH|URI       the run store (default: $IPU_STORE, else runs/ipu.db)
   --runs-dir DIR         the default store is DIR/ipu.db
   --no-store             record nothing
+  --set PATH=VALUE       estimate with VALUE in place of what the script writes
+                         at PATH (repeatable; as `ipu run --set`, docs/run.md)
   --color auto|always|never
                          colour (default auto: only on a terminal; NO_COLOR disables)
 )";
@@ -43,6 +45,7 @@ struct Options {
   bool timeline = false;
   std::string timelineSvg;
   StoreOptions store;
+  ValuesSet set;  // --set PATH=VALUE
   base::ColorMode color = base::ColorMode::Auto;
 };
 
@@ -73,7 +76,8 @@ int estimate(const Options& o) {
   session::Session s;
   showHookOutput(s);
   auto file = s.readFile(o.files[0]);
-  const cost::Estimate* est = file ? s.estimate(*file) : nullptr;
+  const bool setParsed = !file || setValues(s, o.set);
+  const cost::Estimate* est = file && setParsed ? s.estimate(*file) : nullptr;
   const ir::ExecutionPlan* plan = est != nullptr ? s.lastPlan() : nullptr;
   if (o.json) {
     ir::Json j = est != nullptr ? cost::toJson(*est) : ir::Json::object();
@@ -98,8 +102,13 @@ int estimate(const Options& o) {
       return kUserError;
     }
     try {
-      auto ids = runner::recordEstimate(*runStore, *plan, *est, s.rootText());
-      for (long long id : ids) std::cerr << "recorded as run " << id << " in " << runStore->location() << "\n";
+      std::map<std::string, std::string> given;
+      for (const auto& [at, value] : o.set) given["set." + at] = value;
+      auto ids = runner::recordEstimate(*runStore, *plan, *est, s.rootText(), given);
+      // Part of the answer (what to compare against later), so on standard
+      // output; beside a JSON document, on standard error.
+      std::ostream& out = o.json ? std::cerr : std::cout;
+      for (long long id : ids) out << "recorded as run " << id << " in " << runStore->location() << "\n";
     } catch (const store::StoreError& e) {
       std::cerr << "ipu estimate: warning: not recorded: " << e.what() << "\n";
     }
@@ -125,6 +134,8 @@ int run(const std::vector<std::string>& args) {
       if (v.empty()) return usage("estimate", "`--timeline-svg` needs a file name");
       o.timelineSvg = v;
     } else if (readStoreOption(in, o.store, error)) {
+      if (!error.empty()) return usage("estimate", error);
+    } else if (readSetOption(in, o.set, error)) {
       if (!error.empty()) return usage("estimate", error);
     } else if (in.value("--color", v)) {
       if (!parseColor(v, o.color)) return usage("estimate", "--color takes `auto`, `always` or `never`");

@@ -31,6 +31,13 @@ options:
   --steps N              at most N steps per phase (a quick try)
   --threads N            host threads for the virtual IPUs (default: all)
   --checkpoint-every N   steps between checkpoints (default: 100)
+  --set PATH=VALUE       run with VALUE in place of what the script writes at
+                         PATH (repeatable); paths as in a sweep's parameters
+                         (lr, phase.NAME.micro_batch, optimizer.weight_decay,
+                         mapping.replicas, model.hidden), values as in the
+                         script (2e-4, 500 steps, every_layer), checked alike
+  --name NAME            the run's name in the store (default TRAINING-ID)
+  --tag TAG              a tag for the run in the store (repeatable)
   --export-steps N DIR   also write the first N steps (weights, batches,
                          gradients) to DIR as NumPy files (docs/emulator.md)
   --store PATH|URI       the run store (default: $IPU_STORE, else DIR/ipu.db)
@@ -48,8 +55,15 @@ void onInterrupt(int) {
   std::signal(SIGINT, SIG_DFL);
 }
 
+// What `--set`, `--name` and `--tag` give the run.
+struct RunChanges {
+  ValuesSet set;
+  std::string name;
+  std::vector<std::string> tags;
+};
+
 int train(const std::string& path, const TrainingOptions& o, const runner::ExportRequest& exportRequest,
-          base::ColorMode color) {
+          const RunChanges& changes, base::ColorMode color) {
   const bool exporting = exportRequest.steps > 0;
   if (exporting && o.resume)
     return usage("run", "`--export-steps` exports the first steps of a new run; it cannot be combined with --resume");
@@ -61,6 +75,10 @@ int train(const std::string& path, const TrainingOptions& o, const runner::Expor
   s.setPurpose(session::Purpose::Run);
   showHookOutput(s);
   auto file = s.readFile(path);
+  if (file && !setValues(s, changes.set)) {
+    printDiagnostics(s, false, color);
+    return kUserError;
+  }
   const ir::ExecutionPlan* plan = file ? s.plan(*file, /*requireRuns=*/true) : nullptr;
   if (plan == nullptr || s.diagnostics().hasErrors()) {
     printDiagnostics(s, false, color);
@@ -94,6 +112,11 @@ int train(const std::string& path, const TrainingOptions& o, const runner::Expor
     runner::TrainSettings settings = trainSettings(o, s.rootText(), dir, color);
     settings.cancel = &gCancel;
     settings.store = runStore.get();
+    settings.name = changes.name;
+    settings.tags = changes.tags;
+    // What was given in place of the script's values: the recorded script
+    // does not say it.
+    for (const auto& [at, value] : changes.set) settings.parameters["set." + at] = value;
     runner::TrainResult r = runner::train(s, run, settings, std::cerr, ::isatty(2) != 0);
     if (s.diagnostics().hasErrors()) printDiagnostics(s, false, color);
     reportStoreRecord(r, runStore.get());
@@ -109,6 +132,7 @@ int run(const std::vector<std::string>& args) {
   std::vector<std::string> files;
   TrainingOptions o;
   runner::ExportRequest exportRequest;  // --export-steps N DIR (steps 0: none)
+  RunChanges changes;
   base::ColorMode color = base::ColorMode::Auto;
   ArgumentReader in(args);
   std::string v, error;
@@ -127,6 +151,14 @@ int run(const std::vector<std::string>& args) {
       exportRequest.steps = n;
       exportRequest.directory = *dir;
       in.skip();
+    } else if (readSetOption(in, changes.set, error)) {
+      if (!error.empty()) return usage("run", error);
+    } else if (in.value("--name", v)) {
+      if (std::string problem = store::runNameProblem(v); !problem.empty()) return usage("run", "`--name`: " + problem);
+      changes.name = v;
+    } else if (in.value("--tag", v)) {
+      if (std::string problem = store::tagProblem(v); !problem.empty()) return usage("run", "`--tag`: " + problem);
+      changes.tags.push_back(v);
     } else if (in.value("--color", v)) {
       if (!parseColor(v, color)) return usage("run", "--color takes `auto`, `always` or `never`");
     } else if (in.isOption()) {
@@ -136,7 +168,9 @@ int run(const std::vector<std::string>& args) {
     }
   }
   if (files.size() != 1) return usage("run", "`run` takes one script");
-  return train(files[0], o, exportRequest, color);
+  if (!changes.name.empty() && o.resume)
+    return usage("run", "`--name` names a new run; a resumed run keeps its name (`ipu runs` can show it)");
+  return train(files[0], o, exportRequest, changes, color);
 }
 
 }  // namespace

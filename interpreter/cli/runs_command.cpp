@@ -20,6 +20,7 @@
 #include "interpreter/base/render.h"
 #include "interpreter/base/terminal.h"
 #include "interpreter/cli/arguments.h"
+#include "interpreter/cli/output_file.h"
 #include "interpreter/runner/estimate_record.h"
 #include "interpreter/runner/run_import.h"
 #include "interpreter/runner/store_recorder.h"
@@ -38,6 +39,7 @@ const char* kRunsUsage = R"usage(usage: ipu runs [list] [--where FILTER] [--sort
        ipu runs tag ID TAG...          ipu runs untag ID TAG...
        ipu runs note ID TEXT           ipu runs delete ID...
        ipu runs gc [--grace SECONDS]   ipu runs import DIR...
+       ipu runs export [ID...] [--where FILTER] [--keys K,...] [--jsonl] [-o FILE]
 
 Runs and estimates recorded in the run store (docs/tracking.md). ID is a run's
 number or its name. The store is --store PATH|postgresql://..., else $IPU_STORE,
@@ -49,6 +51,10 @@ else runs/ipu.db (under --runs-dir DIR).
   --columns LIST   columns of the table / CSV (built-ins, parameters, metrics)
   --json, --csv    machine-readable output
   --grace SECONDS  gc: a running run silent this long is marked killed (default 30)
+  export           every recorded point of the runs (all, or those given or
+                   filtered): CSV (run_id,run_name,training,kind,key,step,
+                   value,time), or JSON Lines with --jsonl; --keys keeps only
+                   those metrics; -o FILE writes FILE (replaced whole)
 )usage";
 
 int usage(const std::string& message) {
@@ -61,7 +67,8 @@ struct RunsOptions {
   std::vector<std::string> positional;
   std::string where, sort, columns, store, runsDir = "runs";
   long long limit = 0;
-  bool json = false, csv = false;
+  bool json = false, csv = false, jsonl = false;
+  std::string keys, output;  // export: --keys a,b; -o FILE
   double grace = runner::kHeartbeatGraceSeconds;
   base::ColorMode color = base::ColorMode::Auto;
 };
@@ -176,7 +183,31 @@ void printTable(std::ostream& os, const std::vector<std::string>& header, const 
   for (std::size_t r = 0; r < rows.size(); ++r) line(rows[r], false, r);
 }
 
+// Whether a run's process is still there: on this host, a process with its
+// id (another host's processes cannot be seen: its heartbeat decides). A
+// process that took a dead run's id keeps it `running` until that ends.
+bool processAlive(const std::string& host, long long pid) {
+  if (pid <= 0 || pid > std::numeric_limits<pid_t>::max() || host != runner::hostName()) return false;
+  return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
+}
+
+// A run of this host whose process is gone (killed with -9, or by the
+// machine's OOM killer) is shown as killed at once, not as running until
+// `ipu runs gc`: its silence is no longer needed to tell. Another host's
+// processes cannot be seen; their heartbeat decides, in gc. A store that
+// cannot be written (read-only) is listed as it is.
+void markDeadLocalRuns(store::RunStore& st) {
+  const std::string here = runner::hostName();
+  try {
+    st.markStale(store::nowSeconds(), 2 * runner::kHeartbeatSeconds, [&](const std::string& host, long long pid) {
+      return host != here || processAlive(host, pid);
+    });
+  } catch (const store::StoreError&) {
+  }
+}
+
 int listRuns(store::RunStore& st, const RunsOptions& o) {
+  markDeadLocalRuns(st);
   std::vector<store::RunRecord> runs;
   std::vector<store::RunRecord> all;
   if (int code = selectRuns(st, {}, o.where, runs, "runs", &all)) return code;
@@ -290,6 +321,7 @@ std::string number(double v) {
 
 int showRun(store::RunStore& st, const RunsOptions& o) {
   if (o.positional.size() != 1) return usage("`runs show` takes one run (its number or name)");
+  markDeadLocalRuns(st);
   auto r = store::findRun(st, o.positional[0]);
   if (!r) {
     std::cerr << "ipu runs: " << noSuchRun(st, o.positional[0]) << "\n";
@@ -477,8 +509,7 @@ int tagRun(store::RunStore& st, const RunsOptions& o, bool remove) {
   }
   std::vector<std::string> tags(o.positional.begin() + 1, o.positional.end());
   for (const auto& t : tags)
-    if (t.empty() || t.find_first_of(", \t\n") != std::string::npos)
-      return usage("a tag is one word without commas or spaces: `" + t + "`");
+    if (std::string problem = store::tagProblem(t); !problem.empty()) return usage(problem);
   if (remove) st.removeTags(r->id, tags);
   else st.addTags(r->id, tags);
   return kOk;
@@ -495,14 +526,6 @@ int noteRun(store::RunStore& st, const RunsOptions& o) {
   for (std::size_t i = 1; i < o.positional.size(); ++i) note += (i > 1 ? " " : "") + o.positional[i];
   st.setNote(r->id, note);
   return kOk;
-}
-
-// Whether a run's process is still there: on this host, a process with its
-// id (another host's processes cannot be seen: its heartbeat decides). A
-// process that took a dead run's id keeps it `running` until that ends.
-bool processAlive(const std::string& host, long long pid) {
-  if (pid <= 0 || pid > std::numeric_limits<pid_t>::max() || host != runner::hostName()) return false;
-  return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
 }
 
 int deleteRuns(store::RunStore& st, const RunsOptions& o) {
@@ -541,6 +564,65 @@ int gcRuns(store::RunStore& st, const RunsOptions& o) {
   std::cout << "marked killed (no heartbeat for " << number(o.grace) << " s):";
   for (long long id : ids) std::cout << " " << id;
   std::cout << "\n";
+  return kOk;
+}
+
+// A number as text that reads back as the same double (for files other
+// programs read: every digit kept, none invented).
+std::string exactNumber(double v) {
+  char buf[40];
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  return buf;
+}
+
+// Full metric histories of the selected runs (every point the store has, not
+// the summaries `runs --csv` gives): CSV or JSON Lines, one point a line,
+// runs in id order, each run's points by key then step.
+int exportRuns(store::RunStore& st, const RunsOptions& o) {
+  if (o.json) return usage("`runs export` writes CSV (the default) or JSON Lines (`--jsonl`), not one JSON document");
+  std::vector<store::RunRecord> runs;
+  if (int code = selectRuns(st, o.positional, o.where, runs, "runs export")) return code;
+  std::sort(runs.begin(), runs.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+  std::set<std::string> keys;
+  if (!o.keys.empty()) {
+    std::stringstream ss(o.keys);
+    for (std::string k; std::getline(ss, k, ',');)
+      if (!k.empty()) keys.insert(k);
+  }
+  std::ostringstream out;
+  if (!o.jsonl) out << "run_id,run_name,training,kind,key,step,value,time\n";
+  std::size_t points = 0;
+  for (const auto& r : runs) {
+    for (const auto& p : st.metricHistory(r.id)) {
+      if (!keys.empty() && !keys.count(p.key)) continue;
+      ++points;
+      if (o.jsonl) {
+        nlohmann::json j{{"run_id", r.id}, {"run_name", r.name}, {"training", r.training}, {"kind", store::name(r.kind)},
+                         {"key", p.key}, {"step", p.step}};
+        jsonNumberOrNull(p.value, j["value"]);
+        jsonNumberOrNull(p.time, j["time"]);
+        out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+      } else {
+        out << r.id << "," << csvCell(r.name) << "," << csvCell(r.training) << "," << store::name(r.kind) << ","
+            << csvCell(p.key) << "," << p.step << "," << (std::isfinite(p.value) ? exactNumber(p.value) : "") << ","
+            << exactNumber(p.time) << "\n";
+      }
+    }
+  }
+  if (o.output.empty() || o.output == "-") {
+    std::cout << out.str();
+  } else {
+    std::string error;
+    if (!replaceFile(o.output, out.str(), error)) {
+      std::cerr << "ipu runs export: " << error << "\n";
+      return kUserError;
+    }
+    std::cerr << "wrote " << points << " point" << (points == 1 ? "" : "s") << " of " << runs.size() << " run"
+              << (runs.size() == 1 ? "" : "s") << " to " << o.output << "\n";
+  }
   return kOk;
 }
 
@@ -607,6 +689,14 @@ int runsCommand(const std::vector<std::string>& args) {
     std::string v;
     if (in.flag("--json")) o.json = true;
     else if (in.flag("--csv")) o.csv = true;
+    else if (in.flag("--jsonl")) o.jsonl = true;
+    else if (in.value("--keys", v)) {
+      if (v.empty()) return usage("`--keys` needs a list of metric names");
+      o.keys = v;
+    } else if (in.value("-o", v) || in.value("--output", v)) {
+      if (v.empty()) return usage("`-o` needs a file name (or `-` for standard output)");
+      o.output = v;
+    }
     else if (in.value("--where", v)) {
       // `--where ""` and `--where=` are an empty filter; only `--where` as the
       // last word lacks one (the reader then stays on the option).
@@ -643,12 +733,15 @@ int runsCommand(const std::vector<std::string>& args) {
       o.positional.push_back(a);
     }
   }
-  static const std::vector<std::string> subs{"list", "ls", "show", "compare", "tag", "untag", "note", "delete", "gc", "import"};
+  static const std::vector<std::string> subs{"list", "ls", "show", "compare", "tag", "untag", "note", "delete", "gc", "import", "export"};
   if (std::find(subs.begin(), subs.end(), o.sub) == subs.end()) {
     std::string hint = base::didYouMean(o.sub, subs);
     return usage("unknown subcommand `" + o.sub + "`" + (hint.empty() ? "" : "; " + hint));
   }
   if (o.json && o.csv) return usage("choose one of --json and --csv");
+  if ((o.jsonl || !o.keys.empty() || !o.output.empty()) && o.sub != "export")
+    return usage("`--jsonl`, `--keys` and `-o` are options of `runs export`");
+  if (o.jsonl && o.csv) return usage("choose one of --csv and --jsonl");
   if ((o.sub == "list" || o.sub == "ls") && !o.positional.empty())
     return usage("`runs` lists runs; to see one, `ipu runs show " + o.positional[0] + "`");
 
@@ -665,6 +758,7 @@ int runsCommand(const std::vector<std::string>& args) {
     if (o.sub == "note") return noteRun(*st, o);
     if (o.sub == "delete") return deleteRuns(*st, o);
     if (o.sub == "gc") return gcRuns(*st, o);
+    if (o.sub == "export") return exportRuns(*st, o);
     return importRuns(*st, o);
   } catch (const store::StoreError& e) {
     std::cerr << "ipu runs: error: " << e.what() << "\n";

@@ -24,6 +24,38 @@ bool readStoreOption(ArgumentReader& in, StoreOptions& o, std::string& error) {
   return true;
 }
 
+bool readSetOption(ArgumentReader& in, ValuesSet& set, std::string& error) {
+  std::string v;
+  if (!in.value("--set", v)) return false;
+  const std::size_t eq = v.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == v.size()) {
+    error = "`--set` takes PATH=VALUE, e.g. `--set phase.one.lr=2e-4` or `--set mapping.replicas=2`";
+    return true;
+  }
+  std::string at = v.substr(0, eq);
+  // `--set "lr = 0.1"` reads as it looks.
+  while (!at.empty() && at.back() == ' ') at.pop_back();
+  if (at.empty() || at.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.") != std::string::npos) {
+    error = "`--set " + v + "`: `" + at + "` is not a path (letters, digits, `_` and `.`, e.g. `phase.one.lr`)";
+    return true;
+  }
+  set.emplace_back(at, v.substr(eq + 1));
+  return true;
+}
+
+bool setValues(session::Session& s, const ValuesSet& set) {
+  if (set.empty()) return true;
+  check::Overrides given;  // training "": every training the script runs
+  bool parsed = true;
+  for (const auto& [at, value] : set) {
+    if (auto w = s.readOverride(at, value)) given.written.push_back(std::move(*w));
+    else parsed = false;
+  }
+  if (!parsed) return false;
+  s.setOverrides(std::move(given));
+  return true;
+}
+
 bool readTrainingOption(ArgumentReader& in, TrainingOptions& o, std::string& error) {
   if (readStoreOption(in, o.store, error)) return true;
   const std::string& a = in.word();
@@ -101,7 +133,7 @@ void printTrainResult(const runner::TrainResult& r, const std::string& training,
 
 void reportStoreRecord(const runner::TrainResult& r, const store::RunStore* runStore) {
   if (runStore == nullptr) return;
-  if (r.storeRunId != 0) std::cerr << "recorded as run " << r.storeRunId << " in " << runStore->location() << "\n";
+  if (r.storeRunId != 0) std::cout << "recorded as run " << r.storeRunId << " in " << runStore->location() << "\n";
   if (!r.storeFailure.empty()) std::cerr << "ipu run: warning: the run store missed part of this run: " << r.storeFailure << "\n";
 }
 

@@ -11,6 +11,7 @@
 #include "interpreter/base/terminal.h"
 #include "interpreter/cli/arguments.h"
 #include "interpreter/runner/train.h"
+#include "interpreter/session/session.h"
 #include "interpreter/store/run_store.h"
 
 namespace ipu::cli {
@@ -30,6 +31,15 @@ struct TrainingOptions {
   long long checkpointEvery = 100;
 };
 
+// `--set PATH=VALUE` options, in the order given: (PATH, VALUE).
+using ValuesSet = std::vector<std::pair<std::string, std::string>>;
+// Reads `--set PATH=VALUE` when it is the current word (as readStoreOption).
+bool readSetOption(ArgumentReader& in, ValuesSet& set, std::string& error);
+// Gives the session `set` in place of what the script writes, for every
+// training it runs (session.h, readOverride). False, with diagnostics on the
+// session, when a VALUE does not parse; the rest is checked with the script.
+bool setValues(session::Session& s, const ValuesSet& set);
+
 // Reads the current word when it is one of these options: returns true when
 // it was (then `error` is set, non-empty, for a bad value), false when it is
 // another word.
@@ -45,7 +55,7 @@ runner::TrainSettings trainSettings(const TrainingOptions& o, const std::string&
 
 // How a training run ended, for a person (stdout).
 void printTrainResult(const runner::TrainResult& r, const std::string& training, base::ColorMode color);
-// Where the run store recorded it, or what it missed (stderr).
+// Where the run store recorded it (stdout), or what it missed (stderr).
 void reportStoreRecord(const runner::TrainResult& r, const store::RunStore* runStore);
 
 }  // namespace ipu::cli

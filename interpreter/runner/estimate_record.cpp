@@ -13,7 +13,8 @@ std::string hostName() {
 }
 
 std::vector<long long> recordEstimate(store::RunStore& store, const ir::ExecutionPlan& plan,
-                                      const cost::Estimate& estimate, const std::string& scriptText) {
+                                      const cost::Estimate& estimate, const std::string& scriptText,
+                                      const std::map<std::string, std::string>& parameters) {
   std::vector<long long> ids;
   for (std::size_t i = 0; i < plan.runs.size() && i < estimate.runs.size(); ++i) {
     const ir::RunPlan& run = plan.runs[i];
@@ -25,6 +26,7 @@ std::vector<long long> recordEstimate(store::RunStore& store, const ir::Executio
     nr.script = scriptText;
     nr.planHash = planHash(run);
     nr.parameters = runParameters(run);
+    for (const auto& [k, v] : parameters) nr.parameters[k] = v;
     nr.host = hostName();
     nr.pid = static_cast<long long>(::getpid());
     nr.startedAt = now;

@@ -18,8 +18,10 @@ namespace ipu::runner {
 // peak_memory_bytes at the first and last global step of each phase;
 // time_to_train_s (cumulative) at the last. Returns the new runs' ids.
 // Throws store::StoreError.
+// `parameters` are recorded beside the runs' own (`set.PATH` for `--set`).
 std::vector<long long> recordEstimate(store::RunStore& store, const ir::ExecutionPlan& plan,
-                                      const cost::Estimate& estimate, const std::string& scriptText);
+                                      const cost::Estimate& estimate, const std::string& scriptText,
+                                      const std::map<std::string, std::string>& parameters = {});
 
 std::string hostName();
 

@@ -1,7 +1,10 @@
 #include "interpreter/runner/store_recorder.h"
 
+#include <unistd.h>
+
 #include <filesystem>
 
+#include "interpreter/runner/estimate_record.h"
 #include "interpreter/runner/run_import.h"
 
 namespace ipu::runner {
@@ -70,7 +73,7 @@ train::StopRequest StoreRecorder::step(train::Source, const train::StepInfo& s, 
     // loses the points it had not yet written to the store, not its lines.
     reopened_ = true;
     guarded([&] {
-      store_.reopenRun(runId_, 0);
+      store_.reopenRun(runId_, 0, hostName(), static_cast<long long>(::getpid()));
       store_.appendMetrics(runId_, pointsOfRunDirectory(resumeDirectory_, s.globalStep));
     });
   }

@@ -170,6 +170,7 @@ TrainResult train(session::Session& session, const ir::RunPlan& run, const Train
         store::NewRun nr;
         nr.kind = store::RunKind::Run;
         nr.training = run.name;
+        nr.name = settings.name;
         nr.script = settings.scriptText;
         nr.planHash = identity;
         nr.parameters = runParameters(run);

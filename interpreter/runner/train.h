@@ -37,6 +37,7 @@ struct TrainSettings {
   std::string initialWeights;
   std::map<std::string, std::string> parameters;  // recorded with the run's own (a sweep trial's)
   std::vector<std::string> tags;                  // the run's tags in the store
+  std::string name;                               // the run's name in the store ("": <training>-<id>)
   const hooks::SweepTrial* sweepTrial = nullptr;  // the hooks' ctx.sweep and ctx.trial; null: not a trial
 };
 

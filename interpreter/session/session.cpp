@@ -20,6 +20,7 @@
 #include "interpreter/search/result_cache.h"
 #include "interpreter/search/search.h"
 #include "interpreter/syntax/codes.h"
+#include "interpreter/syntax/parser.h"
 
 namespace ipu::session {
 
@@ -83,6 +84,18 @@ std::shared_ptr<const Snapshot> Session::snapshot(const std::string& path) {
 }
 
 base::FileId Session::addSource(std::string name, std::string text) { return sources_.add(std::move(name), std::move(text)); }
+
+std::optional<check::WrittenOverride> Session::readOverride(const std::string& path, const std::string& value) {
+  const base::FileId id = sources_.add("--set " + path, value);
+  const std::size_t before = diags_.errorCount();
+  syntax::ExprPtr e = syntax::parseValue(sources_, id, diags_);
+  if (e == nullptr || diags_.errorCount() != before) return std::nullopt;
+  check::WrittenOverride w;
+  w.path = path;
+  w.pathAt = base::Span{id, 0, static_cast<std::uint32_t>(value.size())};
+  w.value = std::shared_ptr<const syntax::Expr>(std::move(e));
+  return w;
+}
 
 const check::CheckedProgram* Session::check(base::FileId file) {
   placement_.reset();

@@ -76,6 +76,11 @@ class Session {
   // would give in a script. No script text is written.
   void setOverrides(std::optional<check::Overrides> overrides) { overrides_ = std::move(overrides); }
   const std::optional<check::Overrides>& overrides() const { return overrides_; }
+  // A value given outside the script as `PATH=VALUE` (`ipu run --set`),
+  // VALUE parsed in the language from a source of its own named `--set PATH`
+  // (what its diagnostics point into). Nothing, with syntax diagnostics, when
+  // VALUE does not parse. Give the result to setOverrides().
+  std::optional<check::WrittenOverride> readOverride(const std::string& path, const std::string& value);
   // check() with `overrides` (kept for later calls, as setOverrides does).
   const check::CheckedProgram* checkWithOverrides(base::FileId file, check::Overrides overrides) {
     setOverrides(std::move(overrides));

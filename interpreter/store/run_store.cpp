@@ -36,6 +36,24 @@ double nowSeconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+std::string tagProblem(const std::string& tag) {
+  if (tag.empty()) return "a tag cannot be empty";
+  for (unsigned char c : tag)
+    if (c == ',' || c == ' ' || c < 0x20 || c == 0x7f) return "a tag is one word without commas or spaces: `" + tag + "`";
+  if (tag.size() > 200) return "a tag is at most 200 bytes long";
+  return "";
+}
+
+std::string runNameProblem(const std::string& name) {
+  if (name.empty()) return "a run's name cannot be empty";
+  if (name.size() > 200) return "a run's name is at most 200 bytes long";
+  for (unsigned char c : name)
+    if (c < 0x20 || c == 0x7f) return "a run's name is one line of printable text";
+  if (name.find_first_not_of("0123456789") == std::string::npos)
+    return "a run's name cannot be a whole number (`" + name + "` reads as a run's id); add a word: `trial-" + name + "`";
+  return "";
+}
+
 std::optional<RunRecord> findRun(RunStore& store, const std::string& idOrName, const std::vector<RunRecord>* all) {
   char* end = nullptr;
   const long long id = std::strtoll(idOrName.c_str(), &end, 10);

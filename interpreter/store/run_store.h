@@ -75,6 +75,7 @@ struct Artifact {
 struct NewRun {
   RunKind kind = RunKind::Run;
   std::string training;  // the script's `run` name
+  std::string name;      // what it is called ("": "<training>-<id>"); need not be unique
   std::string script;    // the script text as it was run
   std::string planHash;  // equal for an estimate and a run of the same plan
   std::map<std::string, std::string> parameters;  // resolved values, flattened ("mapping.replicas" -> "4")
@@ -85,7 +86,7 @@ struct NewRun {
 
 struct RunRecord {
   long long id = 0;
-  std::string name;  // readable: "<training>-<id>"
+  std::string name;  // readable: given (`ipu run --name`), else "<training>-<id>"
   RunKind kind = RunKind::Run;
   std::string training;
   RunStatus status = RunStatus::Running;
@@ -116,9 +117,10 @@ class RunStore {
   virtual void appendMetrics(long long run, const std::vector<MetricPoint>& points) = 0;
   virtual void heartbeat(long long run, double now) = 0;
   virtual void finishRun(long long run, RunStatus status, const std::string& reason, double endedAt) = 0;
-  // A resumed run: running again, points from `fromStep` on dropped (they
-  // are about to be recorded again), summaries recomputed.
-  virtual void reopenRun(long long run, long long fromStep) = 0;
+  // A resumed run: running again, by the process `pid` on `host` (whose
+  // liveness gc and listing check from now on), points from `fromStep` on
+  // dropped (they are about to be recorded again), summaries recomputed.
+  virtual void reopenRun(long long run, long long fromStep, const std::string& host, long long pid) = 0;
   virtual void addArtifact(long long run, const Artifact& artifact) = 0;
 
   // The run whose artifact of kind "run_directory" is `path`, if any.
@@ -151,8 +153,15 @@ class RunStore {
   virtual std::vector<long long> markStale(double now, double graceSeconds, const ProcessAlive& alive) = 0;
 };
 
+// What is wrong with a tag ("" when nothing): a tag is one word, without
+// commas or spaces, so that lists of tags and the filter language read it.
+std::string tagProblem(const std::string& tag);
+// What is wrong with a run's name ("" when nothing): a line of printable
+// text, at most 200 bytes, not a whole number (that reads as a run's id).
+std::string runNameProblem(const std::string& name);
+
 // A run by its id ("12") or its name ("tiny_trial-12"), with everything (as
-// RunStore::run). `all`, when given, is the store's listRuns() (to look a name
+// RunStore::run); of runs given the same name, the newest. `all`, when given, is the store's listRuns() (to look a name
 // up in without listing again).
 std::optional<RunRecord> findRun(RunStore& store, const std::string& idOrName,
                                  const std::vector<RunRecord>* all = nullptr);

@@ -86,7 +86,7 @@ class SqlStore : public RunStore {
            r.host, r.pid, r.startedAt, r.startedAt});
       if (rows.empty()) throw StoreError("store `" + location_ + "`: a new run got no id");
       id = cellInt(rows[0][0]);
-      db_->query("UPDATE runs SET name = ? WHERE id = ?", {r.training + "-" + std::to_string(id), id});
+      db_->query("UPDATE runs SET name = ? WHERE id = ?", {r.name.empty() ? r.training + "-" + std::to_string(id) : r.name, id});
       std::vector<std::vector<SqlValue>> params;
       for (const auto& [k, v] : r.parameters) params.push_back({id, k, v});
       db_->executeMany("INSERT INTO params(run_id, key, value) VALUES (?, ?, ?)", params);
@@ -138,7 +138,7 @@ class SqlStore : public RunStore {
     });
   }
 
-  void reopenRun(long long run, long long fromStep) override {
+  void reopenRun(long long run, long long fromStep, const std::string& host, long long pid) override {
     std::lock_guard<std::mutex> lock(mutex_);
     write([&] {
       db_->query("DELETE FROM metrics WHERE run_id = ? AND step >= ?", {run, fromStep});
@@ -147,8 +147,9 @@ class SqlStore : public RunStore {
         merge(all[cellText(row[0])], cellInt(row[1]), cellDouble(row[2]));
       db_->query("DELETE FROM metric_summaries WHERE run_id = ?", {run});
       writeSummaries(run, all);
-      db_->query("UPDATE runs SET status = ?, stop_reason = '', ended_at = NULL, heartbeat_at = ? WHERE id = ?",
-                 {std::string(name(RunStatus::Running)), nowSeconds(), run});
+      db_->query("UPDATE runs SET status = ?, stop_reason = '', ended_at = NULL, heartbeat_at = ?, host = ?, pid = ?"
+                 " WHERE id = ?",
+                 {std::string(name(RunStatus::Running)), nowSeconds(), host, pid, run});
     });
   }
 

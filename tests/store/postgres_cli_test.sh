@@ -29,8 +29,8 @@ URI="postgresql://ipu@/postgres?host=$TMP"
 WORK="$(mktemp -d)"
 trap 'stop; rm -rf "$WORK"' EXIT
 
-"$IPU" estimate "$ROOT/examples/tiny_bert.ipu" --store "$URI" >/dev/null 2>"$WORK/err" || { echo "FAIL: estimate"; cat "$WORK/err"; fail=1; }
-grep -q "recorded as run 1 in postgresql://" "$WORK/err" || { echo "FAIL: estimate did not record"; cat "$WORK/err"; fail=1; }
+"$IPU" estimate "$ROOT/examples/tiny_bert.ipu" --store "$URI" >"$WORK/out" 2>"$WORK/err" || { echo "FAIL: estimate"; cat "$WORK/err"; fail=1; }
+grep -q "recorded as run 1 in postgresql://" "$WORK/out" || { echo "FAIL: estimate did not record"; cat "$WORK/err"; fail=1; }
 "$IPU" run "$ROOT/examples/tiny_bert.ipu" --steps 6 --threads 1 --runs-dir "$WORK/runs" --store "$URI" >/dev/null 2>"$WORK/err" \
   || { echo "FAIL: run"; cat "$WORK/err"; fail=1; }
 [ -e "$WORK/runs/ipu.db" ] && { echo "FAIL: --store postgresql wrote an SQLite store too"; fail=1; }

@@ -211,7 +211,7 @@ TEST_P(StoreTest, SilentRunsBecomeKilledOthersStay) {
     return false;
   });
   EXPECT_EQ(killed, (std::vector<long long>{silent, stalled}));
-  store_->reopenRun(stalled, 0);
+  store_->reopenRun(stalled, 0, "h", 42);
   store_->heartbeat(stalled, now - 120);
   EXPECT_TRUE(store_->markStale(now, 30, [](const std::string&, long long) { return true; }).empty());
   EXPECT_EQ(store_->run(stalled)->status, RunStatus::Running);
@@ -229,9 +229,11 @@ TEST_P(StoreTest, ReopeningDropsStepsToBeRecordedAgain) {
   for (int s = 1; s <= 10; ++s) points.push_back({"loss", s, 10.0 - s, 1});
   store_->appendMetrics(id, points);
   store_->finishRun(id, RunStatus::Cancelled, "Ctrl-C", 5);
-  store_->reopenRun(id, 7);
+  store_->reopenRun(id, 7, "other-host", 4242);
   auto r = store_->run(id);
   EXPECT_EQ(r->status, RunStatus::Running);
+  EXPECT_EQ(r->host, "other-host");  // the resuming process, whose liveness counts now
+  EXPECT_EQ(r->pid, 4242);
   EXPECT_TRUE(std::isnan(r->endedAt));
   EXPECT_EQ(r->metrics.at("loss").count, 6);
   EXPECT_EQ(r->metrics.at("loss").last, 4.0);
