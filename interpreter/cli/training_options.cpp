@@ -39,7 +39,13 @@ bool readSetOption(ArgumentReader& in, ValuesSet& set, std::string& error) {
     error = "`--set " + v + "`: `" + at + "` is not a path (letters, digits, `_` and `.`, e.g. `phase.one.lr`)";
     return true;
   }
-  set.emplace_back(at, v.substr(eq + 1));
+  std::string value = v.substr(eq + 1);
+  value.erase(0, value.find_first_not_of(' '));
+  if (value.empty()) {
+    error = "`--set " + v + "` gives `" + at + "` no value";
+    return true;
+  }
+  set.emplace_back(at, value);
   return true;
 }
 

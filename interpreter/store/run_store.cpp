@@ -38,8 +38,8 @@ double nowSeconds() {
 
 std::string tagProblem(const std::string& tag) {
   if (tag.empty()) return "a tag cannot be empty";
-  for (unsigned char c : tag)
-    if (c == ',' || c == ' ' || c < 0x20 || c == 0x7f) return "a tag is one word without commas or spaces: `" + tag + "`";
+  // Other control characters are kept, and escaped where a tag is shown.
+  if (tag.find_first_of(", \t\n") != std::string::npos) return "a tag is one word without commas or spaces: `" + tag + "`";
   if (tag.size() > 200) return "a tag is at most 200 bytes long";
   return "";
 }

@@ -154,7 +154,7 @@ class RunStore {
 };
 
 // What is wrong with a tag ("" when nothing): a tag is one word, without
-// commas or spaces, so that lists of tags and the filter language read it.
+// commas, spaces, tabs or newlines, so that lists of tags read it.
 std::string tagProblem(const std::string& tag);
 // What is wrong with a run's name ("" when nothing): a line of printable
 // text, at most 200 bytes, not a whole number (that reads as a run's id).

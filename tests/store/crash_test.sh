@@ -2,7 +2,8 @@
 # How runs end, as the store records them (docs/tracking.md):
 #   kill -9 mid-run: the store stays consistent (integrity check), the run
 #     stays `running` until its heartbeat lapses, `ipu runs gc` then marks it
-#     killed, and what it recorded stays; --resume continues the same record;
+#     killed (and `ipu runs` once two beats are missed, its process being
+#     gone from this host), and what it recorded stays; --resume continues the same record;
 #   Ctrl-C: cancelled;
 #   a run directory written with --no-store: `ipu runs import` brings it in,
 #     once.
@@ -42,6 +43,12 @@ id=$(q "select id from runs where kind = 'run'")
 grep -q "no running run has a lapsed heartbeat" "$TMP/out" || { echo "FAIL: gc marked a run whose heartbeat is fresh"; cat "$TMP/out"; fail=1; }
 "$IPU" runs gc --grace 0 >"$TMP/out" || fail=1
 grep -q "marked killed.* $id" "$TMP/out" || { echo "FAIL: gc --grace 0 did not mark run $id killed"; cat "$TMP/out"; fail=1; }
+# Listing: a run of this host whose process is gone shows as killed once
+# its heartbeat is two beats old (10 s), without gc. Made running again with
+# an 11 s old heartbeat, as if listed 11 s after the kill.
+python3 -c "import sqlite3,sys; db=sqlite3.connect(sys.argv[1]); db.execute(\"update runs set status='running', ended_at=NULL, heartbeat_at=heartbeat_at-11 where id=$id\"); db.commit()" "$IPU_STORE"
+"$IPU" runs --where "status = killed" --columns id >"$TMP/out" || fail=1
+grep -qx "$id" "$TMP/out" || { echo "FAIL: ipu runs did not show the dead run $id as killed"; cat "$TMP/out"; fail=1; }
 "$IPU" runs show "$id" --json >"$TMP/show.json" || fail=1
 python3 - "$TMP/show.json" "$IPU_STORE" <<'PY' || fail=1
 import json, sqlite3, sys

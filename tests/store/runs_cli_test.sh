@@ -110,6 +110,59 @@ for name in metrics.jsonl plan.json events.jsonl summary.json script.ipu; do
   has "$TMP/err" "\`$name\` is a pipe (FIFO)" "import names the pipe ($name)"
 done
 
+# `ipu run --set/--name/--tag` and `ipu runs export` (docs/run.md, docs/tracking.md).
+expect 0 "run with --set, --name and --tag" -- "$IPU" run "$ROOT/examples/tiny_bert.ipu" --steps 2 --threads 1 \
+  --runs-dir "$TMP/runs" --set phase.short.lr=0.004 --set 'phase.long.steps = 20 steps' --name "lr four" --tag quick --tag lr
+has "$TMP/out" "recorded as run" "the store's record is said on stdout"
+expect 0 "the run by its given name" -- "$IPU" runs show "lr four" --json
+python3 - "$TMP/out" <<'PY' || fail=1
+import json, sys
+r = json.load(open(sys.argv[1]))
+p = r["parameters"]
+problems = []
+if r["name"] != "lr four": problems.append(f"name {r['name']!r}")
+if sorted(r["tags"]) != ["lr", "quick"]: problems.append(f"tags {r['tags']}")
+if p.get("phases.short.lr.peak") != "0.004": problems.append(f"the run's lr peak is {p.get('phases.short.lr.peak')}, not the value set")
+if p.get("phases.short.lr.warmup_steps") != "50": problems.append("the schedule's warmup was not kept")
+if p.get("phases.long.steps") != "20": problems.append(f"phase long steps {p.get('phases.long.steps')}")
+if p.get("set.phase.short.lr") != "0.004" or p.get("set.phase.long.steps") != "20 steps": problems.append("what was set is not recorded")
+for x in problems: print("FAIL: --set/--name/--tag:", x)
+sys.exit(1 if problems else 0)
+PY
+expect 1 "a value of the wrong unit" -- "$IPU" run "$ROOT/examples/tiny_bert.ipu" --runs-dir "$TMP/runs" --set 'phase.short.lr=3 steps'
+has "$TMP/err" "--set phase.short.lr:1:1: error[IPU1003]" "the value's own source is named, with line and column"
+expect 1 "an unknown path" -- "$IPU" run "$ROOT/examples/tiny_bert.ipu" --runs-dir "$TMP/runs" --set phase.shrt.lr=0.1
+has "$TMP/err" 'did you mean `phase.short.lr`' "a misspelt path gets a suggestion"
+expect 1 "a value that does not parse" -- "$IPU" run "$ROOT/examples/tiny_bert.ipu" --runs-dir "$TMP/runs" --set 'phase.short.lr=(('
+has "$TMP/err" "error[IPU0004]" "a syntax error in a value is the language's"
+expect 2 "--set without =" -- "$IPU" run "$ROOT/examples/tiny_bert.ipu" --set lr
+expect 2 "a name that reads as an id" -- "$IPU" run "$ROOT/examples/tiny_bert.ipu" --name 12
+expect 2 "a tag with a comma" -- "$IPU" run "$ROOT/examples/tiny_bert.ipu" --tag a,b
+expect 0 "estimate with --set" -- "$IPU" estimate "$ROOT/examples/tiny_bert.ipu" --set mapping.replicas=1
+has "$TMP/out" "recorded as run" "an estimate's record is said on stdout"
+runid=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['id'])" <("$IPU" runs show "lr four" --json))
+expect 0 "export as CSV" -- "$IPU" runs export "lr four" --keys loss
+python3 - "$TMP/out" "$IPU_STORE" "$runid" <<'PY' || fail=1
+import csv, sqlite3, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+db = sqlite3.connect(sys.argv[2])
+want = db.execute("select step, value from metrics where run_id = ? and key = 'loss' order by step", (int(sys.argv[3]),)).fetchall()
+got = [(int(r["step"]), float(r["value"])) for r in rows]
+ok = got == [(s, v) for s, v in want] and len(got) == 4 and all(r["run_name"] == "lr four" and r["key"] == "loss" for r in rows)
+if not ok: print("FAIL: export CSV is not the store's loss history, exactly:", got[:3], want[:3])
+sys.exit(0 if ok else 1)
+PY
+expect 0 "export as JSON Lines to a file" -- "$IPU" runs export --where "name = 'lr four'" --jsonl -o "$TMP/export.jsonl"
+python3 - "$TMP/export.jsonl" "$IPU_STORE" "$runid" <<'PY' || fail=1
+import json, sqlite3, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+n = sqlite3.connect(sys.argv[2]).execute("select count(*) from metrics where run_id = ?", (int(sys.argv[3]),)).fetchone()[0]
+ok = len(lines) == n and n > 4 and {l["run_id"] for l in lines} == {int(sys.argv[3])}
+if not ok: print(f"FAIL: export JSON Lines has {len(lines)} points, the store {n}")
+sys.exit(0 if ok else 1)
+PY
+expect 2 "--jsonl outside export" -- "$IPU" runs --jsonl
+
 # A store written by a newer ipu: refused, not touched.
 python3 -c "import sqlite3,sys; db=sqlite3.connect(sys.argv[1]); db.execute(\"update ipu_meta set value='7' where key='schema_version'\"); db.commit(); db.execute('pragma wal_checkpoint(TRUNCATE)')" "$IPU_STORE"
 sum=$(md5sum <"$IPU_STORE")
