@@ -193,6 +193,14 @@ expect 0 "the stopped trial's run" -- "$IPU" runs show "$BAD_RUN" --store "$STOR
 python3 -c "
 import json,sys; d=json.load(open('$TMP/out')); n=d['metrics']['loss']['last_step']
 assert 100 <= n < 4000, ('the stopped trial trained', n, 'steps')" || { echo "FAIL: the stopped trial did not stop early"; fail=1; }
+# Its run is recorded as stopped by hyperband, not cancelled by a Ctrl-C, so
+# `--where "status = stopped"` finds it.
+python3 -c "
+import json,sys; d=json.load(open('$TMP/out'))
+assert d['status'] == 'stopped' and 'hyperband' in d['stop_reason'], (d['status'], d['stop_reason'])" \
+  || { echo "FAIL: the stopped trial's run is not recorded as stopped by hyperband"; fail=1; }
+expect 0 "runs stopped" -- "$IPU" runs --where "status = stopped" --columns id --store "$STORE"
+grep -qx "$BAD_RUN" "$TMP/out" || { echo "FAIL: --where 'status = stopped' does not find run $BAD_RUN"; cat "$TMP/out"; fail=1; }
 
 # --- the retry policy: an agent killed mid-trial with --max-attempts 1 leaves a
 # trial that the next agent fails instead of queueing it again.

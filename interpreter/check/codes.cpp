@@ -69,6 +69,7 @@ const std::vector<base::CodeInfo>& checkCodes() {
       {kBadSweepStart, "a sweep's `from` that names no sweep or run, or a cycle of sweeps starting from each other"},
       {kBadSweep, "a sweep declaration that is not `sweep NAME for TRAINING { ... }`"},
       {kMetricDirection, "a sweep that maximizes a loss or minimizes an accuracy or a throughput (warning)"},
+      {kHyperbandUnseenMetric, "hyperband on a metric no trial reports before it ends (warning)"},
   };
   return codes;
 }

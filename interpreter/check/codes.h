@@ -74,6 +74,7 @@ inline constexpr const char* kRunCapRequired = "IPU1309";
 inline constexpr const char* kBadSweepStart = "IPU1310";
 inline constexpr const char* kBadSweep = "IPU1311";
 inline constexpr const char* kMetricDirection = "IPU1312";
+inline constexpr const char* kHyperbandUnseenMetric = "IPU1313";
 }  // namespace ipu::check::code
 
 namespace ipu::check {

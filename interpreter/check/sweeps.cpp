@@ -514,6 +514,32 @@ class SweepReader {
     if (hasMethod && spec_.method == sweep::Method::Grid) checkGrid();
     if (hasMetric) checkDirection();
     if (earlyTerminate != nullptr) readEarlyTerminate(*earlyTerminate);
+    if (earlyTerminate != nullptr && hasMetric && spec_.earlyTerminate.enabled) checkRungsSeeMetric(*earlyTerminate);
+  }
+
+  // Hyperband judges a trial when it reports its metric at or past a bracket
+  // (min_iter x eta^k steps), before the trial ends. A held-out metric
+  // (`eval.NAME`) is reported once, at the end of each phase: when no phase
+  // but the last ends at or after min_iter, there is no report to judge it by
+  // before the trial is over, and hyperband stops nothing.
+  void checkRungsSeeMetric(const FieldMember& f) {
+    if (training_ == nullptr || spec_.metric.name.rfind("eval.", 0) != 0) return;
+    long long end = 0, lastReportBeforeTheEnd = 0;
+    for (std::size_t i = 0; i < training_->phases.size(); ++i) {
+      end += training_->phases[i].steps;
+      if (i + 1 < training_->phases.size()) lastReportBeforeTheEnd = end;
+    }
+    const long long minIter = spec_.earlyTerminate.minIter;
+    if (lastReportBeforeTheEnd >= minIter) return;
+    std::string when = training_->phases.size() <= 1
+                           ? "once, as the trial's only phase ends"
+                           : "at the end of each phase, and no phase before the last ends at or after step " +
+                                 std::to_string(minIter) + " (the first bracket)";
+    ev_.warning(code::kHyperbandUnseenMetric, f.value->span,
+                "hyperband cannot stop a trial: `" + spec_.metric.name + "` is recorded " + when +
+                    "; a trial is judged only on what it reported before it ended",
+                "stop on a metric recorded every step (`loss`, an accuracy), or split the training into phases "
+                "so that an evaluation comes before the end");
   }
 
   // --------------------------------------------------------------- parameters

@@ -30,6 +30,7 @@ const char* kSweepUsage = R"usage(usage: ipu sweep FILE [NAME] [options]    run 
        ipu sweep list [--json]
        ipu sweep status SWEEP [--json]
        ipu sweep pause SWEEP      ipu sweep resume SWEEP      ipu sweep cancel SWEEP
+       ipu sweep create FILE [NAME]   (create or resume it; run no agent)
 
 `ipu sweep FILE [NAME]` creates the sweep NAME declared in FILE in the run
 store, or resumes it if the store has it (finished trials are kept, failed and
@@ -42,7 +43,9 @@ else $IPU_STORE, else runs/ipu.db (under --runs-dir DIR).
   list     every sweep: method, state, trials by state, best metric
   status   one sweep: counts, the best trial, every trial
   pause    agents claim no new trial; running trials go on
-  resume   agents claim trials again (of a paused or cancelled sweep)
+  resume   agents claim trials again (of a paused or cancelled sweep); its
+           killed trials (an agent stopped with Ctrl-C) are queued again
+  create   put the sweep FILE declares in the store without running an agent
   cancel   agents claim no new trial and stop their running trials
   --json   machine-readable output (docs/sweeps.md)
 
@@ -232,14 +235,14 @@ int showStatus(store::SweepStore& st, const SweepOptions& o) {
   if (s.best) {
     std::cout << "  best       trial " << s.best->index << ": " << spec.metric.name << " " << formatMetric(s.best->metric);
     if (s.best->runId) std::cout << " (run " << *s.best->runId << ")";
-    std::cout << "\n             " << s.best->key << "\n";
+    std::cout << "\n             " << sweep::assignmentShown(s.best->assignment) << "\n";
   }
   if (trials.empty()) return kOk;
   std::cout << "\n";
   std::vector<std::vector<std::string>> rows;
   for (const auto& t : trials)
     rows.push_back({std::to_string(t.index), store::name(t.state), std::to_string(t.attempts), t.agent.empty() ? "-" : t.agent,
-                    formatMetric(t.metric), t.runId ? std::to_string(*t.runId) : "-", t.key});
+                    formatMetric(t.metric), t.runId ? std::to_string(*t.runId) : "-", sweep::assignmentShown(t.assignment)});
   printTable(p, {"trial", "state", "attempts", "agent", spec.metric.name, "run", "assignment"}, rows);
   return kOk;
 }
@@ -249,20 +252,26 @@ int changeState(store::SweepStore& st, const SweepOptions& o) {
   auto sw = findSweep(st, o.positional[0]);
   if (!sw) return kUserError;
   const SweepState to = o.sub == "pause" ? SweepState::Paused : o.sub == "resume" ? SweepState::Running : SweepState::Cancelled;
+  // Resuming queues killed trials again (said below; counted before, for the message).
+  const long long killed = to == SweepState::Running ? st.status(sw->id).counts[TrialState::Killed] : 0;
   const SweepState before = st.setSweepState(sw->id, to);
+  const std::string requeued =
+      killed > 0 ? "; " + std::to_string(killed) + " killed trial" + (killed == 1 ? "" : "s") + " queued again" : "";
   if (o.json) {
-    std::cout << json{{"name", sw->name}, {"state", store::name(to)}, {"previous_state", store::name(before)}}.dump(2)
+    std::cout << json{{"name", sw->name}, {"state", store::name(to)}, {"previous_state", store::name(before)},
+                      {"requeued", killed}}.dump(2)
               << "\n";
     return kOk;
   }
   if (before == to) {
-    std::cout << "sweep " << sw->name << " is " << store::name(to) << " already\n";
+    std::cout << "sweep " << sw->name << " is " << store::name(to) << " already" << requeued << "\n";
     return kOk;
   }
   const char* what = to == SweepState::Paused      ? "agents claim no new trial; running trials go on"
                      : to == SweepState::Running   ? "agents claim its trials again"
                                                    : "agents claim no new trial and stop their running trials";
-  std::cout << "sweep " << sw->name << ": " << store::name(before) << " -> " << store::name(to) << " (" << what << ")\n";
+  std::cout << "sweep " << sw->name << ": " << store::name(before) << " -> " << store::name(to) << " (" << what << requeued
+            << ")\n";
   return kOk;
 }
 
@@ -280,6 +289,19 @@ int sweepCommand(const std::vector<std::string>& args) {
       continue;
     }
     if (a.empty() || a[0] == '-') continue;
+    if (a == "create") {
+      // `ipu sweep create FILE [NAME]`: the running form without its agent.
+      std::vector<std::string> rest;
+      bool dropped = false;
+      for (const auto& w : args) {
+        if (!dropped && w == "create") {
+          dropped = true;
+          continue;
+        }
+        rest.push_back(w);
+      }
+      return sweepRunCommand(rest, SweepAgent::None);
+    }
     if (std::find(kSubcommands.begin(), kSubcommands.end(), a) != kSubcommands.end()) break;
     if (isScriptPath(a)) return sweepRunCommand(args);
     break;

@@ -1,5 +1,7 @@
 #include "interpreter/cli/sweep_run_command.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <csignal>
@@ -26,12 +28,15 @@ namespace {
 
 const char* kSweepRunUsage = R"usage(usage: ipu agent SWEEP [options]
        ipu sweep FILE [NAME] [options]
+       ipu sweep create FILE [NAME] [--store PATH|URI]
 
 `ipu sweep FILE [NAME]` creates the sweep NAME declared in FILE in the run
 store, or resumes it if the store has it (finished trials are kept, failed and
 killed ones run again), then runs an agent on it. NAME may be left out when
 FILE declares one sweep. `ipu agent SWEEP` runs one more agent on a sweep of
 the store, from any process or host that reaches the store (docs/sweeps.md).
+`ipu sweep create FILE [NAME]` creates (or resumes) the sweep and runs no
+agent: agents join it with `ipu agent NAME`.
 
 Each trial trains on the emulator and is recorded in the store as a run; a
 sweep whose metric is a prediction of the cost model (samples_per_s,
@@ -123,6 +128,7 @@ int agent(store::SweepStore& sweepStore, const std::string& location, const stor
   std::unique_ptr<store::RunStore> runStore = store::openStore(location, store::OpenMode::Existing);
   gInterrupt = false;
   settings.interrupt = &gInterrupt;
+  settings.progressIsTerminal = ::isatty(2) != 0;
   auto previous = std::signal(SIGINT, onSweepInterrupt);
   runner::AgentResult r;
   try {
@@ -136,10 +142,12 @@ int agent(store::SweepStore& sweepStore, const std::string& location, const stor
   std::cout << "sweep " << sw.name << ": this agent ran " << r.trials << " trial" << (r.trials == 1 ? "" : "s") << " ("
             << r.finished << " finished, " << r.failed << " failed); the sweep is " << store::name(st.sweep.state);
   if (st.best) {
-    std::cout << "; best trial " << st.best->index << " " << sw.spec.metric.name << "=" << st.best->metric << " [";
+    char metric[32];
+    std::snprintf(metric, sizeof metric, "%.6g", st.best->metric);
+    std::cout << "; best trial " << st.best->index << " " << sw.spec.metric.name << "=" << metric << " [";
     bool first = true;
     for (const auto& [path, value] : st.best->assignment) {
-      std::cout << (first ? "" : " ") << path << "=" << value.canonical();
+      std::cout << (first ? "" : " ") << path << "=" << value.shown();
       first = false;
     }
     std::cout << "]";
@@ -167,14 +175,16 @@ void printDiagnostics(session::Session& s) {
 
 }  // namespace
 
-int sweepRunCommand(const std::vector<std::string>& args) {
+int sweepRunCommand(const std::vector<std::string>& args, SweepAgent agentToRun) {
   RunOptions o;
   if (int code = parse("sweep", args, o); code >= 0) return code;
   if (o.help) {
     std::cout << kSweepRunUsage;
     return kOk;
   }
-  if (o.positional.empty() || o.positional.size() > 2) return usage("sweep", "`ipu sweep FILE [NAME]` takes a script and, optionally, the sweep's name");
+  if (o.positional.empty() || o.positional.size() > 2)
+    return usage("sweep", std::string("`ipu sweep ") + (agentToRun == SweepAgent::None ? "create " : "") +
+                              "FILE [NAME]` takes a script and, optionally, the sweep's name");
   const std::string& path = o.positional[0];
   session::Session s;
   auto file = s.readFile(path);
@@ -229,6 +239,11 @@ int sweepRunCommand(const std::vector<std::string>& args) {
       std::cerr << "sweep " << c.sweep.name << ": resumed in " << st->location()
                 << (c.requeued > 0 ? " (" + std::to_string(c.requeued) + " failed or killed trials queued again)" : std::string())
                 << "\n";
+    if (agentToRun == SweepAgent::None) {
+      std::cout << "sweep " << c.sweep.name << " is in " << st->location() << "; agents join with `ipu agent "
+                << c.sweep.name << "`\n";
+      return kOk;
+    }
     return agent(*st, location, c.sweep, o.agent, "sweep");
   } catch (const store::StoreError& e) {
     std::cerr << "ipu sweep: error: " << e.what() << "\n";

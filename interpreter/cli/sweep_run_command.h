@@ -4,7 +4,9 @@
 //       creates the sweep NAME of FILE in the run store, or resumes it (its
 //       failed and killed trials queued again), and runs an agent on it;
 //   ipu agent SWEEP [--store URL] [--count N] [--runs-dir D] [--script-dir D] [--steps N] [--threads N]
-//       runs an agent on a sweep already in the store (from another process or host).
+//       runs an agent on a sweep already in the store (from another process or host);
+//   ipu sweep create FILE [NAME] [--store URL]
+//       creates (or resumes) it and runs no agent.
 //
 // Progress goes to stderr, one line per trial; a summary to stdout.
 #pragma once
@@ -19,7 +21,10 @@ namespace ipu::cli {
 // done, paused or cancelled, or `--count` trials ran), 1 a user error (the
 // script has errors, an unknown sweep, a store that fails), 2 a usage error,
 // 130 interrupted.
-int sweepRunCommand(const std::vector<std::string>& args);
+// With `Agent::None` (`ipu sweep create FILE [NAME]`), the sweep is created
+// or resumed and no agent runs: agents join with `ipu agent`.
+enum class SweepAgent { Run, None };
+int sweepRunCommand(const std::vector<std::string>& args, SweepAgent agent = SweepAgent::Run);
 int agentCommand(const std::vector<std::string>& args);
 
 }  // namespace ipu::cli

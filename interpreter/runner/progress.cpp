@@ -23,12 +23,19 @@ void Progress::finishLine() {
   lineOpen_ = false;
 }
 
+void Progress::eraseLine() {
+  if (lineOpen_) os_ << "\r\x1b[K" << std::flush;
+  lineOpen_ = false;
+}
+
 train::PhaseDecision Progress::phaseStart(train::Source, const train::PhaseInfo& info) {
-  finishLine();
+  if (!oneLine_) finishLine();
   steps_ = info.steps;
   first_ = 0;
   start_ = std::chrono::steady_clock::now();
   lastDraw_ = {};
+  phase_ = info.phase;
+  if (oneLine_) return {};
   os_ << p_.paint(Style::Bold, "phase " + info.phase) << "  " << info.steps << " steps";
   if (!info.checkpoint.empty()) os_ << p_.paint(Style::Dim, ", from " + info.checkpoint);
   os_ << "\n";
@@ -46,6 +53,7 @@ train::StopRequest Progress::step(train::Source, const train::StepInfo& s, std::
   const long long done = s.step - first_ + 1;
   const double eta = done > 0 ? elapsed / static_cast<double>(done) * static_cast<double>(steps_ - s.step) : NAN;
   const bool last = s.step == steps_;
+  if (oneLine_ && !terminal_) return {};
   if (terminal_) {
     // Redraw at most ~20 times a second.
     if (!last && now - lastDraw_ < std::chrono::milliseconds(50)) return {};
@@ -63,6 +71,7 @@ train::StopRequest Progress::step(train::Source, const train::StepInfo& s, std::
                 train::measured(s.samplesPerSecond) ? std::to_string(std::llround(s.samplesPerSecond)).c_str() : "-",
                 clock(eta).c_str());
   if (terminal_) os_ << "\r\x1b[K";
+  if (oneLine_) os_ << prefix_ << " " << p_.paint(Style::Dim, phase_);
   os_ << "  " << p_.paint(Style::Accent, std::string(static_cast<std::size_t>(fill), '#'))
       << p_.paint(Style::Dim, std::string(static_cast<std::size_t>(width - fill), '.')) << line;
   if (s.skipped) os_ << p_.paint(Style::Warning, "  (skipped: fp16 overflow)");
@@ -76,6 +85,7 @@ train::StopRequest Progress::step(train::Source, const train::StepInfo& s, std::
 }
 
 train::StopRequest Progress::phaseEnd(train::Source, const train::PhaseInfo& info) {
+  if (oneLine_) return {};  // the line goes on into the next phase
   finishLine();
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   if (info.stepsRun < info.steps)

@@ -21,12 +21,22 @@ class Progress : public train::Observer {
   train::StopRequest step(train::Source, const train::StepInfo&, std::map<std::string, double>& logged) override;
   train::StopRequest phaseEnd(train::Source, const train::PhaseInfo&) override;
   void finishLine();  // ends a line being redrawn (before other output)
+  // One line for the whole run, redrawn in place on a terminal and erased by
+  // eraseLine(), each drawing starting with `prefix` (a sweep agent's trial):
+  // no phase headers, no summaries. Without a terminal, nothing is drawn.
+  void oneLine(std::string prefix) {
+    oneLine_ = true;
+    prefix_ = std::move(prefix);
+  }
+  void eraseLine();
 
  private:
   std::ostream& os_;
   bool terminal_;
   base::Painter p_;
   bool lineOpen_ = false;
+  bool oneLine_ = false;
+  std::string prefix_, phase_;
   long long steps_ = 0, first_ = 0;
   std::chrono::steady_clock::time_point start_, lastDraw_;
   double lastLoss_ = train::kNotMeasured;

@@ -90,7 +90,7 @@ std::string formatNumber(double v) {
 
 std::string assignmentText(const sweep::Assignment& a) {
   std::string out;
-  for (const auto& [path, value] : a) out += (out.empty() ? "" : " ") + path + "=" + value.canonical();
+  for (const auto& [path, value] : a) out += (out.empty() ? "" : " ") + path + "=" + value.shown();
   return out;
 }
 
@@ -305,7 +305,7 @@ hooks::SweepTrial hookView(const store::SweepRecord& sw, const store::TrialRecor
 // `start`: where the trial's weights start (a sweep with `from:`), else null.
 TrialRun runTrial(store::SweepStore& sweepStore, store::RunStore& runStore, const store::SweepRecord& sw,
                   const store::Claim& claim, const AgentSettings& settings, const TrialStart* start,
-                  std::optional<double> best) {
+                  std::optional<double> best, std::ostream& progress) {
   TrialRun out;
   store::TrialOutcome& o = out.outcome;
   o.state = TrialState::Failed;
@@ -365,6 +365,22 @@ TrialRun runTrial(store::SweepStore& sweepStore, store::RunStore& runStore, cons
     t.threads = settings.threads;
     t.stepLimit = settings.stepLimit;
     t.cancel = &beat.cancel();
+    // The run's record says why the trial ended early: hyperband's stop is a
+    // result (`stopped`), not a Ctrl-C.
+    t.cancelCause = [&] {
+      TrainSettings::CancelCause c;
+      if (beat.judgedStop() && !beat.interrupted() && beat.state() == store::LeaseState::Held) {
+        c.earlyStop = true;
+        c.reason = early.reason();
+      } else if (beat.state() == store::LeaseState::Cancelled) {
+        c.reason = "the sweep was cancelled";
+      } else if (beat.state() == store::LeaseState::Lost) {
+        c.reason = "the trial's lease was lost (another agent took it over)";
+      } else {
+        c.reason = "the agent was interrupted (Ctrl-C)";
+      }
+      return c;
+    };
     t.scriptText = sw.script;
     t.scriptDirectory = std::filesystem::absolute(settings.scriptPath).parent_path().string();
     t.color = base::ColorMode::Never;
@@ -381,9 +397,17 @@ TrialRun runTrial(store::SweepStore& sweepStore, store::RunStore& runStore, cons
     }
     const hooks::SweepTrial view = hookView(sw, claim.trial, best, start != nullptr ? start->checkpoint : "");
     t.sweepTrial = &view;
-    // One line per trial is the agent's display: the training's own goes nowhere.
+    // One line per trial is the agent's display; on a terminal, while the
+    // trial trains, one more line redrawn in place (erased at the end).
     std::ostream quiet(nullptr);
-    TrainResult r = train(s, *run, t, quiet, false);
+    TrainResult r;
+    if (settings.progressIsTerminal) {
+      t.progressLine = "trial " + std::to_string(claim.trial.index) + " [" + assignmentText(claim.trial.assignment) + "]";
+      t.color = settings.color;
+      r = train(s, *run, t, progress, true);
+    } else {
+      r = train(s, *run, t, quiet, false);
+    }
     if (r.storeRunId != 0) o.runId = r.storeRunId;
     beat.stop();
     out.interrupted = beat.interrupted();
@@ -394,7 +418,7 @@ TrialRun runTrial(store::SweepStore& sweepStore, store::RunStore& runStore, cons
     switch (r.status) {
       case TrainResult::Status::Completed: break;
       case TrainResult::Status::Stopped:
-        // A hook stopped the training: a result with the metric it reached.
+        // A hook or hyperband stopped the training: a result with the metric it reached.
         o.state = TrialState::Stopped;
         o.reason = r.stopReason.empty() ? "a hook stopped the training" : r.stopReason;
         break;
@@ -525,7 +549,7 @@ AgentResult runAgent(store::SweepStore& sweepStore, store::RunStore& runStore, l
     std::optional<TrialStart> start;
     if (sw->spec.from) start = resolveTrialStart(*sw->spec.from, sweepStore, runStore);
     TrialRun tr = runTrial(sweepStore, runStore, *sw, claim, settings, start ? &*start : nullptr,
-                           current.best ? std::optional<double>(current.best->metric) : std::nullopt);
+                           current.best ? std::optional<double>(current.best->metric) : std::nullopt, progress);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     bool written = false;
     if (!tr.lost) {

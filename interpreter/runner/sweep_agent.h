@@ -55,6 +55,10 @@ struct AgentSettings {
   double waitAtMost = 5;         // ... up to this
   std::string agentId;           // "" : host:pid
   const std::atomic<bool>* interrupt = nullptr;  // set (e.g. by SIGINT): stop the trial, end it killed, leave
+  // The progress stream is a terminal: while a trial trains, one line shows
+  // its step, loss and ETA, redrawn in place and replaced by the trial's line.
+  bool progressIsTerminal = false;
+  base::ColorMode color = base::ColorMode::Auto;
 };
 
 struct AgentResult {

@@ -194,6 +194,7 @@ TrainResult train(session::Session& session, const ir::RunPlan& run, const Train
   runHooks.setSweepTrial(settings.sweepTrial);
   options.policies = runHooks.policies();
   Progress display(progress, progressIsTerminal, base::Painter(base::shouldColor(settings.color, 2)));
+  if (!settings.progressLine.empty()) display.oneLine(settings.progressLine);
   std::vector<train::Observer*> observers{&runHooks, &*dir};
   if (recorder) observers.push_back(recorder.get());
   observers.push_back(&display);
@@ -206,7 +207,8 @@ TrainResult train(session::Session& session, const ir::RunPlan& run, const Train
 
   const auto t0 = std::chrono::steady_clock::now();
   emu::Expected<emu::RunOutcome> outcome = emu::run(run, options);
-  display.finishLine();
+  if (settings.progressLine.empty()) display.finishLine();
+  else display.eraseLine();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   ir::Json summary = ir::Json::object();
@@ -244,14 +246,25 @@ TrainResult train(session::Session& session, const ir::RunPlan& run, const Train
     result.status = o.status == emu::Status::Completed   ? TrainResult::Status::Completed
                     : o.status == emu::Status::Cancelled ? TrainResult::Status::Cancelled
                                                          : TrainResult::Status::Stopped;
+    result.stopReason = o.stopReason;
+    std::string cancelReason = "Ctrl-C";
+    if (result.status == TrainResult::Status::Cancelled && settings.cancelCause) {
+      const TrainSettings::CancelCause cause = settings.cancelCause();
+      if (cause.earlyStop) {
+        result.status = TrainResult::Status::Stopped;
+        result.stopReason = cause.reason;
+      } else if (!cause.reason.empty()) {
+        cancelReason = cause.reason;
+      }
+    }
+    result.cancelReason = cancelReason;
     // A hook that failed stopped the run: that is a failure (reported by the hooks).
     if (runHooks.failed()) result.status = TrainResult::Status::Failed;
     summary["status"] = result.status == TrainResult::Status::Completed ? "completed"
                         : result.status == TrainResult::Status::Cancelled ? "cancelled"
                         : result.status == TrainResult::Status::Stopped   ? "stopped"
                                                                          : "failed";
-    summary["stop_reason"] = o.stopReason.empty() ? ir::Json() : ir::Json(o.stopReason);
-    result.stopReason = o.stopReason;
+    summary["stop_reason"] = result.stopReason.empty() ? ir::Json() : ir::Json(result.stopReason);
     ir::Json phases = ir::Json::array();
     for (const auto& p : o.phases) {
       ir::Json pj = ir::Json::object();
@@ -279,7 +292,7 @@ TrainResult train(session::Session& session, const ir::RunPlan& run, const Train
                                     : result.status == TrainResult::Status::Stopped   ? store::RunStatus::Stopped
                                                                                       : store::RunStatus::Failed;
     std::string reason = !outcome ? outcome.error().code + ": " + outcome.error().message : result.stopReason;
-    if (result.status == TrainResult::Status::Cancelled) reason = "Ctrl-C";
+    if (result.status == TrainResult::Status::Cancelled) reason = result.cancelReason.empty() ? "Ctrl-C" : result.cancelReason;
     if (status == store::RunStatus::Failed && reason.empty()) reason = "a hook failed";
     recorder->finish(status, reason);
     if (recorder->failed()) result.storeFailure = recorder->failure();

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <ostream>
 #include <string>
@@ -27,6 +28,19 @@ struct TrainSettings {
   long long stepLimit = 0;         // at most this many steps per phase (0: all)
   long long checkpointEvery = 100; // steps between checkpoints (and one at the end of every phase)
   const std::atomic<bool>* cancel = nullptr;
+  // Why `cancel` was set, when not by the user's Ctrl-C: an early stop (a
+  // sweep's hyperband) makes the run `stopped`, with the reason, as a hook's
+  // stop does; another reason (the sweep was cancelled) is recorded in place
+  // of "Ctrl-C". Asked once, after the run ended cancelled; null: Ctrl-C.
+  struct CancelCause {
+    bool earlyStop = false;
+    std::string reason;
+  };
+  std::function<CancelCause()> cancelCause;
+  // Non-empty: the progress is one line redrawn in place on a terminal,
+  // starting with this (a sweep agent's "trial 3 [lr=0.01]"), erased when the
+  // run ends, with no phase headers or summaries (Progress::oneLine).
+  std::string progressLine;
   std::string scriptText;          // kept as script.ipu
   std::string scriptDirectory;     // relative dataset paths resolve here
   std::string corpus;              // the built-in corpus ("": the emulator's default)
@@ -44,7 +58,8 @@ struct TrainSettings {
 struct TrainResult {
   enum class Status { Completed, Stopped, Cancelled, Failed } status = Status::Failed;
   std::string runDirectory;
-  std::string stopReason;  // Stopped: what the hook said
+  std::string stopReason;  // Stopped: what the hook (or the early stop) said
+  std::string cancelReason;  // Cancelled: "Ctrl-C", or CancelCause's reason
   long long storeRunId = 0;  // the run's id in the store (0: not recorded)
   std::string storeFailure;  // why the store could not record all of it ("" if it did)
 };

@@ -270,7 +270,16 @@ class SweepSqlStore : public SweepStore {
       if (rows.empty()) throw StoreError("store `" + location_ + "`: there is no sweep " + std::to_string(sweepId));
       const std::string sweepName = cellText(rows[0][0]);
       before = parseSweepState(cellText(rows[0][1])).value_or(SweepState::Finished);
-      if (before == to) return;
+      // Resuming queues the killed trials again (an agent stopped with Ctrl-C
+      // leaves its trial killed), also when the sweep was running already.
+      auto requeueKilled = [&] {
+        db_->query("UPDATE trials SET state = ?, agent = '', reason = '' WHERE sweep_id = ? AND state = ?",
+                   {text(name(TrialState::Queued)), sweepId, text(name(TrialState::Killed))});
+      };
+      if (before == to) {
+        if (to == SweepState::Running) requeueKilled();
+        return;
+      }
       if (before == SweepState::Finished)
         throw StoreError("the sweep `" + sweepName + "` is finished: there is nothing to " +
                          (to == SweepState::Running ? "resume" : to == SweepState::Paused ? "pause" : "cancel") +
@@ -279,9 +288,7 @@ class SweepSqlStore : public SweepStore {
         throw StoreError("the sweep `" + sweepName + "` is cancelled; `ipu sweep resume " + sweepName +
                          "` lets agents claim its trials again");
       db_->query("UPDATE sweeps SET state = ? WHERE id = ?", {text(name(to)), sweepId});
-      if (before == SweepState::Cancelled && to == SweepState::Running)
-        db_->query("UPDATE trials SET state = ?, agent = '', reason = '' WHERE sweep_id = ? AND state = ?",
-                   {text(name(TrialState::Queued)), sweepId, text(name(TrialState::Killed))});
+      if (to == SweepState::Running) requeueKilled();
     });
     return before;
   }

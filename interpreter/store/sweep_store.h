@@ -179,9 +179,10 @@ class SweepStore {
   // once they were claimed `maxAttempts` times. claimTrial does this itself.
   virtual StaleTrials requeueStale(long long sweepId, double now, double staleAfter, int maxAttempts) = 0;
 
-  // running -> paused; paused and cancelled -> running (killed trials queued
-  // again); running and paused -> cancelled. Changing to the state it is in
-  // does nothing; any other change (e.g. of a finished sweep) throws
+  // running -> paused; paused and cancelled -> running; running and paused
+  // -> cancelled. To running, killed trials are queued again, also when the
+  // sweep was running already (an agent stopped with Ctrl-C leaves its trial
+  // killed). Changing to another state it is in does nothing; any other change (e.g. of a finished sweep) throws
   // StoreError saying why. Returns the state before.
   virtual SweepState setSweepState(long long sweepId, SweepState to) = 0;
   virtual SweepStatus status(long long sweepId) = 0;

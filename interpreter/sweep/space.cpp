@@ -115,6 +115,24 @@ std::string ParamValue::canonical() const {
   return "?";
 }
 
+std::string ParamValue::shown() const {
+  if (kind != Kind::Number || !std::isfinite(number)) return canonical();
+  char buf[48];
+  if (number == std::floor(number) && std::fabs(number) < 1e15) std::snprintf(buf, sizeof buf, "%.0f", number);
+  else std::snprintf(buf, sizeof buf, "%.6g", number);
+  return buf;
+}
+
+std::string assignmentShown(const Assignment& a) {
+  std::vector<const std::pair<std::string, ParamValue>*> sorted;
+  sorted.reserve(a.size());
+  for (const auto& entry : a) sorted.push_back(&entry);
+  std::sort(sorted.begin(), sorted.end(), [](const auto* x, const auto* y) { return x->first < y->first; });
+  std::string out;
+  for (const auto* entry : sorted) out += (out.empty() ? "" : " ") + entry->first + "=" + entry->second.shown();
+  return out;
+}
+
 std::string assignmentKey(const Assignment& a) {
   std::vector<const std::pair<std::string, ParamValue>*> sorted;
   sorted.reserve(a.size());

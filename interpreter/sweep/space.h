@@ -69,6 +69,10 @@ struct ParamValue {
   // true/false; names as written; text double-quoted with `"`, `\` and
   // control characters escaped.
   std::string canonical() const;
+  // For people (terminal lines, tables): numbers to 6 significant digits,
+  // whole ones in full (0.001, not 0.0010000000000000002; 400, not 4e+02);
+  // the rest as canonical(). Not an identity: two values may show alike.
+  std::string shown() const;
   bool operator==(const ParamValue& o) const { return kind == o.kind && number == o.number && text == o.text; }
 };
 
@@ -131,5 +135,7 @@ using Assignment = std::vector<std::pair<std::string, ParamValue>>;
 // `lr=0.001 micro_batch=4 precision.compute=fp16`. Two trials with the same
 // key are the same cell.
 std::string assignmentKey(const Assignment& a);
+// The same pairs for people, values as ParamValue::shown() (not an identity).
+std::string assignmentShown(const Assignment& a);
 
 }  // namespace ipu::sweep

@@ -76,7 +76,7 @@ has "$TMP/err" "is finished" "a finished sweep cannot be paused"
 expect 0 "pause" -- "$IPU" sweep pause lr_grid_2 --store "$STORE"
 has "$TMP/out" "sweep lr_grid_2: running -> paused" "pause says what changed"
 expect 0 "pause again" -- "$IPU" sweep pause lr_grid_2 --store "$STORE" --json
-python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d == {'name': 'lr_grid_2', 'state': 'paused', 'previous_state': 'paused'} else 1)" "$TMP/out" \
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d == {'name': 'lr_grid_2', 'state': 'paused', 'previous_state': 'paused', 'requeued': 0} else 1)" "$TMP/out" \
   || { echo "FAIL: pause --json"; cat "$TMP/out"; fail=1; }
 # A paused sweep: an agent claims nothing (it would wait; give it 2 s and stop it).
 timeout 2 "$AGENT" "$STORE" lr_grid_2 "$TMP/log2" waiter 0.01 30 0.5

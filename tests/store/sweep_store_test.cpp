@@ -280,6 +280,17 @@ TEST_P(SweepStoreTest, PauseResumeAndCancel) {
   EXPECT_THROW(store_->setSweepState(s.id, SweepState::Finished), std::invalid_argument);
 }
 
+TEST_P(SweepStoreTest, ResumingARunningSweepQueuesItsKilledTrialsAgain) {
+  // An agent stopped with Ctrl-C: its trial is killed, the sweep still running.
+  SweepRecord s = newSweep();
+  Claim interrupted = claim(s, "a", 1000);
+  ASSERT_TRUE(store_->endTrial(interrupted.lease, {TrialState::Killed, kNoTime, std::nullopt, "the agent was interrupted"}, 1001));
+  EXPECT_EQ(store_->setSweepState(s.id, SweepState::Running), SweepState::Running);
+  EXPECT_EQ(store_->trials(s.id)[static_cast<std::size_t>(interrupted.trial.index)].state, TrialState::Queued);
+  Claim again = claim(s, "b", 1002);
+  EXPECT_EQ(again.trial.index, interrupted.trial.index);
+}
+
 TEST_P(SweepStoreTest, AFinishedSweepCannotBePausedResumedOrCancelled) {
   sweep::SweepSpec spec = gridSpec("lr_grid");
   spec.metric.target = 0.02;  // reached by the first cell (0.015)

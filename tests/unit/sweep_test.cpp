@@ -96,6 +96,20 @@ TEST(SweepSpace, CanonicalText) {
   for (double v : {0.1, 1.0 / 3, 6.02214076e23, 1e-300, -2.5e-7, 123456789.0}) EXPECT_EQ(std::stod(ParamValue::ofNumber(v).canonical()), v);
 }
 
+TEST(SweepSpace, ShownTextIsForPeople) {
+  // What a q_log_uniform draw or a sum lands on, shown as written.
+  EXPECT_EQ(ParamValue::ofNumber(0.0010000000000000002).shown(), "0.001");
+  EXPECT_EQ(ParamValue::ofNumber(0.029999999999999995).shown(), "0.03");
+  EXPECT_EQ(ParamValue::ofNumber(400).canonical(), "4e+02");  // the stored identity is unchanged
+  EXPECT_EQ(ParamValue::ofNumber(400).shown(), "400");
+  EXPECT_EQ(ParamValue::ofNumber(3e-5).shown(), "3e-05");
+  EXPECT_EQ(ParamValue::ofNumber(1.0 / 3).shown(), "0.333333");
+  EXPECT_EQ(ParamValue::ofName("fp16").shown(), "fp16");
+  EXPECT_EQ(ParamValue::ofInteger(12).shown(), "12");
+  Assignment a = {{"lr", ParamValue::ofNumber(0.029999999999999995)}, {"batch", ParamValue::ofInteger(4)}};
+  EXPECT_EQ(assignmentShown(a), "batch=4 lr=0.03");
+}
+
 TEST(SweepSpace, AssignmentKeyIsOrderFreeAndDistinguishesValues) {
   Assignment a = {{"lr", ParamValue::ofNumber(0.001)}, {"batch", ParamValue::ofInteger(4)}};
   Assignment b = {{"batch", ParamValue::ofInteger(4)}, {"lr", ParamValue::ofNumber(0.001)}};
