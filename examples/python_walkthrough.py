@@ -1,0 +1,73 @@
+# A notebook-style walkthrough of the Python module `ipu` (docs/python.md):
+# from estimating a mapping to logging a real run and comparing it with the
+# estimate. Each step shows its output as it printed (`# >` lines), from
+#
+#   PYTHONPATH=build/python python3 examples/python_walkthrough.py
+#
+# run in the source tree with a fresh store in /tmp/walkthrough.db.
+import os
+import subprocess
+
+import ipu
+
+STORE = "/tmp/walkthrough.db"
+if os.path.exists(STORE):
+    os.remove(STORE)
+
+# %% 1. Load a script and check it: diagnostics are objects.
+script = ipu.load("examples/bert_large_pod16.ipu")
+print(script.check())
+# OUT 1
+
+# %% 2. Estimate its mapping as written: the document `ipu estimate --json` prints.
+est = script.estimate()
+phase = est["runs"][0]["phases"][0]
+print(phase["name"], round(phase["samples_per_s"]), "samples/s,", round(phase["step_time_s"] * 1e3, 1), "ms a step")
+# OUT 2
+
+# %% 3. Vary the mapping as a value (no script text is written) and estimate again.
+m = script.mapping()
+print(m.fields()["settings"]["replicas"], m.fields()["pipeline_ipus"])
+# OUT 3
+for replicas in (1, 2):
+    v = script.estimate(mapping=m.with_(replicas=replicas))["runs"][0]["phases"][0]
+    print(f"replicas {replicas}: {v['samples_per_s']:.0f} samples/s, fits: {v['fits']}")
+# OUT 3b
+
+# %% 4. A mapping the checker refuses is an exception with its code and place.
+try:
+    script.plan(mapping=m.with_(replicas=64))
+except ipu.IpuError as e:
+    print(e.code, f"{e.file}:{e.line}:{e.column}")
+# OUT 4
+
+# %% 5. Search the mappings of the first phase: each result carries its mapping value.
+best = script.search(phase=phase["name"], top=3, threads=1)[0]["top"]
+for c in best:
+    print(c["ipus"], "IPUs", c["replicas"], "replicas", f"{c['samples_per_s']:.0f} samples/s")
+# OUT 5
+
+# %% 6. Record the estimate of the tiny BERT's plan, then log a "real" training
+# of it: here a loop that only sleeps, standing in for PyTorch or PopTorch
+# (examples/python_training_loop.py trains a real PyTorch model on the CPU).
+tiny = ipu.load("examples/tiny_bert.ipu")
+recorded = tiny.estimate(store=STORE)["recorded"][0]
+import time
+with ipu.start_run(tiny, phase="short", store=STORE) as run:
+    for step in range(1, 6):
+        started = time.perf_counter()
+        time.sleep(0.01)  # the step
+        run.log(step, loss=5.0 / step, samples_per_s=16 / (time.perf_counter() - started))
+print(run, run.plan_hash == ipu.Store(STORE).run(recorded)["plan_hash"])
+# OUT 6
+
+# %% 7. The store: runs as dicts or a pandas DataFrame, filtered as `ipu runs --where` filters.
+store = ipu.Store(STORE)
+print(store.runs(where="kind = run", frame=True)[["id", "kind", "status", "mapping.replicas", "loss"]])
+# OUT 7
+
+# %% 8. Predicted against measured, as `ipu runs compare` shows it.
+out = subprocess.run(["build/ipu", "runs", "compare", str(recorded), str(run.id), "--store", STORE, "--color", "never"],
+                     capture_output=True, text=True).stdout
+print(out[out.index("predicted ("):].rstrip())
+# OUT 8
