@@ -53,7 +53,7 @@ for c in best:
 tiny = ipu.load("examples/tiny_bert.ipu")
 recorded = tiny.estimate(store=STORE)["recorded"][0]
 import time
-with ipu.start_run(tiny, phase="short", store=STORE) as run:
+with ipu.start_run(tiny, phase="long", store=STORE) as run:  # its last phase (see docs/python.md)
     for step in range(1, 6):
         started = time.perf_counter()
         time.sleep(0.01)  # the step

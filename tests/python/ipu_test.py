@@ -169,14 +169,16 @@ class StoreTest(unittest.TestCase):
         est = s.estimate(store=self.db)
         self.assertEqual(len(est["recorded"]), 1)
         store = ipu.Store(self.db)
-        with ipu.start_run(TINY, phase="short", store=store, label="tiny on CPU") as run:
+        # The last phase: `ipu runs compare` sets an estimate's latest value
+        # (its last phase's) beside the mean of what the run logged.
+        with ipu.start_run(TINY, phase="long", store=store, label="tiny on CPU") as run:
             self.assertEqual(run.plan_hash, store.run(est["recorded"][0])["plan_hash"])
             for step in range(1, 11):
                 run.log(step, loss=2.0 / step, samples_per_s=50.0 + step)
         rec = store.run(run.id)
         self.assertEqual((rec["kind"], rec["status"]), ("run", "finished"))
         self.assertEqual(rec["parameters"]["source"], "measured")
-        self.assertEqual(rec["parameters"]["measured.phase"], "short")
+        self.assertEqual(rec["parameters"]["measured.phase"], "long")
         self.assertEqual(rec["parameters"]["measured.label"], "tiny on CPU")
         self.assertEqual(rec["metrics"]["loss"]["count"], 10)
         self.assertEqual(rec["script"], open(TINY).read())
@@ -185,7 +187,7 @@ class StoreTest(unittest.TestCase):
         compared = json.loads(cli("runs", "compare", str(est["recorded"][0]), str(run.id), "--store", self.db, "--json").stdout)
         pvm = compared["predicted_vs_measured"][0]["metrics"]["samples_per_s"]
         self.assertAlmostEqual(pvm["measured_mean"], 55.5)
-        self.assertAlmostEqual(pvm["predicted"], est["runs"][0]["phases"][0]["samples_per_s"], delta=1e-6 * pvm["predicted"])
+        self.assertAlmostEqual(pvm["predicted"], est["runs"][0]["phases"][1]["samples_per_s"], delta=1e-6 * pvm["predicted"])
 
         # A varied mapping: its own plan hash, that of an estimate of the same variant.
         one = s.mapping(phase="long").with_(replicas=1)
