@@ -35,10 +35,14 @@ Diagnostic diagnosticOf(const base::Diagnostic& d, const base::SourceMap& source
   return out;
 }
 
-py::object gError, gStoreError;
+// The exception types, created once per interpreter and never released: a
+// py::object here would be released after the interpreter is finalised.
+PyObject* gError = nullptr;
+PyObject* gStoreError = nullptr;
 
-[[noreturn]] void raise(const py::object& type, const std::string& message, const py::object& diagnostic,
+[[noreturn]] void raise(PyObject* typeObject, const std::string& message, const py::object& diagnostic,
                         const py::list& all) {
+  py::object type = py::reinterpret_borrow<py::object>(typeObject);
   py::object e = type(message);
   e.attr("code") = diagnostic.is_none() ? py::object(py::none()) : py::object(diagnostic.attr("code"));
   for (const char* k : {"file", "line", "column"}) e.attr(k) = diagnostic.is_none() ? py::object(py::none()) : py::object(diagnostic.attr(k));
@@ -99,19 +103,17 @@ void raiseStoreError(const std::string& message) {
 }
 
 void registerErrors(py::module_& m) {
-  gError = py::reinterpret_steal<py::object>(PyErr_NewExceptionWithDoc(
+  gError = PyErr_NewExceptionWithDoc(
       "ipu._ipu.IpuError",
       "A script, plan or store error: `code`, `file`, `line` and `column` of the first error "
       "diagnostic (None when there is none), every diagnostic under `diagnostics`.",
-      PyExc_Exception, nullptr));
-  gStoreError = py::reinterpret_steal<py::object>(PyErr_NewExceptionWithDoc(
+      PyExc_Exception, nullptr);
+  gStoreError = PyErr_NewExceptionWithDoc(
       "ipu._ipu.StoreError", "The run store failed or refused (a locked file, a server gone away, an unknown run).",
-      gError.ptr(), nullptr));
-  m.attr("IpuError") = gError;
-  m.attr("StoreError") = gStoreError;
-  // Kept alive for the interpreter's life: the module holds them too.
-  gError.inc_ref();
-  gStoreError.inc_ref();
+      gError, nullptr);
+  if (gError == nullptr || gStoreError == nullptr) throw py::error_already_set();
+  m.attr("IpuError") = py::reinterpret_borrow<py::object>(gError);
+  m.attr("StoreError") = py::reinterpret_borrow<py::object>(gStoreError);
 
   py::class_<Diagnostic>(m, "Diagnostic", "A diagnostic of a script (docs/diagnostics.md).")
       .def_readonly("code", &Diagnostic::code)
