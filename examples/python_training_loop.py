@@ -71,7 +71,7 @@ def main():
     phase = script.plan()["runs"][0]["phases"][-1]
     global_batch = phase["global_batch"]
     estimate = script.estimate(store=args.store)
-    predicted = estimate["runs"][0]["phases"][-1]["samples_per_s"]
+    predicted = estimate["runs"][0]["phases"][-1]["throughput_samples_per_s"]
 
     model = TinyBert()
     optimizer = torch.optim.AdamW(model.parameters(), lr=0.02, weight_decay=0.01)

@@ -22,7 +22,7 @@ print(script.check())
 # %% 2. Estimate its mapping as written: the document `ipu estimate --json` prints.
 est = script.estimate()
 phase = est["runs"][0]["phases"][0]
-print(phase["name"], round(phase["samples_per_s"]), "samples/s,", round(phase["step_time_s"] * 1e3, 1), "ms a step")
+print(phase["name"], round(phase["throughput_samples_per_s"]), "samples/s,", round(phase["step_time_s"] * 1e3, 1), "ms a step")
 # OUT 2
 
 # %% 3. Vary the mapping as a value (no script text is written) and estimate again.
@@ -31,7 +31,7 @@ print(m.fields()["settings"]["replicas"], m.fields()["pipeline_ipus"])
 # OUT 3
 for replicas in (1, 2):
     v = script.estimate(mapping=m.with_(replicas=replicas))["runs"][0]["phases"][0]
-    print(f"replicas {replicas}: {v['samples_per_s']:.0f} samples/s, fits: {v['fits']}")
+    print(f"replicas {replicas}: {v['throughput_samples_per_s']:.0f} samples/s, fits: {v['fits']}")
 # OUT 3b
 
 # %% 4. A mapping the checker refuses is an exception with its code and place.

@@ -82,10 +82,10 @@ class MeasuredRun {
   }
 
   void finish(const std::string& status, const std::string& reason) {
-    if (finished_) return;
     auto s = store::parseRunStatus(status);
     if (!s || *s == store::RunStatus::Running)
       raiseError("a run finishes `finished`, `failed`, `stopped`, `cancelled` or `killed`, not `" + status + "`");
+    if (finished_) return;  // once: a `with` block's end after an explicit finish()
     guarded([&] {
       writeBuffer();
       store_->finishRun(id_, *s, reason, store::nowSeconds());

@@ -23,6 +23,11 @@ TINY = os.path.join(ROOT, "examples", "tiny_bert.ipu")
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+def read(path):
+    with open(path) as f:
+        return f.read()
+
+
 def cli(*args, check=True):
     r = subprocess.run([IPU, *args], capture_output=True, text=True)
     if check and r.returncode != 0:
@@ -108,14 +113,15 @@ class ScriptTest(unittest.TestCase):
         self.assertEqual([p["mapping"]["replicas"] for p in phases], [2, 1])
         base = s.estimate()["runs"][0]["phases"][1]
         varied = s.estimate(mapping=one)["runs"][0]["phases"][1]
-        self.assertLess(varied["samples_per_s"], base["samples_per_s"])
+        self.assertLess(varied["throughput_samples_per_s"], base["throughput_samples_per_s"])
         # The same variant written as a script plans alike (session/variant.h).
         with tempfile.TemporaryDirectory() as d:
-            text = open(TINY).read().replace("  replicas: 2\n", "  replicas: 1\n", 1)
+            text = read(TINY).replace("  replicas: 2\n", "  replicas: 1\n", 1)
             path = os.path.join(d, "tiny_one.ipu")
-            open(path, "w").write(text)
+            with open(path, "w") as f:
+                f.write(text)
             written = ipu.load(path).estimate()["runs"][0]["phases"][1]
-        self.assertAlmostEqual(written["samples_per_s"], varied["samples_per_s"], delta=1e-9 * varied["samples_per_s"])
+        self.assertAlmostEqual(written["throughput_samples_per_s"], varied["throughput_samples_per_s"], delta=1e-9 * varied["throughput_samples_per_s"])
         self.assertEqual(s.with_(replicas=1).phase, "short")
         with self.assertRaises(ipu.IpuError) as e:
             m.with_(replicaz=1)
@@ -139,14 +145,14 @@ class ScriptTest(unittest.TestCase):
         self.assertTrue(best["fits"])
         self.assertIsInstance(best["mapping"], ipu.Mapping)
         est = s.estimate(mapping=best["mapping"])["runs"][0]["phases"][0]
-        self.assertTrue(math.isclose(est["samples_per_s"], best["samples_per_s"], rel_tol=1e-9),
-                        (est["samples_per_s"], best["samples_per_s"]))
+        self.assertTrue(math.isclose(est["throughput_samples_per_s"], best["samples_per_s"], rel_tol=1e-9),
+                        (est["throughput_samples_per_s"], best["samples_per_s"]))
         self.assertGreaterEqual(best["samples_per_s"], r["declared"]["samples_per_s"] * (1 - 1e-12))
         with self.assertRaises(ipu.IpuError):
             s.search(objective="speed")
 
     def test_fmt_is_ipu_fmt(self):
-        text = open(TINY).read()
+        text = read(TINY)
         messy = text.replace("  replicas: 2\n", "  replicas:    2\n")
         self.assertNotEqual(messy, text)
         self.assertEqual(ipu.fmt(messy), text)
@@ -181,13 +187,13 @@ class StoreTest(unittest.TestCase):
         self.assertEqual(rec["parameters"]["measured.phase"], "long")
         self.assertEqual(rec["parameters"]["measured.label"], "tiny on CPU")
         self.assertEqual(rec["metrics"]["loss"]["count"], 10)
-        self.assertEqual(rec["script"], open(TINY).read())
+        self.assertEqual(rec["script"], read(TINY))
         out = cli("runs", "compare", str(est["recorded"][0]), str(run.id), "--store", self.db).stdout
         self.assertIn(f"predicted (estimate {est['recorded'][0]}) against measured (run {run.id})", out)
         compared = json.loads(cli("runs", "compare", str(est["recorded"][0]), str(run.id), "--store", self.db, "--json").stdout)
         pvm = compared["predicted_vs_measured"][0]["metrics"]["samples_per_s"]
         self.assertAlmostEqual(pvm["measured_mean"], 55.5)
-        self.assertAlmostEqual(pvm["predicted"], est["runs"][0]["phases"][1]["samples_per_s"], delta=1e-6 * pvm["predicted"])
+        self.assertAlmostEqual(pvm["predicted"], est["runs"][0]["phases"][1]["throughput_samples_per_s"], delta=1e-6 * pvm["predicted"])
 
         # A varied mapping: its own plan hash, that of an estimate of the same variant.
         one = s.mapping(phase="long").with_(replicas=1)
@@ -248,13 +254,22 @@ class StoreTest(unittest.TestCase):
         fixture = os.environ["IPU_SWEEP_FIXTURE"]
         subprocess.run([fixture, self.db, "lr sweep"], check=True, capture_output=True)
         sweeps = ipu.Store(self.db).sweeps()
-        self.assertEqual([s["name"] for s in sweeps], ["lr sweep"])
+        self.assertEqual([s["name"] for s in sweeps], ["lr sweep", "empty_sweep"])  # the fixture's two
+        self.assertEqual(sweeps[0]["spec"]["name"], "lr sweep")
         self.assertEqual(len(sweeps[0]["trials"]), 24)
         frame = ipu.Store(self.db).sweeps(frame=True)
         self.assertEqual(len(frame), 24)
         self.assertIn("metric", frame.columns)
 
-    def test_unfinished_run_is_marked_when_dropped(self):
+    def test_finish_once_and_a_dropped_run(self):
+        dropped = ipu.start_run(TINY, store=self.db)
+        dropped.log(1, loss=3.0)
+        dropped_id = dropped.id
+        del dropped
+        import gc
+        gc.collect()
+        rec = ipu.Store(self.db).run(dropped_id)
+        self.assertEqual((rec["status"], rec["stop_reason"], rec["metrics"]["loss"]["count"]), ("failed", "ended without finish()", 1))
         run = ipu.start_run(TINY, store=self.db)
         run.log(1, loss=float("nan"), samples_per_s=3.0)
         rid = run.id
