@@ -162,6 +162,25 @@ class ScriptTest(unittest.TestCase):
         self.assertEqual(e.exception.code[:4], "IPU0")
 
 
+class WalkthroughTest(unittest.TestCase):
+    def test_the_walkthrough_prints_what_it_shows(self):
+        """examples/python_walkthrough.py shows its output as `# >` lines
+        (docs/python.md copies it): it still prints them, but for the one
+        figure measured on this host (the logged samples_per_s)."""
+        path = os.path.join(ROOT, "examples", "python_walkthrough.py")
+        shown = [l[4:] for l in read(path).splitlines() if l.startswith("# > ")]
+        r = subprocess.run([sys.executable, path], cwd=ROOT, capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        printed = r.stdout.splitlines()
+        self.assertEqual(len(printed), len(shown))
+        for got, want in zip(printed, shown):
+            if got.lstrip().startswith("samples_per_s"):
+                self.assertEqual(got.split()[:2], want.split()[:2])  # the predicted figure, not the measured
+            else:
+                self.assertEqual(got, want)
+        self.assertIn(read(path)[read(path).index("import os"):].rstrip(), read(os.path.join(ROOT, "docs", "python.md")))
+
+
 class StoreTest(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.TemporaryDirectory()
