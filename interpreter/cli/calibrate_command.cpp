@@ -54,7 +54,7 @@ std::string fixed(double v, int digits) {
   return buf;
 }
 
-const char* kHelp = R"(usage: ipu calibrate TABLE.csv [-o FILE] [--color WHEN]
+const char* kHelp = R"(usage: ipu calibrate [TABLE.csv] [--store PATH|URI [--where EXPR]] [-o FILE] [--color WHEN]
 
 Fit the cost model to measured throughput: plan every configuration of a CSV
 table of measurements (label,script,run,phase,samples_per_s; paths relative
@@ -62,7 +62,18 @@ to the table, empty run or phase for the script's first), fit the model's
 parameters, print the residuals, and print the parameters as an `.ipu` module
 of `let` records that a chip's `calibration:` field takes (docs/cost-model.md).
 
+With --store, the measured runs of a run store are rows too (after the
+table's, or alone): trainings logged with the Python module's ipu.start_run
+(docs/python.md), finished, each planned again from the script text and
+mapping it recorded (a relative script path from the current directory),
+its throughput the mean of its `samples_per_s` points, its label the
+`label` given to start_run (else the run's name).
+
 options:
+  --store PATH|URI       also fit the finished measured runs of this store
+  --where EXPR           only those this filter keeps (the language of `ipu runs --where`)
+  --name NAME            what the module says it was fitted on (default: the table's file
+                         name, and "measured runs of" the store's)
   -o, --output FILE      write the parameters to FILE instead
   --color auto|always|never
                          colour (default auto: only on a terminal; NO_COLOR disables)
@@ -391,8 +402,8 @@ int run(const std::vector<std::string>& args) {
     }
   }
   if (files.size() > 1) return usage("calibrate", "`calibrate` takes one table of measurements");
-  if (files.empty() && storeLocation.empty()) return usage("calibrate", "`calibrate` takes a table of measurements, --store, or both");
   if (whereGiven && storeLocation.empty()) return usage("calibrate", "`--where` filters the runs of `--store`");
+  if (files.empty() && storeLocation.empty()) return usage("calibrate", "`calibrate` takes a table of measurements, --store, or both");
   base::Painter painter(base::shouldColor(color, 2));
   Rows rows;
   if (!files.empty() && !tableRows(files[0], rows, painter)) return kUserError;
@@ -410,9 +421,9 @@ int run(const std::vector<std::string>& args) {
 
 }  // namespace
 
-const Command kCalibrateCommand{"calibrate", "calibrate TABLE",
-                                "fit the cost model to measured throughput (a CSV table; see\n"
-                                "docs/cost-model.md) and print the parameters as an .ipu module",
+const Command kCalibrateCommand{"calibrate", "calibrate [TABLE] [--store URL]",
+                                "fit the cost model to measured throughput (a CSV table, measured\n"
+                                "runs of a store; docs/cost-model.md) and print the parameters as an .ipu module",
                                 kHelp, run};
 
 }  // namespace ipu::cli
