@@ -129,6 +129,7 @@ std::unique_ptr<MeasuredRun> startRun(const std::string& script, const std::opti
   const bool varied = mapping && !mapping->asWritten;
   std::string runName = run, phaseName = phase;
   if (mapping) {
+    requireScriptOf(*mapping, script);
     // The mapping names its training and phase; a phase given too must agree.
     if (!phase.empty() && phase != mapping->phase) raiseError("the mapping is of phase `" + mapping->phase + "`, not `" + phase + "`");
     if (!run.empty() && run != mapping->run) raiseError("the mapping is of training `" + mapping->run + "`, not `" + run + "`");

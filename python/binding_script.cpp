@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <mutex>
 #include <sstream>
 #include "interpreter/base/render.h"
@@ -234,6 +235,7 @@ class Script {
   }
 
   runner::MeasuredPlan planWith(Fresh& f, const Mapping& m) {
+    requireScriptOf(m, path_);
     runner::MeasuredPlan mp;
     {
       py::gil_scoped_release nogil;
@@ -298,6 +300,12 @@ search::Options searchOptions(const std::string& objective, const std::string& r
 }
 
 }  // namespace
+
+void requireScriptOf(const Mapping& m, const std::string& path) {
+  std::error_code ea, eb;
+  auto a = std::filesystem::weakly_canonical(m.script, ea), b = std::filesystem::weakly_canonical(path, eb);
+  if (ea || eb || a != b) raiseError("the mapping is of `" + m.script + "`, not of `" + path + "`");
+}
 
 std::string storeLocation(const py::handle& store) {
   if (store.is_none()) {

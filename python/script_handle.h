@@ -15,6 +15,11 @@ struct Mapping {
   bool asWritten = true;  // not varied: the phase's own mapping
 };
 
+// Raises IpuError unless `m` is a mapping of the script at `path` (the same
+// file, however the two paths are spelt): a mapping names its training and
+// phase, which another script's need not have.
+void requireScriptOf(const Mapping& m, const std::string& path);
+
 // A store argument: a location (a path or a postgresql:// URI), an
 // ipu.Store, or None for $IPU_STORE, else runs/ipu.db (as `ipu estimate` and
 // `ipu run` record by default).

@@ -128,6 +128,10 @@ class ScriptTest(unittest.TestCase):
         self.assertIn("no mapping field `replicaz`", str(e.exception))
         with self.assertRaises(ipu.IpuError):
             m.with_(recompute="sometimes")
+        other = ipu.load(os.path.join(ROOT, "examples", "tiny_gpt.ipu"))
+        with self.assertRaises(ipu.IpuError) as e:
+            other.estimate(mapping=one)
+        self.assertIn("the mapping is of", str(e.exception))
         with self.assertRaises(ipu.IpuError) as e:
             s.plan(mapping=m.with_(replicas=4))  # 2 pipeline IPUs x 4 replicas on a 4-IPU pod
         self.assertTrue(e.exception.code.startswith("IPU"))
