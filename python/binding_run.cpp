@@ -62,6 +62,7 @@ class MeasuredRun {
     if (finished_) raiseError("run " + std::to_string(id_) + " is finished: log() after finish()");
     if (step < 0) raiseError("a step is a whole number from 0");
     const double now = store::nowSeconds();
+    std::vector<store::MetricPoint> points;
     for (const auto& [k, v] : metrics) {
       double value = 0;
       try {
@@ -70,11 +71,14 @@ class MeasuredRun {
         raiseError("metric `" + k.cast<std::string>() + "` is not a number");
       }
       // A diverged loss is kept as NaN and left out of summaries (run_store.h).
-      buffer_.push_back({k.cast<std::string>(), step, std::isfinite(value) ? value : std::nan(""), now});
+      points.push_back({k.cast<std::string>(), step, std::isfinite(value) ? value : std::nan(""), now});
     }
-    if (buffer_.size() >= kFlushPoints ||
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - lastFlush_).count() >= kFlushSeconds)
-      flush();
+    guarded([&] {
+      buffer_.insert(buffer_.end(), points.begin(), points.end());
+      if (buffer_.size() >= kFlushPoints ||
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - lastFlush_).count() >= kFlushSeconds)
+        writeBuffer();
+    });
   }
 
   void flush() {
@@ -102,9 +106,11 @@ class MeasuredRun {
   }
   template <typename F>
   void guarded(F&& f) {
-    std::lock_guard<std::mutex> lock(mutex_);
     try {
+      // The GIL first, then the lock: a thread waiting for the lock must not
+      // hold the GIL the holder needs to return.
       py::gil_scoped_release nogil;
+      std::lock_guard<std::mutex> lock(mutex_);
       f();
     } catch (const store::StoreError& e) {
       raiseStoreError(e.what());

@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <mutex>
 #include <sstream>
 #include "interpreter/base/render.h"
 #include "interpreter/runner/estimate_record.h"
@@ -86,7 +85,6 @@ class Script {
 
   // `ipu check`: the diagnostics of checking and planning.
   py::list check() {
-    std::lock_guard<std::mutex> lock(mutex_);
     Fresh f(path_);
     {
       py::gil_scoped_release nogil;
@@ -97,7 +95,6 @@ class Script {
 
   // `ipu plan --json`, or the plan of the training whose phase is `mapping`'s, planned with it.
   py::object plan(const std::optional<Mapping>& mapping) {
-    std::lock_guard<std::mutex> lock(mutex_);
     Fresh f(path_);
     if (!mapping || mapping->asWritten) {
       const ir::ExecutionPlan* p = nullptr;
@@ -115,7 +112,6 @@ class Script {
   // `ipu estimate --json` (of the whole script, or of `mapping`'s training
   // planned with it); recorded in `store` when given, as `ipu estimate` records.
   py::object estimate(const std::optional<Mapping>& mapping, const py::object& store) {
-    std::lock_guard<std::mutex> lock(mutex_);
     Fresh f(path_);
     const cost::Estimate* est = nullptr;
     const ir::ExecutionPlan* plan = nullptr;
@@ -162,7 +158,6 @@ class Script {
 
   // The mapping of a phase as written (run and phase by name, "" for the first).
   Mapping mapping(const std::string& run, const std::string& phase) {
-    std::lock_guard<std::mutex> lock(mutex_);
     Fresh f(path_);
     const ir::ExecutionPlan* p = f.s.plan(*f.file, true);
     if (p == nullptr || f.s.diagnostics().hasErrors()) raiseDiagnostics(f.s.diagnostics(), f.s.sources(), "the script does not plan");
@@ -177,7 +172,6 @@ class Script {
 
   // `ipu search`: the best mappings of each phase (or the one named).
   py::list search(const std::string& run, const std::string& phase, const search::Options& options) {
-    std::lock_guard<std::mutex> lock(mutex_);
     Fresh f(path_);
     const check::CheckedProgram* program = f.s.check(*f.file);
     if (program == nullptr) raiseDiagnostics(f.s.diagnostics(), f.s.sources(), "the script has errors");
@@ -269,8 +263,11 @@ class Script {
     return d;
   }
 
+  // Nothing else: each call works in a session of its own (Fresh), so calls
+  // from several Python threads (the GIL released during the long parts)
+  // share no state but the standard library's prelude, which sessions share
+  // read-only.
   std::string path_;
-  std::mutex mutex_;  // one call at a time: the GIL is released inside them
 };
 
 search::Options searchOptions(const std::string& objective, const std::string& rank, int top, int maxIpus, double headroom,
