@@ -222,6 +222,11 @@ class StoreTest(unittest.TestCase):
         self.assertAlmostEqual(pvm["measured_mean"], 55.5)
         self.assertAlmostEqual(pvm["predicted"], est["runs"][0]["phases"][1]["throughput_samples_per_s"], delta=1e-6 * pvm["predicted"])
 
+        # `ipu report` draws the measured run beside the estimate.
+        html = os.path.join(self.dir.name, "report.html")
+        self.assertIn("wrote " + html + ": 2 runs", cli("report", "--store", self.db, "-o", html).stderr)
+        self.assertIn(run.name, read(html))
+
         # A varied mapping: its own plan hash, that of an estimate of the same variant.
         one = s.mapping(phase="long").with_(replicas=1)
         est1 = s.estimate(mapping=one, store=store)
