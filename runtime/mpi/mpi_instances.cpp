@@ -14,6 +14,19 @@ namespace ipu::mpi {
 
 namespace {
 
+// Waits for requests without spinning: Open MPI's blocking calls poll at
+// full speed, and an instance polling for its peer takes the core the peer
+// (or, on a shared host, another instance) needs to get there. A short sleep
+// between tests costs the waiter at most that long once the data is in.
+void waitFor(int n, MPI_Request* requests) {
+  int done = 0;
+  for (int spins = 0;; ++spins) {
+    MPI_Testall(n, requests, &done, MPI_STATUSES_IGNORE);
+    if (done != 0) return;
+    if (spins > 64) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
 class MpiInstances final : public emu::Instances {
  public:
   MpiInstances() {
@@ -34,7 +47,9 @@ class MpiInstances final : public emu::Instances {
 
   void allGather(const float* mine, std::size_t n, float* all) override {
     if (n > static_cast<std::size_t>(INT_MAX)) fail("a gradient all-gather of " + std::to_string(n) + " values exceeds MPI's count");
-    MPI_Allgather(mine, static_cast<int>(n), MPI_FLOAT, all, static_cast<int>(n), MPI_FLOAT, collective_);
+    MPI_Request request;
+    MPI_Iallgather(mine, static_cast<int>(n), MPI_FLOAT, all, static_cast<int>(n), MPI_FLOAT, collective_, &request);
+    waitFor(1, &request);
     count(static_cast<double>(n) * sizeof(float) * (count_ - 1), static_cast<double>(n) * sizeof(float) * (count_ - 1));
   }
 
@@ -48,7 +63,9 @@ class MpiInstances final : public emu::Instances {
       total += sizes[static_cast<std::size_t>(k)];
     }
     std::string all(static_cast<std::size_t>(total), '\0');
-    MPI_Allgatherv(mine.data(), n, MPI_CHAR, &all[0], sizes.data(), offsets.data(), MPI_CHAR, collective_);
+    MPI_Request request;
+    MPI_Iallgatherv(mine.data(), n, MPI_CHAR, &all[0], sizes.data(), offsets.data(), MPI_CHAR, collective_, &request);
+    waitFor(1, &request);
     std::vector<std::string> out;
     for (int k = 0; k < count_; ++k)
       out.push_back(all.substr(static_cast<std::size_t>(offsets[static_cast<std::size_t>(k)]), static_cast<std::size_t>(sizes[static_cast<std::size_t>(k)])));
@@ -88,7 +105,7 @@ class MpiInstances final : public emu::Instances {
       requests.emplace_back();
       MPI_Isend(&mySize, 1, MPI_INT, peers[k], static_cast<int>(tag), exchange_, &requests.back());
     }
-    MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
+    waitFor(static_cast<int>(requests.size()), requests.data());
     requests.clear();
     for (std::size_t k = 0; k < peers.size(); ++k) {
       theirs[k].resize(static_cast<std::size_t>(sizes[k]));
@@ -97,7 +114,7 @@ class MpiInstances final : public emu::Instances {
       requests.emplace_back();
       MPI_Isend(mine.data(), mySize, MPI_DOUBLE, peers[k], static_cast<int>(tag), exchange_, &requests.back());
     }
-    MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
+    waitFor(static_cast<int>(requests.size()), requests.data());
     double in = 0;
     for (int s : sizes) in += static_cast<double>(s) * sizeof(double);
     count(static_cast<double>(mySize) * sizeof(double) * static_cast<double>(peers.size()), in);
