@@ -286,6 +286,20 @@ TrainResult train(session::Session& session, const ir::RunPlan& run, const Train
       phases.push(std::move(pj));
     }
     summary["phases"] = std::move(phases);
+    if (!o.instanceBytesSent.empty()) {
+      // What crossed instances against what the plan says (docs/run.md, "Across processes and hosts").
+      ir::Json in = ir::Json::object();
+      in["count"] = static_cast<long long>(o.instanceBytesSent.size());
+      auto list = [](const std::vector<double>& v) {
+        ir::Json a = ir::Json::array();
+        for (double x : v) a.push(ir::Json(x));
+        return a;
+      };
+      in["bytes_sent"] = list(o.instanceBytesSent);
+      in["bytes_received"] = list(o.instanceBytesReceived);
+      in["planned_bytes_sent"] = list(o.instanceBytesPlanned);
+      summary["instances"] = std::move(in);
+    }
   }
   if (!dir->writeFile("summary.json", summary.dump() + "\n", error) || dir->ioFailed()) {
     session.diagnostics().error(emu::code::kIo, session.spanOf(run.source),

@@ -16,6 +16,7 @@
 #include "runtime/emulator/model.h"
 #include "runtime/emulator/tensor_file.h"
 #include "runtime/emulator/trainer.h"
+#include "runtime/ir/instance_traffic.h"
 
 #ifndef IPU_EMULATOR_CORPUS
 #define IPU_EMULATOR_CORPUS "runtime/emulator/corpus"
@@ -230,6 +231,10 @@ Expected<RunOutcome> run(const ir::RunPlan& plan, const Options& options) {
       if (!verified) return verified.error();
     }
 
+    std::vector<double> plannedInstanceBytes(instances != nullptr ? static_cast<std::size_t>(instances->count()) : 0, 0.0);
+    // The counters run for the process; this run's bytes are what they gain.
+    const double sentBefore = instances != nullptr ? instances->bytesSent() : 0;
+    const double receivedBefore = instances != nullptr ? instances->bytesReceived() : 0;
     std::map<std::pair<std::string, int>, std::shared_ptr<const TextCorpus>> corpora;
     std::map<std::string, NamedTensors> finals;   // each finished phase's weights, for `from`
     long long globalStep = 0;
@@ -355,6 +360,7 @@ Expected<RunOutcome> run(const ir::RunPlan& plan, const Options& options) {
         if (!ok) return ok.error();
       }
       globalStep += trainer.stepsDone();
+      const long long firstStep = trainer.stepsDone();   // this invocation's steps of the phase start here
 
       auto save = [&](bool final) -> Expected<bool> {
         if (options.checkpointDirectory.empty()) return true;
@@ -467,6 +473,11 @@ Expected<RunOutcome> run(const ir::RunPlan& plan, const Options& options) {
         info.plannedStreamedBytesPerStep = planned;
         info.stashRecomputed = ir::isPhased(ph.mapping) && ph.mapping.recompute == ir::Recompute::None;
       }
+      if (instances != nullptr) {
+        const auto perStep = ir::instanceTraffic(ph, instances->count());
+        for (std::size_t k = 0; k < perStep.size() && k < plannedInstanceBytes.size(); ++k)
+          plannedInstanceBytes[k] += perStep[k].total() * static_cast<double>(trainer.stepsDone() - firstStep);
+      }
       finals[ph.name] = trainer.weights();
       for (auto& t : trainer.runningStatistics()) finals[ph.name].push_back(std::move(t));
       outcome.phases.push_back(po);
@@ -478,6 +489,17 @@ Expected<RunOutcome> run(const ir::RunPlan& plan, const Options& options) {
         outcome.stopReason = stop.reason;
         return outcome;
       }
+    }
+    if (instances != nullptr) {
+      // Every instance's count, for instance 0's record.
+      const std::string mine =
+          std::to_string(instances->bytesSent() - sentBefore) + " " + std::to_string(instances->bytesReceived() - receivedBefore);
+      for (const std::string& s : instances->allGatherBytes(mine)) {
+        const auto space = s.find(' ');
+        outcome.instanceBytesSent.push_back(std::stod(s.substr(0, space)));
+        outcome.instanceBytesReceived.push_back(std::stod(s.substr(space + 1)));
+      }
+      outcome.instanceBytesPlanned = plannedInstanceBytes;
     }
     return outcome;
   } catch (const std::bad_alloc&) {

@@ -74,6 +74,11 @@ struct RunOutcome {
   Status status = Status::Completed;
   std::string stopReason;
   std::vector<PhaseOutcome> phases;
+  // MPI instances (Options::instances), for a run that ran to its end: per
+  // instance, the gradient and batch-norm bytes it sent and received in this
+  // invocation (Instances::bytesSent), and what the plan says it sends for
+  // the steps run (ir::instanceTraffic). Empty in one process.
+  std::vector<double> instanceBytesSent, instanceBytesReceived, instanceBytesPlanned;
 };
 
 Expected<RunOutcome> run(const ir::RunPlan& plan, const Options& options);

@@ -39,8 +39,11 @@ class Instances {
   // failure the other instances cannot see, which would otherwise leave them waiting forever.
   [[noreturn]] virtual void fail(const std::string& message) = 0;
 
-  // What this instance's data had to reach other instances, and what reached
-  // it (payload bytes, whatever algorithm the library uses underneath).
+  // The payload bytes of the gradient all-gathers and the batch-norm
+  // exchanges: what this instance's data had to reach other instances, and
+  // what reached it, whatever algorithm the library uses underneath (the
+  // small messages that keep the instances in step are not counted; the plan
+  // predicts these: runtime/ir/instance_traffic.h).
   virtual double bytesSent() const = 0;
   virtual double bytesReceived() const = 0;
 };

@@ -69,7 +69,6 @@ class MpiInstances final : public emu::Instances {
     std::vector<std::string> out;
     for (int k = 0; k < count_; ++k)
       out.push_back(all.substr(static_cast<std::size_t>(offsets[static_cast<std::size_t>(k)]), static_cast<std::size_t>(sizes[static_cast<std::size_t>(k)])));
-    count(static_cast<double>(n) * (count_ - 1), static_cast<double>(total - n));
     return out;
   }
 
@@ -78,8 +77,6 @@ class MpiInstances final : public emu::Instances {
     MPI_Bcast(&n, 1, MPI_UNSIGNED_LONG_LONG, 0, collective_);
     std::string out = rank_ == 0 ? value : std::string(static_cast<std::size_t>(n), '\0');
     if (n > 0) MPI_Bcast(&out[0], static_cast<int>(n), MPI_CHAR, 0, collective_);
-    if (rank_ == 0) count(static_cast<double>(n) * (count_ - 1), 0);
-    else count(0, static_cast<double>(n));
     return out;
   }
 

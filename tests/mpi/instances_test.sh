@@ -57,6 +57,17 @@ same_as_one() {  # same_as_one NAME REFERENCE
   if [ "$(steps "$a")" != "$(steps "$b")" ]; then
     echo "FAIL: $1: per-step metrics differ from $2's"; diff <(steps "$a") <(steps "$b") | head -6; fail=1
   fi
+  # Traffic: each instance sent what the plan's cross-instance collectives
+  # say (gradients, batch norm), and what was sent was received.
+  python3 - "$a/summary.json" "${1##*-}" <<'PY' || { echo "FAIL: $1: the bytes sent between instances are not the plan's"; fail=1; }
+import json, sys
+s = json.load(open(sys.argv[1]))["instances"]
+n = int(sys.argv[2])
+assert s["count"] == n, s
+assert all(x > 0 for x in s["bytes_sent"]), s
+assert s["bytes_sent"] == s["planned_bytes_sent"], s
+assert sum(s["bytes_sent"]) == sum(s["bytes_received"]), s
+PY
   # One run, one record: one run directory, one run in the store.
   [ "$(ls -d "$TMP/$1"/runs/*/* | wc -l)" = 1 ] || { echo "FAIL: $1: more than one run directory"; fail=1; }
   n="$("$IPU" runs --store "$TMP/$1/ipu.db" 2>/dev/null | grep -c "bert_pipeline\|resnet_bn")"
@@ -74,8 +85,8 @@ for script in bert_pipeline resnet_batch_norm; do
 done
 
 # `ipu run --instances N` starts mpirun itself.
-run bert-launch 1 "$HERE/bert_pipeline.ipu" --steps 4 --instances 2
-same_as_one bert-launch bert_pipeline-1
+run bert-launch-2 1 "$HERE/bert_pipeline.ipu" --steps 4 --instances 2
+same_as_one bert-launch-2 bert_pipeline-1
 
 # Ctrl-C, then resume with another instance count: 2 instances are
 # interrupted (SIGINT to mpirun) once they recorded 6 steps, with a checkpoint
