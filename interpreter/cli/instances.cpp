@@ -38,7 +38,10 @@ int launchInstances(int n, const std::vector<std::string>& args) {
     return kUserError;
   }
   self[len] = '\0';
-  std::vector<std::string> argv{"mpirun", "-n", std::to_string(n), "--oversubscribe"};
+  // Ctrl-C: mpirun passes SIGTERM on to the instances, which stop at the
+  // next step and write their last checkpoint; by default it sends SIGKILL a
+  // second later, which a large model's checkpoint may not make.
+  std::vector<std::string> argv{"mpirun", "-n", std::to_string(n), "--oversubscribe", "--mca", "odls_base_sigkill_timeout", "60"};
   // Open MPI refuses root without being told; a container's user often is root.
   if (::geteuid() == 0) argv.push_back("--allow-run-as-root");
   argv.push_back(self);
