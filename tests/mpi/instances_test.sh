@@ -91,10 +91,10 @@ same_as_one bert-launch-2 bert_pipeline-1
 # Ctrl-C, then resume with another instance count: 2 instances are
 # interrupted (SIGINT to mpirun) once they recorded 6 steps, with a checkpoint
 # every 2 steps; 4 instances finish; the end is the uninterrupted run's.
-run ref60 1 "$HERE/bert_pipeline.ipu" --steps 60
+run ref300 1 "$HERE/bert_pipeline.ipu" --steps 300
 mkdir -p "$TMP/resume"
 mpirun -n 2 --oversubscribe "$IPU" run "$HERE/bert_pipeline.ipu" --runs-dir "$TMP/resume/runs" --store "$TMP/resume/ipu.db" \
-  --threads 1 --steps 60 --checkpoint-every 2 >"$TMP/resume/out" 2>"$TMP/resume/err" &
+  --threads 1 --steps 300 --checkpoint-every 2 >"$TMP/resume/out" 2>"$TMP/resume/err" &
 pid=$!
 for _ in $(seq 1 600); do
   m=$(ls "$TMP"/resume/runs/*/*/metrics.jsonl 2>/dev/null | head -1)
@@ -108,10 +108,10 @@ a="$(rundir resume)"
 python3 -c "import json; s=json.load(open('$a/summary.json')); assert s['status']=='cancelled', s" \
   || { echo "FAIL: Ctrl-C of 2 instances: the run is not recorded as cancelled"; tail -5 "$TMP/resume/err"; fail=1; }
 mpirun -n 4 --oversubscribe "$IPU" run "$HERE/bert_pipeline.ipu" --runs-dir "$TMP/resume/runs" --store "$TMP/resume/ipu.db" \
-  --threads 1 --steps 60 --resume >"$TMP/resume/out2" 2>"$TMP/resume/err2"
+  --threads 1 --steps 300 --resume >"$TMP/resume/out2" 2>"$TMP/resume/err2"
 rc=$?
 [ "$rc" = 0 ] || { echo "FAIL: resume with 4 instances: exit $rc"; tail -20 "$TMP/resume/err2"; fail=1; }
-b="$(rundir ref60)"
+b="$(rundir ref300)"
 cmp -s "$a/checkpoints/short/final.ipt" "$b/checkpoints/short/final.ipt" \
   || { echo "FAIL: stopped with 2 instances and resumed with 4, the final checkpoint differs from the uninterrupted run's"; fail=1; }
 [ "$(steps "$a")" = "$(steps "$b")" ] || { echo "FAIL: stopped and resumed, the per-step metrics differ from the uninterrupted run's"; fail=1; }
