@@ -10,6 +10,7 @@
 
 #include "interpreter/cli/arguments.h"
 #include "interpreter/cli/command.h"
+#include "interpreter/cli/instances.h"
 #include "interpreter/cli/session_output.h"
 #include "interpreter/cli/training_options.h"
 #include "interpreter/runner/step_export.h"
@@ -30,6 +31,8 @@ options:
   --resume[=DIR]         continue the latest run of the training (or DIR)
   --steps N              at most N steps per phase (a quick try)
   --threads N            host threads for the virtual IPUs (default: all)
+  --instances N          run the replicas as N MPI instances on this host
+                         (mpirun; `mpirun -n N ipu run` spans hosts; docs/run.md)
   --checkpoint-every N   steps between checkpoints (default: 100)
   --set PATH=VALUE       run with VALUE in place of what the script writes at
                          PATH (repeatable); paths as in a sweep's parameters
@@ -63,7 +66,7 @@ struct RunChanges {
 };
 
 int train(const std::string& path, const TrainingOptions& o, const runner::ExportRequest& exportRequest,
-          const RunChanges& changes, base::ColorMode color) {
+          const RunChanges& changes, base::ColorMode color, const std::shared_ptr<emu::Instances>& instances = nullptr) {
   const bool exporting = exportRequest.steps > 0;
   if (exporting && o.resume)
     return usage("run", "`--export-steps` exports the first steps of a new run; it cannot be combined with --resume");
@@ -117,6 +120,7 @@ int train(const std::string& path, const TrainingOptions& o, const runner::Expor
     // What was given in place of the script's values: the recorded script
     // does not say it.
     for (const auto& [at, value] : changes.set) settings.parameters["set." + at] = value;
+    settings.instances = instances;
     runner::TrainResult r = runner::train(s, run, settings, std::cerr, ::isatty(2) != 0);
     if (s.diagnostics().hasErrors()) printDiagnostics(s, false, color);
     reportStoreRecord(r, runStore.get());
@@ -128,12 +132,48 @@ int train(const std::string& path, const TrainingOptions& o, const runner::Expor
   return kOk;
 }
 
+// One instance of an MPI job (cli/instances.h): instance 0 runs `train`,
+// which alone prints, writes the run directory and records the run; the
+// others run their replicas quietly (runner::trainInstance). Every instance
+// ends the job; a failure anywhere fails it, naming the instance.
+int trainAsInstance(const std::string& path, TrainingOptions o, const runner::ExportRequest& exportRequest,
+                    const RunChanges& changes, base::ColorMode color, const std::shared_ptr<emu::Instances>& job) {
+  if (o.threads == 0) o.threads = defaultInstanceThreads();
+  std::signal(SIGTERM, onInterrupt);   // how mpirun passes a Ctrl-C on
+  if (exportRequest.steps > 0) {
+    if (job->rank() == 0) usage("run", "`--export-steps` runs in one process; run it without mpirun or --instances");
+    return finishInstances(*job, kUsage, "");
+  }
+  if (job->rank() == 0) return finishInstances(*job, train(path, o, exportRequest, changes, color, job), "");
+  std::signal(SIGINT, onInterrupt);
+  session::Session s;
+  s.setPurpose(session::Purpose::Run);
+  auto file = s.readFile(path);
+  // The same values as instance 0's, or the instances would train different plans.
+  const bool set = !file || setValues(s, changes.set);
+  const ir::ExecutionPlan* plan = file && set ? s.plan(*file, /*requireRuns=*/true) : nullptr;
+  // Instance 0 reads the same script and reports its problems.
+  if (plan == nullptr || s.diagnostics().hasErrors()) return finishInstances(*job, kUserError, "");
+  const std::string dir = std::filesystem::absolute(path).parent_path().string();
+  for (const auto& run : plan->runs) {
+    runner::TrainSettings settings = trainSettings(o, s.rootText(), dir, color);
+    settings.cancel = &gCancel;
+    settings.instances = job;
+    std::string error;
+    const runner::TrainResult r = runner::trainInstance(s, run, settings, error);
+    if (r.status == runner::TrainResult::Status::Failed) return finishInstances(*job, kUserError, error);
+    if (r.status == runner::TrainResult::Status::Cancelled) return finishInstances(*job, 130, "");
+  }
+  return finishInstances(*job, kOk, "");
+}
+
 int run(const std::vector<std::string>& args) {
   std::vector<std::string> files;
   TrainingOptions o;
   runner::ExportRequest exportRequest;  // --export-steps N DIR (steps 0: none)
   RunChanges changes;
   base::ColorMode color = base::ColorMode::Auto;
+  int instanceCount = 1;   // --instances N
   ArgumentReader in(args);
   std::string v, error;
   while (in.next()) {
@@ -159,6 +199,11 @@ int run(const std::vector<std::string>& args) {
     } else if (in.value("--tag", v)) {
       if (std::string problem = store::tagProblem(v); !problem.empty()) return usage("run", "`--tag`: " + problem);
       changes.tags.push_back(v);
+    } else if (in.value("--instances", v)) {
+      char* end = nullptr;
+      const long n = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || n < 1 || n > 4096) return usage("run", "`--instances` needs a whole number from 1 to 4096");
+      instanceCount = static_cast<int>(n);
     } else if (in.value("--color", v)) {
       if (!parseColor(v, color)) return usage("run", "--color takes `auto`, `always` or `never`");
     } else if (in.isOption()) {
@@ -170,7 +215,15 @@ int run(const std::vector<std::string>& args) {
   if (files.size() != 1) return usage("run", "`run` takes one script");
   if (!changes.name.empty() && o.resume)
     return usage("run", "`--name` names a new run; a resumed run keeps its name (`ipu runs` can show it)");
-  return train(files[0], o, exportRequest, changes, color);
+  if (instanceCount > 1 && !underMpirun()) return launchInstances(instanceCount, args);
+  std::string mpiError;
+  const std::shared_ptr<emu::Instances> job = joinInstances(mpiError);
+  if (!mpiError.empty()) {
+    std::cerr << "ipu run: error: " << mpiError << "\n";
+    return kUserError;
+  }
+  if (job == nullptr) return train(files[0], o, exportRequest, changes, color);
+  return trainAsInstance(files[0], o, exportRequest, changes, color, job);
 }
 
 }  // namespace

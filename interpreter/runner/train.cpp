@@ -64,12 +64,33 @@ void report(session::Session& s, const emu::Error& e) {
   s.diagnostics().error(e.code, s.spanOf(e.where), e.message, e.help);
 }
 
+// Instance 0 tells the other instances of an MPI job where the run's
+// checkpoints are (they resume from them), once, or that it stopped before
+// the run began ("\x01"): whichever way `train` returns.
+class CheckpointsAnnouncement {
+ public:
+  explicit CheckpointsAnnouncement(emu::Instances* instances) : instances_(instances) {}
+  ~CheckpointsAnnouncement() { send(kNoRun); }
+  void send(const std::string& directory) {
+    if (instances_ == nullptr || sent_) return;
+    sent_ = true;
+    instances_->broadcast(directory);
+  }
+  static constexpr const char* kNoRun = "\x01";
+
+ private:
+  emu::Instances* instances_;
+  bool sent_ = false;
+};
+
 }  // namespace
 
 TrainResult train(session::Session& session, const ir::RunPlan& run, const TrainSettings& settings,
                   std::ostream& progress, bool progressIsTerminal) {
   TrainResult result;
+  CheckpointsAnnouncement announce(settings.instances != nullptr && settings.instances->count() > 1 ? settings.instances.get() : nullptr);
   emu::Options options;
+  options.instances = settings.instances;
   options.hostThreads = settings.threads;
   options.cancel = settings.cancel;
   options.checkpointEvery = settings.checkpointEvery;
@@ -151,6 +172,7 @@ TrainResult train(session::Session& session, const ir::RunPlan& run, const Train
   }
   options.checkpointDirectory = dir->checkpoints();
   options.resume = settings.resume;
+  announce.send(options.checkpointDirectory);
   // What a checkpoint belongs to.
   options.planIdentity = identity;
 
@@ -278,6 +300,20 @@ TrainResult train(session::Session& session, const ir::RunPlan& run, const Train
       phases.push(std::move(pj));
     }
     summary["phases"] = std::move(phases);
+    if (!o.instanceBytesSent.empty()) {
+      // What crossed instances against what the plan says (docs/run.md, "Across processes and hosts").
+      ir::Json in = ir::Json::object();
+      in["count"] = static_cast<long long>(o.instanceBytesSent.size());
+      auto list = [](const std::vector<double>& v) {
+        ir::Json a = ir::Json::array();
+        for (double x : v) a.push(ir::Json(x));
+        return a;
+      };
+      in["bytes_sent"] = list(o.instanceBytesSent);
+      in["bytes_received"] = list(o.instanceBytesReceived);
+      in["planned_bytes_sent"] = list(o.instanceBytesPlanned);
+      summary["instances"] = std::move(in);
+    }
   }
   if (!dir->writeFile("summary.json", summary.dump() + "\n", error) || dir->ioFailed()) {
     session.diagnostics().error(emu::code::kIo, session.spanOf(run.source),
@@ -297,6 +333,41 @@ TrainResult train(session::Session& session, const ir::RunPlan& run, const Train
     recorder->finish(status, reason);
     if (recorder->failed()) result.storeFailure = recorder->failure();
   }
+  return result;
+}
+
+TrainResult trainInstance(session::Session& session, const ir::RunPlan& run, const TrainSettings& settings, std::string& error) {
+  TrainResult result;
+  emu::Options options;
+  options.instances = settings.instances;
+  options.hostThreads = settings.threads;
+  options.checkpointEvery = settings.checkpointEvery;
+  options.stepLimit = settings.stepLimit;
+  options.datasetDirectory = settings.scriptDirectory;
+  options.initialWeights = settings.initialWeights;
+  options.planIdentity = ir::planHash(run);
+  if (!settings.corpus.empty()) options.builtinCorpus = settings.corpus;
+  const std::string checkpoints = settings.instances->broadcast(std::string());
+  if (checkpoints == CheckpointsAnnouncement::kNoRun) {
+    // Instance 0 refused the run before it began, and said why.
+    result.status = TrainResult::Status::Failed;
+    return result;
+  }
+  options.checkpointDirectory = checkpoints;
+  options.resume = settings.resume;
+  // The hooks' policies (a Lua learning rate or loss scale) shape every
+  // step, so they run here too; the hooks as observers run on instance 0.
+  hooks::RunHooks runHooks(*session.hooks(), run, train::Source::Emulator);
+  runHooks.setSweepTrial(settings.sweepTrial);
+  options.policies = runHooks.policies();
+  emu::Expected<emu::RunOutcome> outcome = emu::run(run, options);
+  if (!outcome) {
+    error = outcome.error().code + ": " + outcome.error().message;
+    return result;
+  }
+  result.status = outcome->status == emu::Status::Completed   ? TrainResult::Status::Completed
+                  : outcome->status == emu::Status::Cancelled ? TrainResult::Status::Cancelled
+                                                              : TrainResult::Status::Stopped;
   return result;
 }
 

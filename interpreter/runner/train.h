@@ -16,6 +16,7 @@
 #include "interpreter/hooks/run_hooks.h"
 #include "interpreter/session/session.h"
 #include "interpreter/store/run_store.h"
+#include "runtime/emulator/instances.h"
 #include "runtime/ir/execution_plan.h"
 
 namespace ipu::runner {
@@ -53,6 +54,10 @@ struct TrainSettings {
   std::vector<std::string> tags;                  // the run's tags in the store
   std::string name;                               // the run's name in the store ("": <training>-<id>)
   const hooks::SweepTrial* sweepTrial = nullptr;  // the hooks' ctx.sweep and ctx.trial; null: not a trial
+  // An MPI job's instances (docs/run.md, "Across processes and hosts"):
+  // `train` runs on instance 0, which alone writes the run directory and the
+  // store's record; the others run `trainInstance`. Null: one process.
+  std::shared_ptr<emu::Instances> instances;
 };
 
 struct TrainResult {
@@ -67,5 +72,11 @@ struct TrainResult {
 // Progress goes to `progress` (a terminal gets a line redrawn in place).
 TrainResult train(session::Session& session, const ir::RunPlan& run, const TrainSettings& settings,
                   std::ostream& progress, bool progressIsTerminal);
+
+// An instance other than 0 of an MPI job: runs its replicas of the run
+// instance 0 runs in `train`, writing nothing (no run directory, no store,
+// no progress), reading the checkpoints instance 0 names when resuming.
+// Completed or Failed; a failure's message goes to `error`.
+TrainResult trainInstance(session::Session& session, const ir::RunPlan& run, const TrainSettings& settings, std::string& error);
 
 }  // namespace ipu::runner

@@ -16,6 +16,7 @@
 #include "runtime/emulator/model.h"
 #include "runtime/emulator/tensor_file.h"
 #include "runtime/emulator/trainer.h"
+#include "runtime/ir/instance_traffic.h"
 
 #ifndef IPU_EMULATOR_CORPUS
 #define IPU_EMULATOR_CORPUS "runtime/emulator/corpus"
@@ -38,6 +39,7 @@ const std::vector<CodeTitle>& emulatorCodes() {
       {code::kIo, "a file could not be written"},
       {code::kDiverged, "the training diverged: a step's loss is not a finite number"},
       {code::kImageFile, "an image dataset file is damaged or does not fit the model"},
+      {code::kInstances, "the replicas do not divide over the instances"},
       {code::kInternal, "an internal error of the emulator"},
   };
   return codes;
@@ -197,6 +199,21 @@ Expected<RunOutcome> run(const ir::RunPlan& plan, const Options& options) {
                      "phase `" + ph.name + "` of mapping `" + ph.mapping.name + "` does not fit its IPUs (IPU2001 in `ipu plan`)",
                      "`ipu plan` lists the changes that make it fit", ph.mapping.source};
 
+    Instances* instances = options.instances != nullptr && options.instances->count() > 1 ? options.instances.get() : nullptr;
+    const bool writer = instances == nullptr || instances->rank() == 0;
+    // Instance 0's decision on every instance (its observer is the one that hears the run).
+    auto agreed = [&](train::StopRequest s) {
+      if (instances == nullptr) return s;
+      const std::string m = instances->broadcast(s.stop ? "1" + s.reason : "0");
+      s.stop = m[0] == '1';
+      s.reason = m.substr(1);
+      return s;
+    };
+    auto cancelled = [&] {
+      const bool mine = options.cancel != nullptr && options.cancel->load();
+      return instances != nullptr ? instances->any(mine) : mine;
+    };
+
     ResumePoint resume;
     if (options.resume && !options.checkpointDirectory.empty()) {
       resume = latestCheckpoint(plan, options.checkpointDirectory);
@@ -214,6 +231,10 @@ Expected<RunOutcome> run(const ir::RunPlan& plan, const Options& options) {
       if (!verified) return verified.error();
     }
 
+    std::vector<double> plannedInstanceBytes(instances != nullptr ? static_cast<std::size_t>(instances->count()) : 0, 0.0);
+    // The counters run for the process; this run's bytes are what they gain.
+    const double sentBefore = instances != nullptr ? instances->bytesSent() : 0;
+    const double receivedBefore = instances != nullptr ? instances->bytesReceived() : 0;
     std::map<std::pair<std::string, int>, std::shared_ptr<const TextCorpus>> corpora;
     std::map<std::string, NamedTensors> finals;   // each finished phase's weights, for `from`
     long long globalStep = 0;
@@ -255,6 +276,7 @@ Expected<RunOutcome> run(const ir::RunPlan& plan, const Options& options) {
       ts.policies = &options.policies;
       ts.runName = plan.name;
       ts.images = images;
+      ts.instances = instances != nullptr ? options.instances : nullptr;
       auto created = PhaseTrainer::create(ph, ts, corpus);
       if (!created) return created.error();
       PhaseTrainer& trainer = **created;
@@ -286,6 +308,8 @@ Expected<RunOutcome> run(const ir::RunPlan& plan, const Options& options) {
       }
       train::PhaseDecision decision;
       if (options.observer != nullptr) decision = options.observer->phaseStart(train::Source::Emulator, info);
+      decision.stop = agreed(decision.stop);
+      if (instances != nullptr) decision.startFrom = instances->broadcast(decision.startFrom);
       if (decision.stop.stop) {
         outcome.status = Status::Stopped;
         outcome.stopReason = decision.stop.reason;
@@ -336,6 +360,7 @@ Expected<RunOutcome> run(const ir::RunPlan& plan, const Options& options) {
         if (!ok) return ok.error();
       }
       globalStep += trainer.stepsDone();
+      const long long firstStep = trainer.stepsDone();   // this invocation's steps of the phase start here
 
       auto save = [&](bool final) -> Expected<bool> {
         if (options.checkpointDirectory.empty()) return true;
@@ -350,8 +375,11 @@ Expected<RunOutcome> run(const ir::RunPlan& plan, const Options& options) {
         f.set("run", plan.name);
         if (!options.planIdentity.empty()) f.set("plan", options.planIdentity);
         const std::string path = checkpointPath(options.checkpointDirectory, ph.name, trainer.stepsDone(), final);
-        auto ok = writeTensorFile(path, f);
-        if (!ok) return withWhere(ok.error(), ph.source);
+        // One run, one record: instance 0 writes (every instance holds the same state).
+        if (writer) {
+          auto ok = writeTensorFile(path, f);
+          if (!ok) return withWhere(ok.error(), ph.source);
+        }
         po.checkpoint = path;
         return true;
       };
@@ -372,7 +400,7 @@ Expected<RunOutcome> run(const ir::RunPlan& plan, const Options& options) {
           if (options.observer != nullptr) options.observer->phaseEnd(train::Source::Emulator, info);
           return outcome;
         };
-        if (options.cancel != nullptr && options.cancel->load()) return finishEarly(Status::Cancelled, "cancelled");
+        if (cancelled()) return finishEarly(Status::Cancelled, "cancelled");
         auto r = trainer.step();
         if (!r) return r.error();
         if (!r->completed) return r->stopReason.empty() ? finishEarly(Status::Cancelled, "cancelled") : finishEarly(Status::Stopped, r->stopReason);
@@ -415,6 +443,7 @@ Expected<RunOutcome> run(const ir::RunPlan& plan, const Options& options) {
           std::map<std::string, double> logged;
           stop = options.observer->step(train::Source::Emulator, si, logged);
         }
+        stop = agreed(stop);
         if (options.checkpointEvery > 0 && trainer.stepsDone() % options.checkpointEvery == 0 && trainer.stepsDone() < steps) {
           auto ok = save(false);
           if (!ok) return ok.error();
@@ -444,17 +473,33 @@ Expected<RunOutcome> run(const ir::RunPlan& plan, const Options& options) {
         info.plannedStreamedBytesPerStep = planned;
         info.stashRecomputed = ir::isPhased(ph.mapping) && ph.mapping.recompute == ir::Recompute::None;
       }
+      if (instances != nullptr) {
+        const auto perStep = ir::instanceTraffic(ph, instances->count());
+        for (std::size_t k = 0; k < perStep.size() && k < plannedInstanceBytes.size(); ++k)
+          plannedInstanceBytes[k] += perStep[k].total() * static_cast<double>(trainer.stepsDone() - firstStep);
+      }
       finals[ph.name] = trainer.weights();
       for (auto& t : trainer.runningStatistics()) finals[ph.name].push_back(std::move(t));
       outcome.phases.push_back(po);
-      if (options.observer != nullptr) {
-        const train::StopRequest stop = options.observer->phaseEnd(train::Source::Emulator, info);
-        if (stop.stop) {
-          outcome.status = Status::Stopped;
-          outcome.stopReason = stop.reason;
-          return outcome;
-        }
+      train::StopRequest stop;
+      if (options.observer != nullptr) stop = options.observer->phaseEnd(train::Source::Emulator, info);
+      stop = agreed(stop);   // every instance, with an observer or not
+      if (stop.stop) {
+        outcome.status = Status::Stopped;
+        outcome.stopReason = stop.reason;
+        return outcome;
       }
+    }
+    if (instances != nullptr) {
+      // Every instance's count, for instance 0's record.
+      const std::string mine =
+          std::to_string(instances->bytesSent() - sentBefore) + " " + std::to_string(instances->bytesReceived() - receivedBefore);
+      for (const std::string& s : instances->allGatherBytes(mine)) {
+        const auto space = s.find(' ');
+        outcome.instanceBytesSent.push_back(std::stod(s.substr(0, space)));
+        outcome.instanceBytesReceived.push_back(std::stod(s.substr(space + 1)));
+      }
+      outcome.instanceBytesPlanned = plannedInstanceBytes;
     }
     return outcome;
   } catch (const std::bad_alloc&) {

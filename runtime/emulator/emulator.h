@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "runtime/emulator/error.h"
+#include "runtime/emulator/instances.h"
 #include "runtime/ir/execution_plan.h"
 #include "runtime/train/events.h"
 
@@ -51,6 +52,12 @@ struct Options {
   // taken, not its optimizer state; it must hold a tensor of the model's shape
   // for every parameter (IPU5005 otherwise). "": the initialisation.
   std::string initialWeights;
+  // An MPI job's instances (instances.h; docs/run.md, "Across processes and
+  // hosts"): each runs its share of the replicas. Instance 0 alone writes
+  // checkpoints; the others get their observer's decisions (stop, the
+  // checkpoint to start from) from it, and all stop for Ctrl-C at the same
+  // step. Null or one instance: this process runs every replica.
+  std::shared_ptr<Instances> instances;
 };
 
 enum class Status { Completed, Cancelled, Stopped };
@@ -67,6 +74,11 @@ struct RunOutcome {
   Status status = Status::Completed;
   std::string stopReason;
   std::vector<PhaseOutcome> phases;
+  // MPI instances (Options::instances), for a run that ran to its end: per
+  // instance, the gradient and batch-norm bytes it sent and received in this
+  // invocation (Instances::bytesSent), and what the plan says it sends for
+  // the steps run (ir::instanceTraffic). Empty in one process.
+  std::vector<double> instanceBytesSent, instanceBytesReceived, instanceBytesPlanned;
 };
 
 Expected<RunOutcome> run(const ir::RunPlan& plan, const Options& options);

@@ -25,6 +25,7 @@ inline constexpr const char* kMissingPolicy = "IPU5008";        // `lr: lua f` w
 inline constexpr const char* kIo = "IPU5009";                   // writing a file failed
 inline constexpr const char* kDiverged = "IPU5010";             // a step's loss is not a finite number
 inline constexpr const char* kImageFile = "IPU5011";            // an image dataset file is damaged or does not fit the model
+inline constexpr const char* kInstances = "IPU5012";            // the replicas do not divide over the MPI instances
 inline constexpr const char* kInternal = "IPU5099";             // a bug: an invariant broke
 }  // namespace code
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <new>
 
 #include "runtime/emulator/counter_rng.h"
@@ -110,6 +111,8 @@ Expected<StepResult> PhaseTrainer::Impl::runStep() {
     }
     runCycle(plan.schedule.cycle(c));
   }
+  gatherResults();
+  gatherBatchNormStatistics();
   updateRunningStatistics();
   reduceGradients();
   out.lossScale = lossScale;
@@ -192,6 +195,112 @@ Expected<StepResult> PhaseTrainer::Impl::runStep() {
   return out;
 }
 
+
+namespace {
+
+// The byte strings the instances exchange a step's losses and statistics in
+// (same binary layout on every instance: the hosts of one job share an ABI).
+template <class T>
+void put(std::string& out, const T& v) {
+  out.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+template <class T>
+T take(const std::string& in, std::size_t& at) {
+  T v;
+  std::memcpy(&v, in.data() + at, sizeof v);
+  at += sizeof v;
+  return v;
+}
+template <class T>
+void putVector(std::string& out, const std::vector<T>& v) {
+  put(out, static_cast<std::uint64_t>(v.size()));
+  out.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+}
+template <class T>
+std::vector<T> takeVector(const std::string& in, std::size_t& at) {
+  std::vector<T> v(static_cast<std::size_t>(take<std::uint64_t>(in, at)));
+  std::memcpy(v.data(), in.data() + at, v.size() * sizeof(T));
+  at += v.size() * sizeof(T);
+  return v;
+}
+
+}  // namespace
+
+void PhaseTrainer::Impl::gatherResults() {
+  if (instances == nullptr) return;
+  // The heads' losses and sums of every replica's micro batches, so that
+  // every instance adds them in the single-process order (runStep).
+  std::string mine;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    if (!local(static_cast<int>(i) / GA)) continue;
+    for (std::size_t l = 0; l < results[i].size(); ++l) {
+      if (!hasResult[i][l]) continue;
+      put(mine, static_cast<std::uint64_t>(i));
+      put(mine, static_cast<std::uint64_t>(l));
+      put(mine, results[i][l].loss);
+      put(mine, static_cast<std::uint64_t>(results[i][l].sums.size()));
+      for (const auto& [k, v] : results[i][l].sums) {
+        putVector(mine, std::vector<char>(k.begin(), k.end()));
+        put(mine, v);
+      }
+    }
+  }
+  const auto all = instances->allGatherBytes(mine);
+  for (int k = 0; k < instances->count(); ++k) {
+    if (k == instances->rank()) continue;
+    const std::string& in = all[static_cast<std::size_t>(k)];
+    std::size_t at = 0;
+    while (at < in.size()) {
+      const auto i = static_cast<std::size_t>(take<std::uint64_t>(in, at));
+      const auto l = static_cast<std::size_t>(take<std::uint64_t>(in, at));
+      HeadResult& hr = results.at(i).at(l);
+      hr.loss = take<double>(in, at);
+      const auto n = take<std::uint64_t>(in, at);
+      for (std::uint64_t j = 0; j < n; ++j) {
+        const auto key = takeVector<char>(in, at);
+        hr.sums[std::string(key.begin(), key.end())] = take<double>(in, at);
+      }
+      hasResult[i][l] = 1;
+    }
+  }
+}
+
+void PhaseTrainer::Impl::gatherBatchNormStatistics() {
+  if (instances == nullptr) return;
+  bool any = false;
+  for (const auto& units : running) any = any || !units.empty();
+  if (!any) return;
+  // The running statistics read the first replica of each batch-norm group
+  // (updateRunningStatistics): those this instance recorded go to every instance.
+  std::string mine;
+  for (const auto& [key, st] : bnRecorded) {
+    const int replica = std::get<0>(key);
+    if (!local(replica) || replica % bnSpan != 0) continue;
+    put(mine, replica);
+    put(mine, std::get<1>(key));
+    put(mine, std::get<2>(key));
+    put(mine, std::get<3>(key));
+    put(mine, st.count);
+    putVector(mine, st.mean);
+    putVector(mine, st.rstd);
+    putVector(mine, st.squares);
+  }
+  const auto all = instances->allGatherBytes(mine);
+  for (int k = 0; k < instances->count(); ++k) {
+    if (k == instances->rank()) continue;
+    const std::string& in = all[static_cast<std::size_t>(k)];
+    std::size_t at = 0;
+    while (at < in.size()) {
+      const int replica = take<int>(in, at), micro = take<int>(in, at), layer = take<int>(in, at), unit = take<int>(in, at);
+      BatchNormStatistics st;
+      st.count = take<double>(in, at);
+      st.mean = takeVector<float>(in, at);
+      st.rstd = takeVector<float>(in, at);
+      st.squares = takeVector<double>(in, at);
+      bnRecorded[{replica, micro, layer, unit}] = std::move(st);
+    }
+  }
+}
 
 // ------------------------------------------------------------- the facade
 

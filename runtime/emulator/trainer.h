@@ -20,6 +20,7 @@
 
 #include "runtime/emulator/data.h"
 #include "runtime/emulator/error.h"
+#include "runtime/emulator/instances.h"
 #include "runtime/emulator/model.h"
 #include "runtime/emulator/tensor_file.h"
 #include "runtime/ir/execution_plan.h"
@@ -34,6 +35,9 @@ struct TrainerSettings {
   const train::Policies* policies = nullptr;
   std::string runName;                         // with the phase, names the data and rounding streams
   std::shared_ptr<const ImageSet> images;      // an image model's file dataset (null: synthetic images)
+  // The instances of an MPI job (instances.h): this process computes only
+  // its share of the replicas; null or one instance: all of them.
+  std::shared_ptr<Instances> instances;
 };
 
 struct StepResult {

@@ -21,8 +21,48 @@ void StepBatchNorm::allReduce(std::vector<double>& sums) {
   const int ipu = im_.model->layers()[static_cast<std::size_t>(layer_)].ipu;
   for (int t = 0; t < im_.T; ++t)
     im_.traffic.batchNorm[static_cast<std::size_t>(replica_)][static_cast<std::size_t>(ipu * im_.T + t)] += 4.0 * static_cast<double>(sums.size());
-  im_.bnExchange.allReduce({replica_ / im_.bnSpan, micro_, layer_, backward_ ? 1 : 0, call}, replica_ % im_.bnSpan, im_.bnSpan,
-                           sums, *im_.bnTurns);
+  const int q = replica_ / im_.bnSpan, first = q * im_.bnSpan;
+  if (im_.instances == nullptr) {
+    im_.bnExchange.allReduce({q, micro_, layer_, backward_ ? 1 : 0, call}, replica_ - first, im_.bnSpan, im_.bnSpan, sums, *im_.bnTurns);
+    return;
+  }
+  // The group's members on other instances (owners are contiguous: peers in rank order).
+  const int self = im_.instances->rank();
+  int localMembers = 0;
+  std::vector<int> peers;
+  for (int r = first; r < first + im_.bnSpan; ++r) {
+    const int owner = im_.ownerOf(r);
+    if (owner == self) ++localMembers;
+    else if (peers.empty() || peers.back() != owner) peers.push_back(owner);
+  }
+  BatchNormExchange::Remote remote;
+  if (!peers.empty()) {
+    // A tag unique within the step, so that concurrent exchanges between the
+    // same two instances never take each other's message.
+    constexpr int kCallsPerLayer = 64;
+    if (call >= kCallsPerLayer) im_.instances->fail("a layer call made more than 64 batch-norm exchanges");
+    const long long layers = static_cast<long long>(im_.model->layers().size());
+    const long long tag = ((((static_cast<long long>(q) * im_.GA + micro_) * layers + layer_) * 2 + (backward_ ? 1 : 0)) * kCallsPerLayer) + call;
+    const std::size_t n = sums.size();
+    remote = [&, tag, n](std::vector<std::vector<double>>& parts) {
+      std::vector<double> mine;
+      for (int r = first; r < first + im_.bnSpan; ++r)
+        if (im_.local(r)) mine.insert(mine.end(), parts[static_cast<std::size_t>(r - first)].begin(), parts[static_cast<std::size_t>(r - first)].end());
+      std::vector<std::vector<double>> theirs;
+      im_.instances->exchange(tag, peers, mine, theirs);
+      for (std::size_t k = 0; k < peers.size(); ++k) {
+        std::size_t at = 0;
+        for (int r = first; r < first + im_.bnSpan; ++r) {
+          if (im_.ownerOf(r) != peers[k]) continue;
+          if (theirs[k].size() < (at + 1) * n) im_.instances->fail("a batch-norm exchange received fewer values than its group holds");
+          parts[static_cast<std::size_t>(r - first)].assign(theirs[k].begin() + static_cast<std::ptrdiff_t>(at * n),
+                                                            theirs[k].begin() + static_cast<std::ptrdiff_t>((at + 1) * n));
+          ++at;
+        }
+      }
+    };
+  }
+  im_.bnExchange.allReduce({q, micro_, layer_, backward_ ? 1 : 0, call}, replica_ - first, im_.bnSpan, localMembers, sums, *im_.bnTurns, remote);
 }
 
 void StepBatchNorm::record(BatchNormStatistics stats) {
@@ -61,6 +101,17 @@ void PhaseTrainer::Impl::runGroups(std::size_t count, const std::function<void(s
         task(i);
       } catch (...) {
         failed[i] = std::current_exception();
+        // The other instances would wait for this group's exchanges forever.
+        if (instances != nullptr) {
+          std::string what = "an emulator thread failed";
+          try {
+            throw;
+          } catch (const std::exception& e) {
+            what += std::string(": ") + e.what();
+          } catch (...) {
+          }
+          instances->fail(what);
+        }
         bnExchange.abort();
       }
       bnTurns->release();

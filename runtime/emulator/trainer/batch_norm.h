@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -58,31 +59,50 @@ struct ExchangeAborted {};
 // group meet at the same point of the same layer (`Key`) with equally long
 // vectors; the last to arrive adds them in replica order, so the result is
 // the same whichever thread ran which replica, and in whatever order they came.
+// With instances (instances.h) only `localMembers` of the group meet here;
+// the last of them fetches the other members' parts from their instances
+// (`remote`), so every instance adds the same parts in the same order.
 class BatchNormExchange {
  public:
   // (batch-norm group, micro batch, layer, backward pass, exchange within the layer call)
   using Key = std::tuple<int, int, int, int, int>;
+  // Fills the parts of the members other instances run.
+  using Remote = std::function<void(std::vector<std::vector<double>>& parts)>;
 
-  void allReduce(const Key& key, int member, int members, std::vector<double>& values, ComputeTurns& turns) {
+  void allReduce(const Key& key, int member, int members, int localMembers, std::vector<double>& values, ComputeTurns& turns,
+                 const Remote& remote = nullptr) {
     std::unique_lock<std::mutex> lock(mu_);
     Meeting& m = meetings_[key];
     if (m.parts.empty()) m.parts.resize(static_cast<std::size_t>(members));
     m.parts[static_cast<std::size_t>(member)] = values;
-    if (++m.arrived == members) {
+    if (++m.arrived == localMembers) {
+      if (remote) {
+        // Waiting for other instances: without the lock (other meetings go
+        // on) and without the turn (another instance may wait for a group
+        // this one has yet to run). The local members have all arrived, so
+        // nobody else touches m.parts; map nodes do not move.
+        lock.unlock();
+        turns.release();
+        remote(m.parts);
+        turns.acquire();
+        lock.lock();
+        if (aborted_) throw ExchangeAborted{};
+      }
       m.sum = m.parts[0];
       for (std::size_t r = 1; r < m.parts.size(); ++r)
         for (std::size_t i = 0; i < m.sum.size(); ++i) m.sum[i] += m.parts[r][i];
+      m.done = true;
       cv_.notify_all();
     } else {
       turns.release();
-      cv_.wait(lock, [&] { return m.arrived == members || aborted_; });
+      cv_.wait(lock, [&] { return m.done || aborted_; });
       lock.unlock();
       turns.acquire();
       lock.lock();
       if (aborted_) throw ExchangeAborted{};
     }
     values = m.sum;
-    if (++m.left == members) meetings_.erase(key);
+    if (++m.left == localMembers) meetings_.erase(key);
   }
   // A thread of the cycle failed: wake everyone waiting.
   void abort() {
@@ -103,6 +123,7 @@ class BatchNormExchange {
     std::vector<std::vector<double>> parts;   // per member of the group
     std::vector<double> sum;
     int arrived = 0, left = 0;
+    bool done = false;
   };
   std::mutex mu_;
   std::condition_variable cv_;

@@ -88,6 +88,20 @@ struct PhaseTrainer::Impl {
   std::map<std::tuple<int, int, int, int>, BatchNormStatistics> bnRecorded;
   std::vector<std::vector<trainer::RunningStatistics>> running;
 
+  // Instances (instances.h, docs/run.md "Across processes and hosts"): this
+  // process computes the passes of replicas [firstLocal, firstLocal +
+  // localReplicas) only, yet holds every replica's buffers: the other
+  // replicas' gradients arrive before the reduction (gatherGradients), which
+  // then runs the very same ring on every instance, so the sums, the update
+  // of every replica and the checkpoints are those of one process.
+  Instances* instances = nullptr;   // null: one process runs every replica
+  int firstLocal = 0, localReplicas = 1;
+  bool local(int r) const { return r >= firstLocal && r < firstLocal + localReplicas; }
+  int ownerOf(int r) const { return r / localReplicas; }
+  void gatherGradients();
+  void gatherResults();
+  void gatherBatchNormStatistics();
+
   Group& group(int r, int g) { return groups[static_cast<std::size_t>(r * P + g)]; }
   const Group& group(int r, int g) const { return groups[static_cast<std::size_t>(r * P + g)]; }
   template <class F>

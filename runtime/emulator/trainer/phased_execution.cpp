@@ -60,7 +60,9 @@ void PhaseTrainer::Impl::runPhased() {
     for (int i = 0; i < n; ++i) {
       if (settings.cancel != nullptr && settings.cancel->load()) return;
       const int k = backward ? n - 1 - i : i;
-      runGroups(static_cast<std::size_t>(R), [&](std::size_t r) { runSegment(group(static_cast<int>(r), segments[static_cast<std::size_t>(k)].ipu), k, backward); });
+      runGroups(static_cast<std::size_t>(R), [&](std::size_t r) {
+        if (local(static_cast<int>(r))) runSegment(group(static_cast<int>(r), segments[static_cast<std::size_t>(k)].ipu), k, backward);
+      });
       const int next = backward ? k - 1 : k + 1;
       if (next < 0 || next >= n || segments[static_cast<std::size_t>(next)].stage != segments[static_cast<std::size_t>(k)].stage) deliver();
     }

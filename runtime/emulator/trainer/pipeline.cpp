@@ -156,6 +156,7 @@ void PhaseTrainer::Impl::backwardLayer(Group& g, int li, int micro, const Mat& x
 void PhaseTrainer::Impl::runCycle(const std::vector<ir::Work>& work) {
   runGroups(groups.size(), [&](std::size_t i) {
     Group& g = groups[i];
+    if (!local(g.replica)) return;   // another instance runs it
     for (const auto& w : work) {
       IPU_INVARIANT(w.stage >= 0 && w.stage < S, "the pipeline schedule's work names stages of the plan");
       if (stageIpu[static_cast<std::size_t>(w.stage)] != g.ipu) continue;

@@ -20,6 +20,7 @@ void PhaseTrainer::Impl::reduceGradients() {
   // uses' accumulators, in layer order (tied weights across IPUs exchange
   // their accumulators).
   pool->run(static_cast<std::size_t>(R), [&](std::size_t r) {
+    if (!local(static_cast<int>(r))) return;   // its instance sums it; gatherGradients brings it
     std::map<Key2, std::vector<std::pair<int, Mat*>>> uses;
     std::map<Key2, int> copies;   // slots holding the parameter (tied weights: one per IPU)
     for (int g = 0; g < P; ++g)
@@ -53,6 +54,7 @@ void PhaseTrainer::Impl::reduceGradients() {
     for (auto& s : gr.slots)
       for (auto& u : s.uses) u.written = false;
   if (R == 1) return;
+  gatherGradients();
   // Across replicas: a ring all-reduce (or, with RTS, a reduce-scatter: each
   // replica keeps the reduced chunk it updates) per tensor.
   std::vector<Key2> work;
@@ -70,6 +72,40 @@ void PhaseTrainer::Impl::reduceGradients() {
     if (rts) ringReduceScatter(bufs, n, fn, nullptr);
     else ringAllReduce(bufs, n, fn, nullptr);
   });
+}
+
+void PhaseTrainer::Impl::gatherGradients() {
+  if (instances == nullptr) return;
+  // Every replica's summed gradients, at their replica's place on every
+  // instance: one all-gather of the slots of this instance's replicas, in
+  // (replica, IPU, slot) order, which is the same length on every instance
+  // (the replicas hold the same slots). The reduction after it is the
+  // single-process ring, so the order of every sum is fixed by replica
+  // index, not by which instance's data arrived first.
+  std::size_t perReplica = 0;
+  for (int g = 0; g < P; ++g)
+    for (const auto& s : group(0, g).slots) perReplica += static_cast<std::size_t>(s.rows * s.cols);
+  const std::size_t perInstance = perReplica * static_cast<std::size_t>(localReplicas);
+  std::vector<float> mine(perInstance), all(perInstance * static_cast<std::size_t>(instances->count()));
+  std::size_t at = 0;
+  for (int r = firstLocal; r < firstLocal + localReplicas; ++r)
+    for (int g = 0; g < P; ++g)
+      for (const auto& s : group(r, g).slots) {
+        std::copy(s.grad.data(), s.grad.data() + s.grad.size(), mine.data() + at);
+        at += static_cast<std::size_t>(s.grad.size());
+      }
+  instances->allGather(mine.data(), perInstance, all.data());
+  at = 0;
+  for (int r = 0; r < R; ++r)
+    for (int g = 0; g < P; ++g)
+      for (auto& s : group(r, g).slots) {
+        const std::size_t n = static_cast<std::size_t>(s.rows * s.cols);
+        if (!local(r)) {
+          s.grad.resize(s.rows, s.cols);
+          std::copy(all.data() + at, all.data() + at + n, s.grad.data());
+        }
+        at += n;
+      }
 }
 
 void PhaseTrainer::Impl::countCollective(std::vector<std::vector<double>>& into, double bytesPerElement) const {

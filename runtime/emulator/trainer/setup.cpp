@@ -37,6 +37,21 @@ std::vector<MicroBatch> PhaseTrainer::Impl::batchesOf(long long n) const {
 Expected<bool> PhaseTrainer::Impl::setup() {
   const auto& m = plan.mapping;
   R = std::max(1, m.replicas);
+  localReplicas = R;
+  if (settings.instances != nullptr && settings.instances->count() > 1) {
+    // PopRun's rule: every instance drives the same number of replicas.
+    const int n = settings.instances->count();
+    if (R % n != 0)
+      return Error{code::kInstances,
+                   "mapping `" + m.name + "` has " + std::to_string(R) + " replicas, which do not divide over " + std::to_string(n) + " instances",
+                   "every instance runs the same number of replicas: run a number of instances that divides " + std::to_string(R), m.source};
+    instances = settings.instances.get();
+    localReplicas = R / n;
+    firstLocal = instances->rank() * localReplicas;
+    // Instances stop together, between steps (the run loop agrees on it):
+    // one that left a step alone would leave the others waiting for its data.
+    settings.cancel = nullptr;
+  }
   T = std::max(1, m.shard);
   P = std::max(1, m.pipelineIpus);
   GA = static_cast<int>(std::max(1LL, plan.batch.gradientAccumulation));
