@@ -22,6 +22,7 @@
 #include "interpreter/cli/arguments.h"
 #include "interpreter/cli/output_file.h"
 #include "interpreter/runner/estimate_record.h"
+#include "interpreter/runner/measured_run.h"
 #include "interpreter/runner/run_import.h"
 #include "interpreter/runner/store_recorder.h"
 #include "interpreter/store/filter.h"
@@ -494,7 +495,13 @@ int compareRuns(store::RunStore& st, const RunsOptions& o) {
     }
     if (lines.empty()) std::cout << "  no metric in common\n";
     else printTable(std::cout, {"  metric", "predicted", "measured (mean)", "ratio"}, lines, nullptr, -1, p);
-    std::cout << p.paint(base::Style::Dim, "  (the emulator's speed is this host's, not an IPU's: compare shapes, not absolute speed)")
+    // A measured run (logged from a real training, docs/python.md) ran where
+    // it says; an emulator run ran on this host's cores.
+    auto source = pr.run->parameters.find(runner::kSourceParameter);
+    const bool measured = source != pr.run->parameters.end() && source->second == runner::kMeasuredSource;
+    std::cout << p.paint(base::Style::Dim, measured ? "  (measured by the training that logged it, on its own hardware)"
+                                                    : "  (the emulator's speed is this host's, not an IPU's: compare shapes, "
+                                                      "not absolute speed)")
               << "\n";
   }
   return kOk;
