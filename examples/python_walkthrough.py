@@ -77,4 +77,4 @@ print(out[out.index("predicted ("):].rstrip())
 # > predicted (estimate 1) against measured (run 2), same plan ac2f793116f28820
 # >   metric         predicted  measured (mean)  ratio
 # >   samples_per_s  3536.85    1468.85          2.4079
-# >   (the emulator's speed is this host's, not an IPU's: compare shapes, not absolute speed)
+# >   (measured by the training that logged it, on its own hardware)

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <variant>
 #include "interpreter/store/filter.h"
+#include "interpreter/store/run_json.h"
 #include "interpreter/store/run_store.h"
 #include "interpreter/store/sweep_records.h"
 #include "interpreter/store/sweep_store.h"
@@ -21,50 +22,10 @@ namespace {
 
 py::object numberOrNone(double v) { return std::isfinite(v) ? py::object(py::float_(v)) : py::object(py::none()); }
 
-// The keys of `ipu runs --json` (runs_command.cpp), so a script reads the same names.
-py::dict runDict(const store::RunRecord& r, bool full) {
-  py::dict d;
-  d["id"] = r.id;
-  d["name"] = r.name;
-  d["kind"] = store::name(r.kind);
-  d["training"] = r.training;
-  d["status"] = store::name(r.status);
-  d["stop_reason"] = r.stopReason;
-  d["started_at"] = numberOrNone(r.startedAt);
-  d["ended_at"] = numberOrNone(r.endedAt);
-  d["heartbeat_at"] = numberOrNone(r.heartbeatAt);
-  d["host"] = r.host;
-  d["pid"] = r.pid;
-  d["plan_hash"] = r.planHash;
-  d["note"] = r.note;
-  d["tags"] = r.tags;
-  d["parameters"] = r.parameters;
-  py::dict metrics;
-  for (const auto& [k, s] : r.metrics) {
-    py::dict x;
-    x["last"] = numberOrNone(s.last);
-    x["min"] = numberOrNone(s.min);
-    x["max"] = numberOrNone(s.max);
-    x["last_step"] = s.lastStep;
-    x["count"] = s.count;
-    metrics[py::str(k)] = x;
-  }
-  d["metrics"] = metrics;
-  if (full) {
-    d["script"] = r.script;
-    py::list a;
-    for (const auto& art : r.artifacts) {
-      py::dict x;
-      x["kind"] = art.kind;
-      x["path"] = art.path;
-      a.append(x);
-    }
-    d["artifacts"] = a;
-  }
-  return d;
-}
-
 py::object fromJson(const nlohmann::json& j) { return toPython(nlohmann::ordered_json::parse(j.dump())); }
+
+// The run as `ipu runs --json` prints it (store/run_json.h): the same keys.
+py::object runDict(const store::RunRecord& r, bool full) { return fromJson(store::runJson(r, full)); }
 
 class Store {
  public:
@@ -91,7 +52,7 @@ class Store {
     return out;
   }
 
-  py::dict run(const std::string& idOrName) { return runDict(find(idOrName), true); }
+  py::object run(const std::string& idOrName) { return runDict(find(idOrName), true); }
 
   py::list metrics(const std::string& idOrName, const std::string& key) {
     store::RunRecord r = find(idOrName);

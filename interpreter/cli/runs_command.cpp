@@ -26,6 +26,7 @@
 #include "interpreter/runner/run_import.h"
 #include "interpreter/runner/store_recorder.h"
 #include "interpreter/store/filter.h"
+#include "interpreter/store/run_json.h"
 
 #include "interpreter/cli/command.h"
 
@@ -78,42 +79,6 @@ std::string jsonNumberOrNull(double v, nlohmann::json& slot) {
   if (std::isfinite(v)) slot = v;
   else slot = nullptr;
   return {};
-}
-
-nlohmann::json toJson(const store::RunRecord& r, bool full) {
-  nlohmann::json j;
-  j["id"] = r.id;
-  j["name"] = r.name;
-  j["kind"] = store::name(r.kind);
-  j["training"] = r.training;
-  j["status"] = store::name(r.status);
-  j["stop_reason"] = r.stopReason;
-  jsonNumberOrNull(r.startedAt, j["started_at"]);
-  jsonNumberOrNull(r.endedAt, j["ended_at"]);
-  jsonNumberOrNull(r.heartbeatAt, j["heartbeat_at"]);
-  j["host"] = r.host;
-  j["plan_hash"] = r.planHash;
-  j["note"] = r.note;
-  j["tags"] = r.tags;
-  j["parameters"] = r.parameters;
-  nlohmann::json m = nlohmann::json::object();
-  for (const auto& [k, s] : r.metrics) {
-    nlohmann::json x;
-    jsonNumberOrNull(s.last, x["last"]);
-    jsonNumberOrNull(s.min, x["min"]);
-    jsonNumberOrNull(s.max, x["max"]);
-    x["last_step"] = s.lastStep;
-    x["count"] = s.count;
-    m[k] = x;
-  }
-  j["metrics"] = m;
-  if (full) {
-    j["script"] = r.script;
-    nlohmann::json a = nlohmann::json::array();
-    for (const auto& art : r.artifacts) a.push_back({{"kind", art.kind}, {"path", art.path}});
-    j["artifacts"] = a;
-  }
-  return j;
 }
 
 std::string csvCell(const std::string& s) {
@@ -245,7 +210,7 @@ int listRuns(store::RunStore& st, const RunsOptions& o) {
 
   if (o.json) {
     nlohmann::json j = nlohmann::json::array();
-    for (const auto& r : runs) j.push_back(toJson(r, false));
+    for (const auto& r : runs) j.push_back(store::runJson(r, false));
     std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return kOk;
   }
@@ -329,7 +294,7 @@ int showRun(store::RunStore& st, const RunsOptions& o) {
     return kUserError;
   }
   if (o.json) {
-    std::cout << toJson(*r, true).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    std::cout << store::runJson(*r, true).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return kOk;
   }
   base::Painter p(base::shouldColor(o.color, 1));
@@ -418,7 +383,7 @@ int compareRuns(store::RunStore& st, const RunsOptions& o) {
   if (o.json) {
     nlohmann::json j;
     j["runs"] = nlohmann::json::array();
-    for (const auto& r : runs) j["runs"].push_back(toJson(r, false));
+    for (const auto& r : runs) j["runs"].push_back(store::runJson(r, false));
     j["differing_parameters"] = differing;
     j["predicted_vs_measured"] = nlohmann::json::array();
     for (const auto& pr : pairs) {
