@@ -7,6 +7,7 @@
 #include <iostream>
 #include <thread>
 
+#include "interpreter/base/terminal.h"
 #include "interpreter/cli/command.h"
 
 #ifdef IPU_HAVE_MPI
@@ -46,8 +47,9 @@ int launchInstances(int n, const std::vector<std::string>& args) {
   if (::geteuid() == 0) argv.push_back("--allow-run-as-root");
   argv.push_back(self);
   argv.push_back("run");
-  bool threads = false;
+  bool threads = false, color = false;
   for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--color" || args[i].rfind("--color=", 0) == 0) color = true;
     if (args[i] == "--instances") {
       ++i;
       continue;
@@ -55,6 +57,14 @@ int launchInstances(int n, const std::vector<std::string>& args) {
     if (args[i].rfind("--instances=", 0) == 0) continue;
     if (args[i] == "--threads" || args[i].rfind("--threads=", 0) == 0) threads = true;
     argv.push_back(args[i]);
+  }
+  // The instances write through mpirun's pseudo-terminals, which say
+  // "terminal" even when this process's output goes to a pipe: colour is
+  // decided here, where the user's terminal (or pipe) is seen.
+  if (!color) {
+    argv.push_back("--color");
+    argv.push_back(base::shouldColor(base::ColorMode::Auto, 1) && base::shouldColor(base::ColorMode::Auto, 2) ? "always"
+                                                                                                               : "never");
   }
   // The instances share this host's cores: by default each takes its share.
   if (!threads) {

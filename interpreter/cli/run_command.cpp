@@ -121,7 +121,11 @@ int train(const std::string& path, const TrainingOptions& o, const runner::Expor
     // does not say it.
     for (const auto& [at, value] : changes.set) settings.parameters["set." + at] = value;
     settings.instances = instances;
-    runner::TrainResult r = runner::train(s, run, settings, std::cerr, ::isatty(2) != 0);
+    // Under mpirun, standard error is a pseudo-terminal even in a pipe: the
+    // line is redrawn in place only when `--instances` saw a terminal (and
+    // so asked for colour).
+    const bool terminal = underMpirun() ? color == base::ColorMode::Always : ::isatty(2) != 0;
+    runner::TrainResult r = runner::train(s, run, settings, std::cerr, terminal);
     if (s.diagnostics().hasErrors()) printDiagnostics(s, false, color);
     reportStoreRecord(r, runStore.get());
     s.diagnostics().clear();
@@ -216,6 +220,9 @@ int run(const std::vector<std::string>& args) {
   if (!changes.name.empty() && o.resume)
     return usage("run", "`--name` names a new run; a resumed run keeps its name (`ipu runs` can show it)");
   if (instanceCount > 1 && !underMpirun()) return launchInstances(instanceCount, args);
+  // Under mpirun standard output is a pseudo-terminal whatever the user's is:
+  // colour only when asked (`--instances` asks when the user's is a terminal).
+  if (underMpirun() && color == base::ColorMode::Auto) color = base::ColorMode::Never;
   std::string mpiError;
   const std::shared_ptr<emu::Instances> job = joinInstances(mpiError);
   if (!mpiError.empty()) {

@@ -87,6 +87,14 @@ done
 # `ipu run --instances N` starts mpirun itself.
 run bert-launch-2 1 "$HERE/bert_pipeline.ipu" --steps 4 --instances 2
 same_as_one bert-launch-2 bert_pipeline-1
+# Without --color, into files: no colour and no redrawn line, although the
+# instances write through mpirun's pseudo-terminals.
+mkdir -p "$TMP/plain"
+"$IPU" run "$HERE/bert_pipeline.ipu" --steps 4 --instances 2 --runs-dir "$TMP/plain/runs" --store "$TMP/plain/ipu.db" \
+  >"$TMP/plain/out" 2>"$TMP/plain/err" || { echo "FAIL: --instances 2 without --color"; cat "$TMP/plain/err"; fail=1; }
+if grep -q $'\x1b\|\r' "$TMP/plain/out" "$TMP/plain/err"; then
+  echo "FAIL: --instances wrote escape sequences or carriage returns into a file"; fail=1
+fi
 
 # Ctrl-C, then resume with another instance count: 2 instances are
 # interrupted (SIGINT to mpirun) once they recorded 6 steps, with a checkpoint
