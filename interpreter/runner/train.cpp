@@ -152,7 +152,8 @@ TrainResult train(session::Session& session, const ir::RunPlan& run, const Train
                                     "the plan of training `" + run.name + "` changed since `" + path +
                                         "` started, so its checkpoints do not belong to it",
                                     "start a new run (without --resume), or restore the script as it was (" + path +
-                                        "/script.ipu)");
+                                        "/script.ipu) and give the same `--set` values it ran with, if any "
+                                        "(`ipu runs show` lists them as set.PATH)");
         return result;
       }
     }
