@@ -2,9 +2,11 @@
 // as Python objects, and the engine's failures as Python exceptions.
 #pragma once
 #include <pybind11/pybind11.h>
+#include <mutex>
 #include <string>
 #include "interpreter/base/diagnostic.h"
 #include "interpreter/base/source.h"
+#include "interpreter/store/run_store.h"
 #include "runtime/ir/json.h"
 
 namespace ipu::python {
@@ -28,6 +30,21 @@ py::list diagnosticList(const base::Diagnostics& diags, const base::SourceMap& s
 [[noreturn]] void raiseError(const std::string& message);
 // Raises ipu.StoreError (a subclass of IpuError): the store failed or refused.
 [[noreturn]] void raiseStoreError(const std::string& message);
+
+// A store call made without the GIL, under `mutex` (the object's connection
+// is not shared between threads); its failures raised as ipu.StoreError.
+// The GIL is released first, then the lock taken: a thread waiting for the
+// lock must not hold the GIL the holder needs to return.
+template <typename F>
+void storeCall(std::mutex& mutex, F&& f) {
+  try {
+    py::gil_scoped_release nogil;
+    std::lock_guard<std::mutex> lock(mutex);
+    f();
+  } catch (const store::StoreError& e) {
+    raiseStoreError(e.what());
+  }
+}
 
 void registerErrors(py::module_& m);
 void registerScript(py::module_& m);

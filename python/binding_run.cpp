@@ -106,15 +106,7 @@ class MeasuredRun {
   }
   template <typename F>
   void guarded(F&& f) {
-    try {
-      // The GIL first, then the lock: a thread waiting for the lock must not
-      // hold the GIL the holder needs to return.
-      py::gil_scoped_release nogil;
-      std::lock_guard<std::mutex> lock(mutex_);
-      f();
-    } catch (const store::StoreError& e) {
-      raiseStoreError(e.what());
-    }
+    storeCall(mutex_, std::forward<F>(f));
   }
 
   std::string location_, planHash_, training_;

@@ -125,15 +125,7 @@ class Store {
   // A store call without the GIL; its failures as ipu.StoreError.
   template <typename F>
   void call(F&& f) {
-    try {
-      // The GIL first, then the lock: a thread waiting for the lock must not
-      // hold the GIL the holder needs to return.
-      py::gil_scoped_release nogil;
-      std::lock_guard<std::mutex> lock(mutex_);
-      f();
-    } catch (const store::StoreError& e) {
-      raiseStoreError(e.what());
-    }
+    storeCall(mutex_, std::forward<F>(f));
   }
 
   store::RunRecord find(const std::string& idOrName) {

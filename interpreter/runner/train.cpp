@@ -83,21 +83,28 @@ class CheckpointsAnnouncement {
   bool sent_ = false;
 };
 
+// What every instance gives the emulator alike (instance 0 in train, the
+// others in trainInstance).
+emu::Options emulatorOptions(const TrainSettings& settings) {
+  emu::Options options;
+  options.instances = settings.instances;
+  options.hostThreads = settings.threads;
+  options.checkpointEvery = settings.checkpointEvery;
+  options.stepLimit = settings.stepLimit;
+  options.datasetDirectory = settings.scriptDirectory;
+  options.initialWeights = settings.initialWeights;
+  if (!settings.corpus.empty()) options.builtinCorpus = settings.corpus;
+  return options;
+}
+
 }  // namespace
 
 TrainResult train(session::Session& session, const ir::RunPlan& run, const TrainSettings& settings,
                   std::ostream& progress, bool progressIsTerminal) {
   TrainResult result;
   CheckpointsAnnouncement announce(settings.instances != nullptr && settings.instances->count() > 1 ? settings.instances.get() : nullptr);
-  emu::Options options;
-  options.instances = settings.instances;
-  options.hostThreads = settings.threads;
+  emu::Options options = emulatorOptions(settings);
   options.cancel = settings.cancel;
-  options.checkpointEvery = settings.checkpointEvery;
-  options.stepLimit = settings.stepLimit;
-  options.datasetDirectory = settings.scriptDirectory;
-  options.initialWeights = settings.initialWeights;
-  if (!settings.corpus.empty()) options.builtinCorpus = settings.corpus;
 
   // Before anything is written: can this host emulate it at all?
   auto fits = emu::checkHostMemory(run, emu::hostMemoryAvailable(), options);
@@ -339,15 +346,8 @@ TrainResult train(session::Session& session, const ir::RunPlan& run, const Train
 
 TrainResult trainInstance(session::Session& session, const ir::RunPlan& run, const TrainSettings& settings, std::string& error) {
   TrainResult result;
-  emu::Options options;
-  options.instances = settings.instances;
-  options.hostThreads = settings.threads;
-  options.checkpointEvery = settings.checkpointEvery;
-  options.stepLimit = settings.stepLimit;
-  options.datasetDirectory = settings.scriptDirectory;
-  options.initialWeights = settings.initialWeights;
+  emu::Options options = emulatorOptions(settings);
   options.planIdentity = ir::planHash(run);
-  if (!settings.corpus.empty()) options.builtinCorpus = settings.corpus;
   const std::string checkpoints = settings.instances->broadcast(std::string());
   if (checkpoints == CheckpointsAnnouncement::kNoRun) {
     // Instance 0 refused the run before it began, and said why.
