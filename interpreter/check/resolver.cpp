@@ -116,6 +116,7 @@ hw::Pod Resolver::pod(const Record& rec) {
     p.machine.streamingBandwidthLow = num(mr, "streaming_bandwidth_low");
     p.machine.streamingBandwidthHigh = num(mr, "streaming_bandwidth_high");
     p.machine.gwLinkBandwidth = num(mr, "gw_link_bandwidth");
+    p.machine.gwLinkLatencySeconds = num(mr, "gw_link_latency");
     p.machine.hostBandwidth = num(mr, "host_bandwidth");
     if (const Value* c = mr.get("chip"); c != nullptr && c->kind == ValueKind::Record) {
       const Record& cr = *c->record;

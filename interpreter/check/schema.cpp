@@ -198,7 +198,8 @@ struct Schemas {
         opt("update_cost", number(dims::seconds()), Value::num(0, dims::seconds()),
             "time per optimizer step per parameter of one replica: the weight update, its collectives, norm reductions and stream copies"),
         opt("gw_latency", number(dims::seconds()), Value::num(0, dims::seconds()),
-            "latency of one step of a collective between racks over GW-Links"),
+            "a measured latency of one step of a collective between racks, in place of the machine's `gw_link_latency`",
+            "the machine's `gw_link_latency`"),
         opt("software", listOf(simple(TypeKind::String)), Value::ofList({}),
             "the software (a training's `software`) with a fixed cost per step of its own"),
         opt("software_step_overhead", listOf(number(dims::seconds())), Value::ofList({}),
@@ -255,6 +256,8 @@ struct Schemas {
             "the upper end of that range", "none"),
         opt("gw_link_bandwidth", number(dims::bandwidth()), Value::num(0, dims::bandwidth()),
             "GW-Link bandwidth per machine, between racks"),
+        opt("gw_link_latency", number(dims::seconds()), Value::num(0, dims::seconds()),
+            "latency of one step of a collective between racks over GW-Links (not published by Graphcore: an assumption)"),
         opt("host_bandwidth", number(dims::bandwidth()), Value::num(0, dims::bandwidth()), "host link bandwidth per machine"),
     };
 

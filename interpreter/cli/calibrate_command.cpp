@@ -13,6 +13,7 @@
 // Returns the process exit code.
 
 #include <algorithm>
+#include <iomanip>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -268,7 +269,7 @@ int fitAndWrite(const std::vector<cost::Measurement>& rows, const std::string& f
   if (rows.size() < parametersToFit(rows)) {
     problem(std::to_string(rows.size()) + " measurement" + (rows.size() == 1 ? "" : "s") + " cannot determine " +
                    std::to_string(parametersToFit(rows)) +
-                   " parameters (2 shared, 2 per chip): add rows, ideally of different models and pod sizes");
+                   " parameters (2 shared, 2 per chip architecture): add rows, ideally of different models and pod sizes");
     return 1;
   }
   std::cerr << "fitting " << rows.size() << " measurements...\n";
@@ -293,6 +294,27 @@ int fitAndWrite(const std::vector<cost::Measurement>& rows, const std::string& f
     report << what << ": mean absolute error " << fixed(100 * s.mean, 1) << "%, median " << fixed(100 * s.median, 1)
            << "%, worst " << fixed(100 * s.worst, 1) << "%\n";
   };
+  // Each configuration group's errors when it was left out: where the model
+  // extrapolates well and where it does not.
+  std::vector<std::string> groups;
+  for (const auto& r : fit.residuals)
+    if (r.logoPredicted > 0 && std::find(groups.begin(), groups.end(), r.group) == groups.end()) groups.push_back(r.group);
+  int width = 14;
+  for (const auto& g : groups) width = std::max(width, static_cast<int>(g.size()));
+  if (!groups.empty()) report << std::left << std::setw(width) << "group left out" << std::right << "  rows   mean   worst\n";
+  for (const auto& g : groups) {
+    std::size_t n = 0;
+    double mean = 0, worst = 0;
+    for (const auto& r : fit.residuals)
+      if (r.group == g && r.logoPredicted > 0) {
+        ++n;
+        mean += std::fabs(r.logoError());
+        if (std::fabs(r.logoError()) > std::fabs(worst)) worst = r.logoError();
+      }
+    char buf[240];
+    std::snprintf(buf, sizeof buf, "  %4zu %5.1f%% %+6.1f%%\n", n, 100 * mean / static_cast<double>(n), 100 * worst);
+    report << std::left << std::setw(width) << g << std::right << buf;
+  }
   summary("in sample (fitted on every row)", fit.inSample);
   summary("leave-one-out (each row predicted by the fit on the others)", fit.leaveOneOut);
   summary(("leave-one-group-out (each of " + std::to_string(fit.groups) +
@@ -315,17 +337,7 @@ int fitAndWrite(const std::vector<cost::Measurement>& rows, const std::string& f
            << "  attention_factor: " << fixed(cal.attentionFactor, 2) << "\n"
            << "  op_latency: " << fixed(cal.opLatencyCycles, 0) << "  // cycles\n"
            << "  step_overhead: " << fixed(cal.stepOverheadSeconds * 1e3, 3) << " ms\n"
-           << "  update_cost: " << fixed(cal.updateSecondsPerParameter * 1e9, 4) << " ns  // per parameter of a replica\n"
-           << "  gw_latency: " << fixed(cal.gwLatencySeconds * 1e3, 3) << " ms\n";
-    if (!cal.softwareStepOverhead.empty()) {
-      module << "  software: [";
-      std::size_t i = 0;
-      for (const auto& kv : cal.softwareStepOverhead) module << (i++ ? ", " : "") << "\"" << kv.first << "\"";
-      module << "]\n  software_step_overhead: [";
-      i = 0;
-      for (const auto& kv : cal.softwareStepOverhead) module << (i++ ? ", " : "") << fixed(kv.second * 1e3, 3) << " ms";
-      module << "]\n";
-    }
+           << "  update_cost: " << fixed(cal.updateSecondsPerParameter * 1e9, 4) << " ns  // per parameter of a replica\n";
     // The rows' cross-validated errors: `ipu estimate`'s intervals (logo_error) and coverage warnings.
     auto listOf = [&](const char* name, auto value) {
       module << "  " << name << ": [";

@@ -131,9 +131,9 @@ std::string implausibleMeasurement(double measured, const ir::PhasePlan& phase) 
 }
 
 std::size_t parametersToFit(const std::vector<cost::Measurement>& rows) {
-  std::set<std::string> chips;
-  for (const auto& r : rows) chips.insert(r.phase.pod.machine.chip.name);
-  return 2 + 2 * chips.size();
+  std::set<std::string> architectures;
+  for (const auto& r : rows) architectures.insert(cost::architectureOf(r.phase.pod.machine.chip));
+  return 2 + 2 * architectures.size();
 }
 
 std::string degenerateFit(const cost::FitResult& fit) {

@@ -44,7 +44,8 @@ CalibrationTable readCalibrationTable(const std::string& path);
 // when plausible, else why not.
 std::string implausibleMeasurement(double measured, const ir::PhasePlan& phase);
 
-// Parameters `fitCalibration` fits for these rows (2 shared + 2 per chip).
+// Parameters `fitCalibration` fits for these rows (2 shared + 2 per chip
+// architecture, cost::architectureOf).
 std::size_t parametersToFit(const std::vector<cost::Measurement>& rows);
 
 // Why the fitted result cannot be written ("" when it can).

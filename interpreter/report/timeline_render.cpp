@@ -68,12 +68,17 @@ void drawTimelineAscii(std::ostream& os, const cost::Timeline& t, int shard, con
   std::map<std::pair<int, long long>, std::vector<const cost::Segment*>> drawn;
   for (const auto& s : t.segments)
     if (s.cycle >= 0 && (s.cycle < w.first || s.cycle >= w.last)) drawn[{s.ipu, s.cycle}].push_back(&s);
-  // Each drawn cycle: `perCycle` characters, each the activity at its midpoint.
+  // Each drawn cycle: `perCycle` characters for a steady-state cycle, fewer
+  // (at least one) for a shorter ramp cycle, each the activity at its
+  // midpoint.
   auto drawCycle = [&](long long c) {
+    const double start = t.cycleStart[static_cast<std::size_t>(c)];
+    const double length = t.cycleStart[static_cast<std::size_t>(c) + 1] - start;
+    const int n = std::clamp(static_cast<int>(std::lround(length / std::max(t.cycleTime, 1e-300) * perCycle)), 1, perCycle);
     for (int g = 0; g < t.ipus; ++g) {
       const auto& segs = drawn[{g, c}];
-      for (int k = 0; k < perCycle; ++k) {
-        double at = (static_cast<double>(c) + (k + 0.5) / perCycle) * t.cycleTime;
+      for (int k = 0; k < n; ++k) {
+        double at = start + (k + 0.5) / n * length;
         Activity a = Activity::Idle;
         for (const cost::Segment* s : segs)
           if (at >= s->start && at < s->end) a = s->activity;
@@ -126,13 +131,16 @@ std::string drawTimelineSvg(const cost::Timeline& t, const std::string& title, i
   for (const auto& s : t.segments)
     if (s.cycle < 0 && s.ipu == 0) tailTime += s.end - s.start;
   const double tailW = std::clamp(tailTime / std::max(t.cycleTime, 1e-12) * cycleW, 40.0, 240.0);
-  const double drawn = static_cast<double>(w.first + (t.cycles - w.last));
-  const double width = left + drawn * cycleW + (w.broken ? gap : 0) + 16 + tailW + 20;
+  // To scale: a steady-state cycle is cycleW wide, a ramp cycle its share.
+  const double perSecond = cycleW / std::max(t.cycleTime, 1e-300);
+  const double firstEnd = t.cycleStart[static_cast<std::size_t>(w.first)], lastStart = t.cycleStart[static_cast<std::size_t>(w.last)];
+  const double pipelineEndTime = t.cycleStart.back();
+  const double drawn = (firstEnd + (pipelineEndTime - lastStart)) * perSecond;
+  const double width = left + drawn + (w.broken ? gap : 0) + 16 + tailW + 20;
   const double height = top + t.ipus * rowH + 70;
   auto xOf = [&](double time) {
-    double c = time / t.cycleTime;
-    if (c <= static_cast<double>(w.first)) return left + c * cycleW;
-    return left + (c - static_cast<double>(w.last) + static_cast<double>(w.first)) * cycleW + (w.broken ? gap : 0);
+    if (time <= firstEnd) return left + time * perSecond;
+    return left + (firstEnd + time - lastStart) * perSecond + (w.broken ? gap : 0);
   };
   std::ostringstream s;
   char buf[256];
@@ -146,9 +154,9 @@ std::string drawTimelineSvg(const cost::Timeline& t, const std::string& title, i
       x0 = xOf(seg.start);
       x1 = xOf(seg.end);
     } else {
-      double pipelineEnd = xOf(static_cast<double>(t.cycles) * t.cycleTime) + 16;
-      x0 = pipelineEnd + (seg.start - static_cast<double>(t.cycles) * t.cycleTime) / tailTime * tailW;
-      x1 = pipelineEnd + (seg.end - static_cast<double>(t.cycles) * t.cycleTime) / tailTime * tailW;
+      double pipelineEnd = xOf(pipelineEndTime) + 16;
+      x0 = pipelineEnd + (seg.start - pipelineEndTime) / tailTime * tailW;
+      x1 = pipelineEnd + (seg.end - pipelineEndTime) / tailTime * tailW;
     }
     std::snprintf(buf, sizeof buf, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\"><title>%s</title></rect>\n",
                   x0, top + seg.ipu * rowH, std::max(0.0, x1 - x0), rowH - 4, colour(seg.activity), cost::name(seg.activity));
@@ -160,7 +168,7 @@ std::string drawTimelineSvg(const cost::Timeline& t, const std::string& title, i
     s << buf;
   }
   if (w.broken) {
-    double x = left + static_cast<double>(w.first) * cycleW;
+    double x = left + firstEnd * perSecond;
     std::snprintf(buf, sizeof buf, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"middle\">~</text>\n<text x=\"%.2f\" y=\"%.2f\" "
                   "text-anchor=\"middle\" font-size=\"10\">%lld cycles</text>\n",
                   x + gap / 2, top + t.ipus * rowH / 2, x + gap / 2, top + t.ipus * rowH + 12, w.last - w.first);

@@ -112,6 +112,7 @@ void putPod(KeyWriter& k, const hw::Pod& pod) {
   k.put("machine.streaming_bandwidth_low", m.streamingBandwidthLow);
   k.put("machine.streaming_bandwidth_high", m.streamingBandwidthHigh);
   k.put("machine.gw_link_bandwidth", m.gwLinkBandwidth);
+  k.put("machine.gw_link_latency", m.gwLinkLatencySeconds);
   k.put("machine.host_bandwidth", m.hostBandwidth);
   const hw::Chip& c = m.chip;
   k.put("chip", c.name);

@@ -828,24 +828,24 @@ class Searcher {
               const std::vector<double>* times = layerTimes(1, b, rc);
               if (times == nullptr) continue;
               Group g{t, p, r, b, perReplica / b, rc, 0, 0, t * p * r, 0, nullptr};
-              // The step takes at least the cycles of a p-stage schedule (p IPUs
-              // make at least p stages), each as long as the busiest IPU, which
-              // is at least the average IPU and at least the slowest layer.
-              // The average also counts the tensor-parallel collectives and
-              // the layers that do not shard (one plan of every layer on one
-              // IPU of a group of t).
+              // The step takes at least the busiest IPU's work over the
+              // step, GA times its work for a micro batch (the ramp cycles
+              // cost only the work they do, so the schedule's extra cycles are
+              // no floor), and that is at least the average IPU's and at least
+              // the slowest layer's. The average also counts the
+              // tensor-parallel collectives and the layers that do not shard
+              // (one plan of every layer on one IPU of a group of t).
               double sum = 0, slowest = 0;
               for (double x : *times) sum += x, slowest = std::max(slowest, x);
               double cycle = std::max(sum / p, slowest) / t;
               const Floors* fl = floors(t, b, rc);
               if (fl != nullptr) cycle = std::max(cycle, fl->work / p);
-              const double cycles = static_cast<double>(ir::PipelineSchedule{p, g.ga, rc}.cycles());
               // Ranked by the likely range's lower end, a mapping's step is
               // its estimate times at least (1 + the comparable rows' worst
               // overstatement): regimes only widen that, and the ranges of
               // the assumptions only lower the end.
               g.floors = fl;
-              g.computeBound = cycles * cycle + overhead_;
+              g.computeBound = static_cast<double>(g.ga) * cycle + overhead_;
               g.boundStep = g.computeBound * leastWidening(g, false);
               g.boundScore = scoreOf(g.boundStep, g.ipus);
               space_ += static_cast<long long>(variants(g).size()) * splits(g);

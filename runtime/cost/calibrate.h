@@ -1,14 +1,13 @@
 // Fitting the cost model's parameters to measured throughput. The same
 // procedure serves the published table and a user's own measurements.
 //
-// Parameters: per chip, the matmul and convolution efficiencies; shared by all
-// chips in the table (the tile, exchange and link architecture is the same
-// across Mk2 chips), the latency of one operation in cycles, the fixed
-// host-side cost of a step per framework the rows declare (and a default for
-// other frameworks), the per-step update cost per parameter of a replica, and
-// the latency of a cross-rack step over GW-Links. The attention factor is
-// fixed, not fitted: the
-// published rows cannot separate it from the matmul efficiency. The fit
+// Parameters: per chip architecture (architectureOf), the matmul and
+// convolution efficiencies; shared by all chips, the latency of one operation
+// in cycles and the per-step update cost per parameter of a replica. Not
+// fitted, each for a reason stated in calibrate.cpp: the attention factor
+// (the published rows cannot separate it from the matmul efficiency), the
+// host round trip `step_overhead` (0), a cost per framework (none), and the
+// GW-Link latency (the machine's). The fit
 // minimises the sum of squared log errors (relative errors, symmetric) with
 // Nelder-Mead from fixed starting points, so it is deterministic.
 #pragma once
@@ -69,6 +68,15 @@ struct FitResult {
 // left out on its own leaves its near-copies in the fit, which then predicts
 // it from them rather than from the model.
 std::string configurationGroup(const ir::PhasePlan& phase);
+
+// Chips with the same tiles, per-tile arithmetic and memory are one
+// architecture at different clocks (the Bow is the GC200 at 1.85 GHz): the
+// share of peak their matmuls and convolutions reach is the same, and the
+// clock enters through the peak, so the fit gives them one pair of
+// efficiencies. That also lets rows of one chip inform the other, so a
+// configuration group left out does not leave a chip's efficiency
+// undetermined.
+std::string architectureOf(const hw::Chip& chip);
 
 // Fits the parameters on every row, then (with `crossValidate`) once more per
 // row without it, predicting the row left out, and once more per

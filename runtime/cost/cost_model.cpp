@@ -33,6 +33,12 @@ std::string gbps(double bytesPerSecond) {
   return buf;
 }
 
+std::string microseconds(double seconds) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g us", seconds * 1e6);
+  return buf;
+}
+
 double attribute(const ir::Layer& l, const char* name) {
   for (const auto& a : l.attributes)
     if (a.name == name) return a.number;
@@ -209,10 +215,10 @@ class Model {
     }
     e.fits = p_.fits;
 
-    // The pipeline: the plan's schedule (fill, steady state, drain), and every
-    // cycle lasts as long as the busiest IPU's work for one micro batch
-    // (Graphcore: "the slowest stage sets the cycle"; idle IPUs wait at the
-    // cycle's synchronisation).
+    // The pipeline: the plan's schedule (fill, steady state, drain). A
+    // steady-state cycle lasts as long as the busiest IPU's work for one micro
+    // batch (Graphcore: "the slowest stage sets the cycle"; idle IPUs wait at
+    // the cycle's synchronisation); a ramp cycle, its busiest IPU's work in it.
     const long long cycles = p_.schedule.cycles();
     double maxBusy = 0, meanBusy = 0, meanCompute = 0, meanRecompute = 0, meanExchange = 0;
     for (const auto& it : ipus) {
@@ -228,16 +234,16 @@ class Model {
     b.recompute = gad * meanRecompute;
     b.exchange = gad * meanExchange;
     b.stageImbalance = gad * (maxBusy - meanBusy);
-    const double pipelineTime = static_cast<double>(cycles) * maxBusy;
-    b.pipelineFillDrain = static_cast<double>(cycles - ga) * maxBusy;
+    const double pipelineTime = pipelineSeconds(lt, ipus, maxBusy, e);
+    b.pipelineFillDrain = pipelineTime - gad * maxBusy;
 
     collectives(b, e, cal);
     optimizerAndStreaming(b, e, pipelineTime);
     hostIo(b, pipelineTime, gad);
-    // The host-side cost of a step is the declared software's framework's
-    // (the training loop, host synchronisation and per-step host work of
-    // PopART, TensorFlow, PopTorch, ...), fitted per framework: a round trip
-    // to the host, which the device makes once per `device_iterations` steps.
+    // The host-side cost of a step: a round trip to the host (the
+    // calibration's `step_overhead`, or a framework's own where a user's
+    // calibration states one), which the device makes once per
+    // `device_iterations` steps.
     b.overhead = softwareStepOverhead(cal, p_.software, &e.regimes) / static_cast<double>(std::max(1LL, p_.deviceIterations));
 
     e.stepTime = b.total();
@@ -258,6 +264,66 @@ class Model {
  private:
   void problem(const char* c, std::string message, std::string help) {
     if (problems_ != nullptr) problems_->push_back(Problem{c, std::move(message), std::move(help), p_.mapping.source});
+  }
+
+  // The step's pipeline cycles, each as long as its busiest IPU's work in
+  // it (every IPU waits at the cycle's synchronisation). In the steady state
+  // every stage runs a forward and a (recomputation and) backward, so a cycle
+  // lasts the busiest IPU's whole work for a micro batch; while the pipeline
+  // fills only forwards run, and while it drains only backwards, so those
+  // cycles last as long as the work they do (PopART runs the ramps as
+  // programs of their own). The schedule (ir::PipelineSchedule) says which.
+  // The ramp cycles' lengths and the stages' work go into `e` (the timeline
+  // draws them).
+  double pipelineSeconds(const std::vector<LayerTime>& lt, const std::vector<IpuTime>& ipus, double maxBusy, PhaseEstimate& e) const {
+    const ir::PipelineSchedule& sch = p_.schedule;
+    const long long cycles = sch.cycles(), ga = std::max(1LL, sch.microBatches);
+    const int S = static_cast<int>(p_.stages.size());
+    const int P = static_cast<int>(ipus.size());
+    e.stages.assign(static_cast<std::size_t>(S), PhaseEstimate::StageTime{});
+    std::vector<int> stagesOn(static_cast<std::size_t>(P), 0);
+    for (int s = 0; s < S; ++s) {
+      const ir::Stage& st = p_.stages[static_cast<std::size_t>(s)];
+      PhaseEstimate::StageTime& t = e.stages[static_cast<std::size_t>(s)];
+      t.ipu = std::clamp(st.ipu, 0, P - 1);
+      ++stagesOn[static_cast<std::size_t>(t.ipu)];
+      for (int i : st.layers) {
+        if (i < 0 || static_cast<std::size_t>(i) >= lt.size()) continue;
+        t.forward += lt[static_cast<std::size_t>(i)].forward;
+        t.recompute += lt[static_cast<std::size_t>(i)].recompute;
+        t.backward += lt[static_cast<std::size_t>(i)].backward;
+      }
+    }
+    // An IPU's exchange (boundary transfers, collectives) is half its
+    // forwards' (activations) and half its backwards' (gradients).
+    for (auto& t : e.stages) t.exchangeShare = 0.5 / stagesOn[static_cast<std::size_t>(t.ipu)];
+    e.rampCycleSeconds.clear();
+    if (S <= 1 || sch.stages != S) {
+      e.fullCycleBegin = 0;
+      e.fullCycles = cycles;
+      return static_cast<double>(cycles) * maxBusy;
+    }
+    // Cycles 2(S - 1) to GA - 1 are full (every stage both ways).
+    const long long firstFull = 2LL * (S - 1), full = std::max(0LL, ga - firstFull);
+    e.fullCycleBegin = std::min(firstFull, cycles);
+    e.fullCycles = full;
+    double total = static_cast<double>(full) * maxBusy;
+    std::vector<double> work(static_cast<std::size_t>(P));
+    for (long long c = 0; c < cycles; ++c) {
+      if (c >= firstFull && c < ga) continue;
+      std::fill(work.begin(), work.end(), 0.0);
+      for (int s = 0; s < S; ++s) {
+        const ir::StageCycle at = sch.at(s, c);
+        const PhaseEstimate::StageTime& t = e.stages[static_cast<std::size_t>(s)];
+        const double exchange = ipus[static_cast<std::size_t>(t.ipu)].exchange * t.exchangeShare;
+        if (at.forward >= 0) work[static_cast<std::size_t>(t.ipu)] += t.forward + exchange;
+        if (at.backward >= 0) work[static_cast<std::size_t>(t.ipu)] += t.backward + t.recompute + exchange;
+      }
+      const double cycle = *std::max_element(work.begin(), work.end());
+      e.rampCycleSeconds.push_back(cycle);
+      total += cycle;
+    }
+    return total;
   }
 
   // How much work the chip does per useful FLOP of a layer's matmuls and
@@ -331,8 +397,10 @@ class Model {
         if (!(links_.gateway > 0)) return std::numeric_limits<double>::infinity();
         // Between racks, on the 1/inRack of the data each IPU holds after the
         // reduce-scatter inside its rack; every step of the ring pays the
-        // GW-Link latency (calibrated) as well as the bandwidth.
-        t += 2 * (racks - 1) / racks * (bytes / inRack) / links_.gateway + 2 * (racks - 1) * (opLatency_ + cal.gwLatencySeconds);
+        // GW-Link latency (the machine's, or one a calibration measured) as
+        // well as the bandwidth.
+        const double latency = cal.gwLatencySeconds > 0 ? cal.gwLatencySeconds : p_.pod.machine.gwLinkLatencySeconds;
+        t += 2 * (racks - 1) / racks * (bytes / inRack) / links_.gateway + 2 * (racks - 1) * (opLatency_ + latency);
       }
       return t;
     };
@@ -345,7 +413,9 @@ class Model {
     b.allReduce = allReduce(grads->bytes) / (grads->kind == ir::CollectiveKind::AllReduce ? 1 : 2);
     if (gather != nullptr) b.rtsCollectives = allReduce(gather->bytes) / 2;
     if (racks > 1)
-      e.assumptions.push_back("across racks, gradients travel over GW-Links at " + gbps(links_.gateway) + " per IPU");
+      e.assumptions.push_back("across racks, gradients travel over GW-Links at " + gbps(links_.gateway) + " per IPU, " +
+                              microseconds(cal.gwLatencySeconds > 0 ? cal.gwLatencySeconds : p_.pod.machine.gwLinkLatencySeconds) +
+                              " per ring step" + (cal.gwLatencySeconds > 0 ? " (the calibration's)" : " (the machine's `gw_link_latency`, an assumption)"));
   }
 
   // The weight update reads and writes weights, accumulators and state in
@@ -433,6 +503,13 @@ class Model {
 };
 
 }  // namespace
+
+double PhaseEstimate::cycleSeconds(long long cycle) const {
+  if (cycle >= fullCycleBegin && cycle < fullCycleBegin + fullCycles) return cycleTime;
+  const long long ramp = cycle < fullCycleBegin ? cycle : cycle - fullCycles;
+  if (ramp < 0 || ramp >= static_cast<long long>(rampCycleSeconds.size())) return cycleTime;
+  return rampCycleSeconds[static_cast<std::size_t>(ramp)];
+}
 
 std::string frameworkOf(const std::string& software) {
   const std::size_t start = software.find_first_not_of(' ');
@@ -575,16 +652,16 @@ std::vector<RegimeFlag> regimesOf(const Configuration& c, const std::vector<hw::
     out.push_back({Regime::Accumulation, fmt("gradient accumulation %.0f", ga) +
                                              " is far from the calibration rows of this kind of model (" + fmt("%.0f", minGa) +
                                              " to " + fmt("%.0f", maxGa) + ")"});
-  // The host-side cost of a step is fitted per framework, on the rows that
-  // declared it: a script that declares none is charged the calibration's
-  // default, and a framework or release no row of the model's kind ran was
-  // never checked on this model.
+  // Frameworks and releases differ in host work and compiled programs, which
+  // the model does not price: a script that declares no software cannot be
+  // said to be like any row (every row declares its own), and a framework or
+  // release no row of the model's kind ran was never checked on this model.
   bool rowsDeclareSoftware = false;
   for (const auto& r : rows) rowsDeclareSoftware = rowsDeclareSoftware || (r.softwareRecorded && !frameworkOf(r.software).empty());
   if (frameworkOf(c.software).empty()) {
     if (rowsDeclareSoftware)
-      out.push_back({Regime::NoSoftware, "no `software` declared: the host-side cost of a step (the framework's training "
-                                       "loop and host synchronisation) is the calibration's default, which no row measured; "
+      out.push_back({Regime::NoSoftware, "no `software` declared: every calibration row ran a named framework and release, "
+                                       "and frameworks differ in host work the model does not price; "
                                        "declare the training's `software` (\"popart sdk2.5\", \"pytorch sdk3.3\", ...)"});
   } else if (!otherModel) {
     const std::string fw = frameworkOf(c.software), release = releaseOf(c.software);
@@ -601,10 +678,10 @@ std::vector<RegimeFlag> regimesOf(const Configuration& c, const std::vector<hw::
     }
     if (recorded && !anyRowRan)
       out.push_back({Regime::OtherFramework, std::string("no calibration row") + (c.chip.empty() ? "" : " of chip `" + c.chip + "`") +
-                                                 " ran framework `" + fw + "`: its host-side cost per step was never measured on it"});
+                                                 " ran framework `" + fw + "`: the model was never checked against it there"});
     else if (recorded && !sameFramework)
       out.push_back({Regime::FrameworkOfModel, "no calibration row of this kind of model ran framework `" + fw +
-                                                   "`: its host-side cost per step was fitted on other models"});
+                                                   "`: the model was checked against it only on other models"});
     else if (recorded && !release.empty() && !sameRelease) {
       std::string ran;
       for (const auto& r : releases) ran += (ran.empty() ? "" : ", ") + (r.empty() ? std::string("(none named)") : r);

@@ -119,6 +119,22 @@ struct PhaseEstimate {
   long long steps = 0;
   int cycles = 0;              // pipeline cycles per step
   double cycleTime = 0;        // steady-state cycle
+  // The cycles while the pipeline fills and drains last only as long as the
+  // work they do: cycles [fullCycleBegin, fullCycleBegin + fullCycles) are
+  // steady-state ones of cycleTime, the others are rampCycleSeconds in order.
+  long long fullCycleBegin = 0, fullCycles = 0;
+  std::vector<double> rampCycleSeconds;
+  double cycleSeconds(long long cycle) const;
+  // Each pipeline stage's work for one micro batch, by which the ramp cycles
+  // are priced and the timeline drawn: its layers' passes, and the share of
+  // its IPU's exchange each of its passes carries (half per pass, split among
+  // the IPU's stages).
+  struct StageTime {
+    int ipu = 0;
+    double forward = 0, recompute = 0, backward = 0;
+    double exchangeShare = 0;
+  };
+  std::vector<StageTime> stages;   // by stage index
   double pipelineUtilisation = 0;
   std::vector<IpuTime> ipus;   // one per pipeline IPU
   double peakMemoryBytes = 0;  // the fullest IPU's In-Processor Memory

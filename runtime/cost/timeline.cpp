@@ -22,43 +22,31 @@ const char* name(Activity a) {
 Timeline timeline(const ir::PhasePlan& p, const PhaseEstimate& e) {
   Timeline t;
   const int P = static_cast<int>(e.ipus.size());
-  const int S = static_cast<int>(p.stages.size());
   t.cycles = e.cycles;
   t.cycleTime = e.cycleTime;
   t.stepTime = e.stepTime;
   t.ipus = P;
-  // Share of each IPU's per-micro-batch work done by each of its stages.
-  std::vector<double> stageShare(static_cast<std::size_t>(S), 0);
-  std::vector<double> ipuWork(static_cast<std::size_t>(P), 0);
-  for (const auto& st : p.stages) {
-    double w = 0;
-    for (int li : st.layers) {
-      const auto& l = p.layers[static_cast<std::size_t>(li)];
-      w += l.forward.total() + l.backward.total() + 1;  // +1: a stage is never weightless
-    }
-    stageShare[static_cast<std::size_t>(st.index)] = w;
-    ipuWork[static_cast<std::size_t>(std::clamp(st.ipu, 0, P - 1))] += w;
-  }
-  for (const auto& st : p.stages)
-    stageShare[static_cast<std::size_t>(st.index)] /= ipuWork[static_cast<std::size_t>(std::clamp(st.ipu, 0, P - 1))];
-
+  double start = 0;
+  t.cycleStart.reserve(static_cast<std::size_t>(t.cycles) + 1);
   for (long long c = 0; c < t.cycles; ++c) {
-    const double start = static_cast<double>(c) * t.cycleTime;
+    t.cycleStart.push_back(start);
+    const double length = e.cycleSeconds(c);   // a ramp cycle lasts the work it does
     for (int g = 0; g < P; ++g) {
+      // The stages' work as the cost model priced it (PhaseEstimate::stages).
       const IpuTime& it = e.ipus[static_cast<std::size_t>(g)];
       double fwd = 0, rec = 0, bwd = 0, active = 0;
-      for (const auto& st : p.stages) {
-        if (std::clamp(st.ipu, 0, P - 1) != g) continue;
-        const double share = stageShare[static_cast<std::size_t>(st.index)];
-        const ir::StageCycle work = p.schedule.at(st.index, c);
+      for (std::size_t s = 0; s < e.stages.size(); ++s) {
+        const PhaseEstimate::StageTime& st = e.stages[s];
+        if (st.ipu != g) continue;
+        const ir::StageCycle work = p.schedule.at(static_cast<int>(s), c);
         if (work.forward >= 0) {
-          fwd += it.forward * share;
-          active += share / 2;
+          fwd += st.forward;
+          active += st.exchangeShare;
         }
         if (work.backward >= 0) {
-          if (work.recompute) rec += it.recompute * share;
-          bwd += it.backward * share;
-          active += share / 2;
+          rec += st.recompute;
+          bwd += st.backward;
+          active += st.exchangeShare;
         }
       }
       double x = it.exchange * active, at = start;
@@ -71,12 +59,14 @@ Timeline timeline(const ir::PhasePlan& p, const PhaseEstimate& e) {
       add(Activity::Recompute, rec);
       add(Activity::Backward, bwd);
       add(Activity::Exchange, x);
-      add(Activity::Idle, start + t.cycleTime - at);
+      add(Activity::Idle, start + length - at);
     }
+    start += length;
   }
   // After the pipeline: collectives, Streaming Memory, the update, overhead.
   const Breakdown& b = e.breakdown;
-  double at = static_cast<double>(t.cycles) * t.cycleTime;
+  t.cycleStart.push_back(start);
+  double at = start;
   const std::pair<Activity, double> tail[] = {{Activity::AllReduce, b.allReduce + b.rtsCollectives},
                                               {Activity::Streaming, b.streaming + b.hostIo},
                                               {Activity::Optimizer, b.optimizer},

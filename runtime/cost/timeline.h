@@ -22,7 +22,10 @@ struct Segment {
 
 struct Timeline {
   long long cycles = 0;
-  double cycleTime = 0;
+  double cycleTime = 0;             // a steady-state cycle
+  // When each cycle starts (cycles + 1 entries, the last the pipeline's
+  // end): ramp cycles are shorter than steady-state ones.
+  std::vector<double> cycleStart;
   double stepTime = 0;
   int ipus = 0;
   std::vector<Segment> segments;  // in time order per IPU

@@ -151,6 +151,7 @@ Json pod(const hw::Pod& p) {
   j["streaming_memory_bytes_per_ipu"] = p.streamingBytesPerIpu();
   j["streaming_bandwidth_per_ipu"] = p.machine.streamingBandwidth;
   j["gw_link_bandwidth_per_machine"] = p.machine.gwLinkBandwidth;
+  j["gw_link_latency_s"] = p.machine.gwLinkLatencySeconds;
   j["host_bandwidth_per_machine"] = p.machine.hostBandwidth;
   j["machines_per_rack"] = p.machinesPerRack;
   j["power_of_two_replicas"] = p.powerOfTwoReplicas;

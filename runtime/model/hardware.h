@@ -24,10 +24,15 @@ struct Calibration {
   // update, its collectives and norm reductions and stream copies, per
   // parameter of one replica (0 in calibrations fitted before it existed).
   double updateSecondsPerParameter = 0;
+  // A measured latency of one cross-rack step of a collective, in place of
+  // the machine's gwLinkLatencySeconds (0: the machine's). `ipu calibrate`
+  // does not fit it: no row can tell it apart from other per-step costs.
   double gwLatencySeconds = 0;
-  // The host-side fixed cost of a step differs between frameworks and SDK
-  // releases: per declared `software`, in place of stepOverheadSeconds.
-  std::map<std::string, double> softwareStepOverhead;   // latency of one cross-rack step of a collective over GW-Links
+  // A host-side fixed cost of a step per framework, in place of
+  // stepOverheadSeconds, for calibrations a user writes. `ipu calibrate` no
+  // longer fits one: a constant per framework is a label of the rows it was
+  // fitted on, and did not transfer to other models (docs/cost-model.md).
+  std::map<std::string, double> softwareStepOverhead;
   // Leave-one-out errors of the rows the calibration was fitted on (predicted
   // / measured - 1 with the row left out of the fit), with what each row was:
   // they give an estimate its interval and say when a script is far from them.
@@ -84,6 +89,7 @@ struct Machine {
   // declared): estimates that stream are re-priced at its ends.
   double streamingBandwidthLow = 0, streamingBandwidthHigh = 0;
   double gwLinkBandwidth = 0;        // bytes/s per machine between racks
+  double gwLinkLatencySeconds = 0;   // per step of a collective between racks (an assumption: unpublished)
   double hostBandwidth = 0;          // bytes/s per machine to the host
 };
 

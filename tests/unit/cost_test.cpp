@@ -91,18 +91,24 @@ TEST(CostModel, PredictsThePublishedTable) {
     double error = e.samplesPerSecond / row.measured - 1;
     within += std::fabs(error) < 0.10;
     sumAbs += std::fabs(error);
-    // Every row's interval comes from the calibration's cross-validated errors and contains the estimate.
-    EXPECT_LT(e.throughputLow, e.samplesPerSecond) << row.label;
-    EXPECT_GT(e.throughputHigh, e.samplesPerSecond) << row.label;
+    // Every row's interval comes from the calibration's cross-validated
+    // errors and contains the estimate (at an end when every comparable row
+    // erred the same way).
+    EXPECT_LE(e.throughputLow, e.samplesPerSecond) << row.label;
+    EXPECT_GE(e.throughputHigh, e.samplesPerSecond) << row.label;
+    EXPECT_LT(e.throughputLow, e.throughputHigh) << row.label;
   }
-  EXPECT_LT(sumAbs / static_cast<double>(rows.size()), 0.06);
-  EXPECT_GE(within, static_cast<int>(0.85 * static_cast<double>(rows.size())));
+  // In sample is not the figure to quote (leave-one-group-out is, below):
+  // without a constant per framework the fit no longer bends to each family,
+  // so it is 7.1% where the labels made it 5.1%.
+  EXPECT_LT(sumAbs / static_cast<double>(rows.size()), 0.08);
+  EXPECT_GE(within, static_cast<int>(0.75 * static_cast<double>(rows.size())));
 }
 
-// The number the project quotes: each row predicted by a fit on all the
-// others. Mean within 8%, median within 6%, every row within 20% (the
-// issue's targets), and the worst row of a kind of model the table has at
-// least three rows of within 20%.
+// Cross-validated errors on the published table, as bounds a change must
+// not cross. Leave-one-out: each row predicted by a fit on all the others
+// (mean within 8.5%, median within 6%, every row of a kind of model the table
+// has at least three rows of within 30%, the single ViT row within 40%).
 TEST(Calibration, LeaveOneOutErrorOnThePublishedTable) {
   std::vector<PublishedRow> table = publishedTable();
   ASSERT_GE(table.size(), 25u);
@@ -114,25 +120,25 @@ TEST(Calibration, LeaveOneOutErrorOnThePublishedTable) {
     rows.push_back(cost::Measurement{row.label, outcomes.back().plan->runs.at(0).phases.at(0), row.measured});
   }
   cost::FitResult fit = cost::fitCalibration(rows, "test");
-  EXPECT_LE(fit.leaveOneOut.mean, 0.08);
+  EXPECT_LE(fit.leaveOneOut.mean, 0.085);
   EXPECT_LE(fit.leaveOneOut.median, 0.06);
   EXPECT_GE(fit.leaveOneOut.mean, fit.inSample.mean - 0.005);  // out of sample is not better on average
-  EXPECT_LE(fit.leaveOneOut.worst, 0.20);
+  EXPECT_LE(fit.leaveOneOut.worst, 0.40);
   std::map<std::string, int> perFamily;
   for (const auto& r : fit.residuals) ++perFamily[r.family];
   for (const auto& r : fit.residuals) {
     ASSERT_GT(r.looPredicted, 0) << r.label;
     if (perFamily[r.family] >= 3) {
-      EXPECT_LE(std::fabs(r.looError()), 0.20) << r.label;
+      EXPECT_LE(std::fabs(r.looError()), 0.30) << r.label;
     }
   }
 
-  // Grouped cross-validation: each configuration group (model, pipeline
-  // shape, micro batch) predicted by a fit without any of its rows. Its
-  // near-copies no longer help, so it is worse than leave-one-out; the
-  // figures are those docs/cost-model.md quotes (mean 11.8%, worst 70.3%,
-  // against the targets of 10% and 25% that the model does not meet yet),
-  // here as bounds a change must not cross.
+  // Grouped cross-validation, the figure docs/cost-model.md quotes: each
+  // configuration group (model, pipeline shape, micro batch) predicted by a
+  // fit without any of its rows. Its near-copies no longer help, so it is
+  // worse than leave-one-out. The targets are a mean within 10% (8.2% today)
+  // and a worst within 25%, which the ViT group (one row, +38%) misses; every
+  // other group is within 31%.
   EXPECT_GE(fit.groups, 8u);
   EXPECT_LT(fit.groups, rows.size());
   for (const auto& r : fit.residuals) {
@@ -140,14 +146,23 @@ TEST(Calibration, LeaveOneOutErrorOnThePublishedTable) {
     EXPECT_FALSE(r.group.empty()) << r.label;
   }
   EXPECT_GE(fit.leaveOneGroupOut.mean, fit.leaveOneOut.mean);
-  EXPECT_LE(fit.leaveOneGroupOut.mean, 0.13);
+  EXPECT_LE(fit.leaveOneGroupOut.mean, 0.10);
   EXPECT_LE(fit.leaveOneGroupOut.median, 0.08);
+  EXPECT_LE(fit.leaveOneGroupOut.worst, 0.40);
+  for (const auto& r : fit.residuals)
+    if (perFamily[r.family] >= 3) {
+      EXPECT_LE(std::fabs(r.logoError()), 0.31) << r.label;
+    }
 
   // The intervals' nominal coverage, 80%: each calibration row's own
   // leave-one-group-out error falls inside the interval made, as `ipu
   // estimate` makes it, from the other rows' errors, for about 80% of rows.
+  // Each chip's record holds every row of its architecture (the GC200 and
+  // the Bow are one), so one record holds them all.
   int covered = 0, total = 0;
   for (const auto& [chip, cal] : fit.chips)
+    EXPECT_EQ(cal.rows.size(), rows.size()) << chip;
+  for (const auto& [chip, cal] : std::map<std::string, hw::Calibration>{*fit.chips.begin()})
     for (std::size_t i = 0; i < cal.rows.size(); ++i) {
       const auto& row = cal.rows[i];
       const cost::ErrorRange range =
@@ -313,7 +328,7 @@ TEST(CostModel, PricesThePlansScheduleAndTraffic) {
   const cost::PhaseEstimate el = cost::estimatePhase(longer);
   EXPECT_EQ(el.cycles, 2 * base.schedule.microBatches + 2 * base.schedule.stages - 2);
   EXPECT_DOUBLE_EQ(el.breakdown.compute, 2 * e.breakdown.compute);
-  EXPECT_DOUBLE_EQ(el.breakdown.pipelineFillDrain, e.breakdown.pipelineFillDrain);
+  EXPECT_NEAR(el.breakdown.pipelineFillDrain, e.breakdown.pipelineFillDrain, 1e-12 * el.stepTime);
 
   ir::PhasePlan wider = base;
   for (auto& b : wider.traffic.boundaries) b.activationBytes *= 2, b.gradientBytes *= 2;
@@ -441,16 +456,19 @@ TEST(CostModel, UpdateCostIsPerStepAndPerParameter) {
   EXPECT_LT(baseAdded, 0.5 * added);
 }
 
-// The GW-Link latency is paid by collectives between racks only, once per
-// step of the ring: more racks, more latency.
+// The GW-Link latency (the machine's `gw_link_latency`, or one a
+// calibration measured in its place) is paid by collectives between racks
+// only, once per step of the ring: more racks, more latency.
 TEST(CostModel, GwLatencyCostsOnlyAcrossRacks) {
-  auto on = [](const std::string& pod, int r, double latency) {
+  auto on = [](const std::string& pod, int r, double machineLatency, double calibrated = 0) {
     std::string text = bert(std::string(kPipeline4) + "replicas: " + std::to_string(r) + "\n");
     text.replace(text.find("POD64"), 5, pod);
     test::Outcome o = test::runText(text);
     EXPECT_NE(o.plan, nullptr);
     ir::PhasePlan ph = o.plan->runs[0].phases[0];
-    ph.pod.machine.chip.calibration.gwLatencySeconds = latency;
+    EXPECT_DOUBLE_EQ(ph.pod.machine.gwLinkLatencySeconds, 10e-6);   // std/pods' assumption
+    ph.pod.machine.gwLinkLatencySeconds = machineLatency;
+    ph.pod.machine.chip.calibration.gwLatencySeconds = calibrated;
     return cost::estimatePhase(ph);
   };
   EXPECT_DOUBLE_EQ(on("POD64", 16, 1e-3).breakdown.allReduce, on("POD64", 16, 0).breakdown.allReduce);
@@ -458,6 +476,9 @@ TEST(CostModel, GwLatencyCostsOnlyAcrossRacks) {
   const double four = on("POD256", 64, 1e-3).breakdown.allReduce - on("POD256", 64, 0).breakdown.allReduce;
   EXPECT_NEAR(two, 2 * 1e-3, 1e-9);   // 2 (racks - 1) steps
   EXPECT_NEAR(four, 6 * 1e-3, 1e-9);
+  // A calibration's measured latency replaces the machine's.
+  const double measured = on("POD256", 64, 1e-3, 2e-3).breakdown.allReduce - on("POD256", 64, 1e-3).breakdown.allReduce;
+  EXPECT_NEAR(measured, 6 * 1e-3, 1e-9);
 }
 
 // Shapes that do not fill the AMP units or the tiles cost more per FLOP.
@@ -543,7 +564,7 @@ TEST(CostModel, RegimesOutsideTheRowsWidenTheInterval) {
   for (const auto& r : rows) worstHigh = std::max(worstHigh, r.logoError), worstLow = std::min(worstLow, r.logoError);
   const cost::PhaseEstimate base = cost::estimatePhase(inside);
   ASSERT_TRUE(base.regimes.empty());
-  ASSERT_LT(base.errorHigh, worstHigh);  // else widening could not be seen
+  ASSERT_TRUE(base.errorHigh < worstHigh || base.errorLow > worstLow);  // else widening could not be seen
   auto outside = [&](auto change, cost::Regime expected) {
     ir::PhasePlan p = inside;
     change(p);
@@ -691,8 +712,15 @@ TEST(CostModel, DeviceIterationsDivideTheHostRoundTrip) {
   const ir::PhasePlan once = planOf(text), every8 = planOf(eight);
   EXPECT_EQ(once.deviceIterations, 1);
   ASSERT_EQ(every8.deviceIterations, 8);
-  const cost::PhaseEstimate a = cost::estimatePhase(once), b = cost::estimatePhase(every8);
-  ASSERT_GT(a.breakdown.overhead, 0);
+  // The committed calibration charges no round trip (the table puts it at 0,
+  // docs/cost-model.md); a user who measured their host's states it.
+  ir::PhasePlan onceTimed = once, every8Timed = every8;
+  for (ir::PhasePlan* p : {&onceTimed, &every8Timed}) {
+    EXPECT_EQ(p->pod.machine.chip.calibration.stepOverheadSeconds, 0);
+    p->pod.machine.chip.calibration.stepOverheadSeconds = 0.02;
+  }
+  const cost::PhaseEstimate a = cost::estimatePhase(onceTimed), b = cost::estimatePhase(every8Timed);
+  ASSERT_DOUBLE_EQ(a.breakdown.overhead, 0.02);
   EXPECT_DOUBLE_EQ(b.breakdown.overhead, a.breakdown.overhead / 8);
   // Sums of a dozen terms in another order: equal to rounding (a relative 1e-12).
   EXPECT_NEAR(b.stepTime, a.stepTime - a.breakdown.overhead * 7 / 8, 1e-12 * a.stepTime);
@@ -705,25 +733,39 @@ TEST(CostModel, DeviceIterationsDivideTheHostRoundTrip) {
   EXPECT_NE(bad.rendered().find("device_iterations"), std::string::npos) << bad.rendered();
 }
 
-// With the committed calibration, the framework's cost is a fixed cost of
-// the step: PopTorch's host-driven step costs the same time more than
-// PopART's at any accumulation, so it matters most when accumulation is
-// small, and the ViT row (PyTorch) is priced with the cost the BERT PyTorch
-// rows show.
-TEST(CostModel, FrameworkCostIsFixedPerStep) {
+// The committed calibration has no constant per framework (a label of the
+// rows it was fitted on, which did not transfer): the same configuration in
+// PyTorch and PopART is priced the same, and the framework only decides the
+// coverage warnings.
+TEST(CostModel, NoFrameworkConstantInTheCommittedCalibration) {
   std::string text = slurp(test::sourceDir() + "/tests/published/bert_large_bow_pod64_packed_phase1.ipu");
-  auto at = [&](const std::string& software, int ga) {
-    std::string t = text;
-    t.replace(t.find("\"popart sdk3.1\""), 15, "\"" + software + "\"");
-    t.replace(t.find("gradient_accumulation: 428"), 26, "gradient_accumulation: " + std::to_string(ga));
-    return estimateOf(t);
+  std::string torch = text;
+  torch.replace(torch.find("\"popart sdk3.1\""), 15, "\"pytorch sdk3.2\"");
+  const cost::PhaseEstimate a = estimateOf(text), b = estimateOf(torch);
+  EXPECT_DOUBLE_EQ(a.stepTime, b.stepTime);
+  EXPECT_TRUE(planOf(text).pod.machine.chip.calibration.softwareStepOverhead.empty());
+}
+
+// While the pipeline fills only forward passes run, and while it drains
+// only backward ones: those cycles cost the work they do, less than a full
+// cycle each, and nothing without a pipeline. The saving is the same at any
+// accumulation, so it matters most for deep pipelines at small accumulation.
+TEST(CostModel, RampCyclesCostTheWorkTheyDo) {
+  auto at = [](int ga) {
+    return bert(std::string(kPipeline4) + "replicas: 4\n", "fp16_sr",
+                "seq_len: 128; masked_tokens: 20; micro_batch: 8; gradient_accumulation: " + std::to_string(ga));
   };
-  cost::PhaseEstimate torchSmall = at("pytorch sdk3.2", 64), nativeSmall = at("popart sdk3.1", 64),
-                      torchLarge = at("pytorch sdk3.2", 512), nativeLarge = at("popart sdk3.1", 512);
-  const double extraSmall = torchSmall.stepTime - nativeSmall.stepTime, extraLarge = torchLarge.stepTime - nativeLarge.stepTime;
-  EXPECT_GT(extraSmall, 0.05);  // PopTorch's step costs tens of milliseconds or more beyond PopART's
-  EXPECT_NEAR(extraSmall, extraLarge, 1e-9);
-  EXPECT_GT(extraSmall / nativeSmall.stepTime, extraLarge / nativeLarge.stepTime);
+  const cost::PhaseEstimate small = estimateOf(at(16)), large = estimateOf(at(256));
+  const int stages = planOf(at(16)).schedule.stages;
+  ASSERT_GE(stages, 4);
+  double busiest = 0;
+  for (const auto& ipu : small.ipus) busiest = std::max(busiest, ipu.busy());
+  ASSERT_GT(busiest, 0);
+  // The ramps' 2(S - 1) cycles cost less than full cycles, and more than nothing.
+  EXPECT_GT(small.breakdown.pipelineFillDrain, 0);
+  EXPECT_LT(small.breakdown.pipelineFillDrain, (2.0 * stages - 2) * busiest * 0.9);
+  EXPECT_NEAR(small.breakdown.pipelineFillDrain, large.breakdown.pipelineFillDrain, 1e-9);
+  EXPECT_GT(small.breakdown.pipelineFillDrain / small.stepTime, large.breakdown.pipelineFillDrain / large.stepTime);
 }
 
 // Fitting is deterministic and recovers parameters it generated data with.
@@ -735,9 +777,9 @@ TEST(Calibration, RecoversKnownParameters) {
   truth.convEfficiency = 0.40;
   truth.attentionFactor = 0.5;
   truth.opLatencyCycles = 5000;
-  truth.stepOverheadSeconds = 2e-3;
+  truth.stepOverheadSeconds = 0;      // not fitted (calibrate.cpp says why)
   truth.updateSecondsPerParameter = 0.2e-9;
-  truth.gwLatencySeconds = 0.5e-3;
+  truth.gwLatencySeconds = 0;         // the machine's
   std::vector<std::string> scripts = {"resnet50_pod16_mlperf_v11.ipu",   "resnet50_pod64_mlperf_v11.ipu",
                                       "resnet50_pod128_mlperf_v11.ipu",  "resnet50_pod256_mlperf_v11.ipu",
                                       "bert_large_pod16_mlperf_v11.ipu", "bert_large_pod64_mlperf_v11.ipu",
@@ -771,6 +813,11 @@ TEST(Timeline, CoversEveryIpuAndTheStep) {
   cost::Timeline tl = cost::timeline(ph, e);
   ASSERT_EQ(tl.ipus, 4);
   EXPECT_EQ(tl.cycles, 8 + 2 * 5 - 2);
+  // The ramp cycles are shorter than steady-state ones, and the cycles add
+  // up to the pipeline time the estimate priced.
+  ASSERT_EQ(tl.cycleStart.size(), static_cast<std::size_t>(tl.cycles) + 1);
+  EXPECT_LT(tl.cycleStart[1] - tl.cycleStart[0], 0.9 * tl.cycleTime);
+  EXPECT_NEAR(tl.cycleStart.back(), 8 * tl.cycleTime + e.breakdown.pipelineFillDrain, 1e-9 * e.stepTime);
   for (int g = 0; g < tl.ipus; ++g) {
     double at = 0, busy = 0;
     int forwardCycles = 0, backwardCycles = 0;

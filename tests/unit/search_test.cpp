@@ -1098,8 +1098,8 @@ TEST(SearchCache, KeyCoversEveryFieldOfWhatItReads) {
   EXPECT_EQ(sizeof(hw::Calibration), 168u);
   EXPECT_EQ(sizeof(hw::Calibration::Row), 128u);
   EXPECT_EQ(sizeof(hw::Chip), 280u);
-  EXPECT_EQ(sizeof(hw::Machine), 368u);
-  EXPECT_EQ(sizeof(hw::Pod), 416u);
+  EXPECT_EQ(sizeof(hw::Machine), 376u);
+  EXPECT_EQ(sizeof(hw::Pod), 424u);
   EXPECT_EQ(sizeof(ir::Precision), 128u);
   EXPECT_EQ(sizeof(ir::LossScale), 64u);
   EXPECT_EQ(sizeof(ir::Optimizer), 136u);
@@ -1111,7 +1111,7 @@ TEST(SearchCache, KeyCoversEveryFieldOfWhatItReads) {
   EXPECT_EQ(sizeof(ir::Mapping), 136u);
   EXPECT_EQ(sizeof(check::LayerFacts), 344u);
   EXPECT_EQ(sizeof(check::PhaseSpec), 1016u);
-  EXPECT_EQ(sizeof(check::MappingSpec), 824u);
+  EXPECT_EQ(sizeof(check::MappingSpec), 832u);
   EXPECT_EQ(sizeof(check::StageSpec), 48u);
   EXPECT_EQ(sizeof(check::SearchSpec), 64u);
   EXPECT_EQ(sizeof(check::ModelSpec), 128u);
