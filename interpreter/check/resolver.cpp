@@ -165,6 +165,7 @@ hw::Pod Resolver::pod(const Record& rec) {
         const auto* phased = list("loo_phased");
         const auto* recomputes = list("loo_recomputes");
         const auto* software = list("loo_software");   // absent from calibrations fitted before it was recorded
+        const auto* rowChip = list("loo_chip");        // the same
         if (fam != nullptr && ipus != nullptr && acc != nullptr && err != nullptr)
           for (std::size_t i = 0; i < fam->size() && i < ipus->size() && i < acc->size() && i < err->size(); ++i) {
             hw::Calibration::Row row;
@@ -185,6 +186,7 @@ hw::Pod Resolver::pod(const Record& rec) {
               row.softwareRecorded = true;
               row.software = (*software)[i].text;
             }
+            if (rowChip != nullptr && i < rowChip->size()) row.chip = (*rowChip)[i].text;
             chip.calibration.rows.push_back(row);
           }
       }

@@ -217,6 +217,9 @@ struct Schemas {
         opt("loo_software", listOf(simple(TypeKind::String)), Value::ofList({}),
             "per fitted row: the `software` it declared (framework and release), so an estimate says when its own is "
             "not among the rows of its kind of model"),
+        opt("loo_chip", listOf(simple(TypeKind::String)), Value::ofList({}),
+            "per fitted row: the chip it ran on (a record holds every row of its chip's architecture), so an estimate "
+            "says when no row of its kind of model ran on its chip"),
         opt("loo_error", listOf(signedNumber()), Value::ofList({}),
             "per fitted row: its leave-one-out error (predicted / measured - 1, fitted without the row)"),
         opt("logo_error", listOf(signedNumber()), Value::ofList({}),

@@ -360,6 +360,7 @@ int fitAndWrite(const std::vector<cost::Measurement>& rows, const std::string& f
       }
       return quoted + "\"";
     });
+    listOf("loo_chip", [](const hw::Calibration::Row& r) { return "\"" + r.chip + "\""; });
     listOf("loo_error", [](const hw::Calibration::Row& r) { return fixed(r.looError, 4); });
     listOf("logo_error", [](const hw::Calibration::Row& r) { return fixed(r.logoError, 4); });
     module << "}\n";

@@ -153,6 +153,7 @@ void putPod(KeyWriter& k, const hw::Pod& pod) {
     k.put("calibration.row.recomputes", r.recomputes);
     k.put("calibration.row.software_recorded", r.softwareRecorded);
     k.put("calibration.row.software", r.software);
+    k.put("calibration.row.chip", r.chip);
   }
 }
 

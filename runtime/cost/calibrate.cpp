@@ -320,6 +320,7 @@ FitResult fitCalibration(std::vector<Measurement> rows, const std::string& sourc
         row.recomputes = r.recomputes;
         row.softwareRecorded = true;
         row.software = r.software;
+        row.chip = r.chip;
         cal.rows.push_back(row);
       }
     out.chips[chips[k]] = cal;

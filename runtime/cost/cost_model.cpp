@@ -632,6 +632,19 @@ std::vector<RegimeFlag> regimesOf(const Configuration& c, const std::vector<hw::
     // How it runs is still judged, against every row.
     for (const auto& r : rows) same.push_back(&r);
   }
+  // A record holds the rows of every chip of its architecture; the clock
+  // and what does not scale with it (links, host) differ between them.
+  if (!otherModel && !c.chip.empty()) {
+    std::set<std::string> ran;
+    for (const auto* r : same)
+      if (!r->chip.empty()) ran.insert(r->chip);
+    if (!ran.empty() && ran.count(c.chip) == 0) {
+      std::string names;
+      for (const auto& n : ran) names += (names.empty() ? "`" : ", `") + n + "`";
+      out.push_back({Regime::OtherChip, "no calibration row of this kind of model ran on chip `" + c.chip + "` (they ran on " +
+                                            names + ", the same architecture at another clock)"});
+    }
+  }
   const char* kind = otherModel ? "no calibration row" : "no calibration row of this kind of model";
   const double ipus = c.ipus, ga = std::max(1.0, c.accumulation);
   // Nearby: a factor of 2 in IPUs (one pod size), a factor of 4 in accumulation.
@@ -806,6 +819,7 @@ const char* name(Regime r) {
   switch (r) {
     case Regime::OtherModel: return "other_model";
     case Regime::OtherFramework: return "other_framework";
+    case Regime::OtherChip: return "other_chip";
     case Regime::FrameworkOfModel: return "framework_of_model";
     case Regime::Release: return "release";
     case Regime::NoSoftware: return "no_software";

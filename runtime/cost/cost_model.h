@@ -70,6 +70,7 @@ struct Problem {
 enum class Regime {
   OtherModel,          // no row has the model's kinds of layers
   OtherFramework,      // no row ran the declared software's framework
+  OtherChip,           // no row of the model's kind ran on this chip (only on others of its architecture)
   FrameworkOfModel,    // no row of the model's kind ran the declared framework
   Release,             // no row of the model's kind ran the declared release of its framework
   NoSoftware,          // no `software` declared: no host-side cost per step is charged

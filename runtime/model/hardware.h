@@ -58,6 +58,11 @@ struct Calibration {
     // leave `softwareRecorded` false: no framework or release is then judged.
     bool softwareRecorded = false;
     std::string software;
+    // The chip it ran on: a record holds every row of its chip's
+    // architecture (cost::architectureOf), and an estimate says when no row
+    // of its kind of model ran on its own chip. Empty in calibrations fitted
+    // before it was recorded: no chip is then judged.
+    std::string chip;
   };
   std::vector<Row> rows;
 };

@@ -659,16 +659,19 @@ TEST(CostModel, SoftwareOutsideTheRowsIsFlagged) {
   EXPECT_EQ(cost::releaseOf("  tensorflow1   pre-sdk2.5 "), "pre-sdk2.5");
   EXPECT_EQ(cost::releaseOf("pytorch"), "");
   EXPECT_EQ(cost::releaseOf(""), "");
-  // GC200's BERT rows ran PopART on SDK 2.1 and 2.3; its ResNet rows TensorFlow 1.
+  // The record holds the rows of the GC200's architecture (the Bow's too):
+  // BERT ran PopART (pre-SDK 2.5 to SDK 3.1), TensorFlow 1 and 2,
+  // PaddlePaddle and PyTorch; ResNet-50 only TensorFlow 1.
   const ir::PhasePlan inside = planOf(slurp(test::sourceDir() + "/tests/published/bert_large_pod64_mlperf_v11.ipu"));
+  const ir::PhasePlan resnet = planOf(slurp(test::sourceDir() + "/tests/published/resnet50_pod64_mlperf_v11.ipu"));
   ASSERT_EQ(inside.software, "popart sdk2.3");
   const auto& rows = inside.pod.machine.chip.calibration.rows;
   for (const auto& r : rows) EXPECT_TRUE(r.softwareRecorded);
   double worstHigh = 0;
   for (const auto& r : rows) worstHigh = std::max(worstHigh, r.logoError);
   EXPECT_TRUE(cost::estimatePhase(inside).regimes.empty());
-  auto flagged = [&](const std::string& software, cost::Regime expected, const std::string& said) {
-    ir::PhasePlan p = inside;
+  auto flagged = [&](const std::string& software, cost::Regime expected, const std::string& said, const ir::PhasePlan& base) {
+    ir::PhasePlan p = base;
     p.software = software;
     const cost::PhaseEstimate e = cost::estimatePhase(p);
     int times = 0;
@@ -685,10 +688,10 @@ TEST(CostModel, SoftwareOutsideTheRowsIsFlagged) {
     for (const auto& f : cost::regimesOf(c, rows)) before = before || f.regime == expected;
     EXPECT_TRUE(before) << software;
   };
-  flagged("", cost::Regime::NoSoftware, "declare the training's `software`");
-  flagged("tensorflow1 sdk2.3", cost::Regime::FrameworkOfModel, "`tensorflow1`");
-  flagged("popart sdk3.1", cost::Regime::Release, "`sdk3.1`");
-  flagged("pytorch sdk3.3", cost::Regime::OtherFramework, "`pytorch`");
+  flagged("", cost::Regime::NoSoftware, "declare the training's `software`", inside);
+  flagged("paddlepaddle sdk2.5", cost::Regime::FrameworkOfModel, "`paddlepaddle`", resnet);
+  flagged("popart sdk3.3", cost::Regime::Release, "`sdk3.3`", inside);
+  flagged("jax 0.4", cost::Regime::OtherFramework, "`jax`", inside);
   // The other release the rows ran is inside them.
   ir::PhasePlan older = inside;
   older.software = "popart sdk2.1";
@@ -731,6 +734,29 @@ TEST(CostModel, DeviceIterationsDivideTheHostRoundTrip) {
   test::Outcome bad = test::runText(zero);
   EXPECT_EQ(bad.plan, nullptr);
   EXPECT_NE(bad.rendered().find("device_iterations"), std::string::npos) << bad.rendered();
+}
+
+// A record holds every row of its chip's architecture; a model whose rows
+// all ran on another chip of it (ViT: the Bow only) is flagged on this one,
+// and its interval widened, while on the Bow it is not.
+TEST(CostModel, ModelMeasuredOnlyOnAnotherChipIsFlagged) {
+  const std::string bow = slurp(test::sourceDir() + "/tests/published/vit_b16_bow_pod64.ipu");
+  std::string gc200 = bow;
+  gc200.replace(gc200.find("on BowPOD64"), 11, "on POD64");
+  const ir::PhasePlan onBow = planOf(bow), onGc200 = planOf(gc200);
+  ASSERT_EQ(onGc200.pod.machine.chip.name, "GC200");
+  for (const auto& r : onGc200.pod.machine.chip.calibration.rows) EXPECT_FALSE(r.chip.empty());
+  const cost::PhaseEstimate b = cost::estimatePhase(onBow), g = cost::estimatePhase(onGc200);
+  EXPECT_FALSE(flags(b, cost::Regime::OtherChip));
+  ASSERT_TRUE(flags(g, cost::Regime::OtherChip));
+  for (const auto& f : g.regimes)
+    if (f.regime == cost::Regime::OtherChip) {
+      EXPECT_NE(f.message.find("`Bow`"), std::string::npos) << f.message;
+    }
+  EXPECT_GE(g.errorHigh - g.errorLow, b.errorHigh - b.errorLow);
+  // BERT ran on both chips: not flagged on either.
+  EXPECT_FALSE(flags(cost::estimatePhase(planOf(slurp(test::sourceDir() + "/tests/published/bert_large_pod64_mlperf_v11.ipu"))),
+                     cost::Regime::OtherChip));
 }
 
 // The committed calibration has no constant per framework (a label of the
