@@ -73,6 +73,15 @@ std::vector<std::string> secretsOf(const std::string& uri) {
   const auto scheme = uri.find("://");
   if (scheme != std::string::npos) {
     const std::size_t start = scheme + 3;
+    // As libpq reads it: the user part ends at the first `@` before any `/`
+    // (a `?` does not end it: `user:pw?x@host` has the password `pw?x`).
+    std::size_t p = start;
+    while (p < uri.size() && uri[p] != '@' && uri[p] != '/') ++p;
+    if (p < uri.size() && uri[p] == '@') {
+      const std::size_t colon = uri.find(':', start);
+      if (colon != std::string::npos && colon < p) add(uri.substr(colon + 1, p - colon - 1));
+    }
+    // And up to the last `@` before the path or parameters (a password with `@` in it).
     const std::size_t end = std::min(uri.find_first_of("/?", start), uri.size());
     const std::size_t at = uri.rfind('@', end == uri.size() ? std::string::npos : end);
     if (at != std::string::npos && at >= start) {
@@ -80,10 +89,22 @@ std::vector<std::string> secretsOf(const std::string& uri) {
       if (colon != std::string::npos && colon < at) add(uri.substr(colon + 1, at - colon - 1));
     }
   }
-  for (std::size_t p = uri.find("password="); p != std::string::npos; p = uri.find("password=", p + 1)) {
-    if (p > 0 && uri[p - 1] != '?' && uri[p - 1] != '&' && uri[p - 1] != ' ') continue;
-    const std::size_t v = p + 9;
-    add(uri.substr(v, std::min(uri.find_first_of("& ", v), uri.size()) - v));
+  // Parameters as libpq reads them: `&`-separated after a `?`, the key
+  // percent-decoded (`pass%77ord=`), the value whole (spaces too).
+  for (std::size_t p = uri.find_first_of("?&"); p != std::string::npos; p = uri.find_first_of("?&", p + 1)) {
+    const std::size_t end = std::min(uri.find('&', p + 1), uri.size());
+    const std::string parameter = uri.substr(p + 1, end - p - 1);
+    const std::size_t eq = parameter.find('=');
+    if (eq != std::string::npos && percentDecoded(parameter.substr(0, eq)) == "password") add(parameter.substr(eq + 1));
+  }
+  // And whatever libpq itself finds to be the password of a URI.
+  if (isPostgresLocation(uri)) {
+    char* error = nullptr;
+    PQconninfoOption* parsed = PQconninfoParse(uri.c_str(), &error);
+    PQfreemem(error);
+    for (PQconninfoOption* o = parsed; o != nullptr && o->keyword != nullptr; ++o)
+      if (std::string(o->keyword) == "password" && o->val != nullptr) add(o->val);
+    PQconninfoFree(parsed);
   }
   // Longest first, so a secret inside another is not left half shown.
   std::sort(out.begin(), out.end(), [](const std::string& a, const std::string& b) { return a.size() > b.size(); });

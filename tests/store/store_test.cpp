@@ -429,9 +429,15 @@ TEST(StoreLocation, PasswordsAreNeverPrinted) {
   EXPECT_EQ(printableLocation("postgresql://ann:s3cret@db.example:5432/runs"), "postgresql://ann:***@db.example:5432/runs");
   EXPECT_EQ(printableLocation("postgres://ann@db/runs?sslmode=require&password=s3cret"), "postgres://ann@db/runs?sslmode=require&password=***");
   EXPECT_EQ(printableLocation("runs/ipu.db"), "runs/ipu.db");
+  // libpq's user part ends at the first `@` before a `/`, past a `?` (found
+  // by tests/fuzz/fuzz_store_uri.cpp).
+  EXPECT_EQ(printableLocation("postgresql://ann:s3c?ret@db/runs"), "postgresql://ann:***@db/runs");
+  EXPECT_EQ(printableLocation("postgresql://ann@db/runs?password= s3c ret"), "postgresql://ann@db/runs?password=***");
+  EXPECT_EQ(printableLocation("postgresql://ann@db/runs?pass%77ord=s3cret&x=1"), "postgresql://ann@db/runs?pass%77ord=***&x=1");
   for (const std::string uri : {"postgresql://ann:s3cretpw@[localhost:1/runs", "postgresql://ann:s3c%zzretpw@localhost:1/runs",
                                 "postgresql://ann:s3c%72etpw@localhost:1/runs", "postgresql://ann@localhost:1/runs?password=s3cretpw",
-                                "postgresql://ann@localhost:1/runs?password=s3cretpw&sslmode=bogus"}) {
+                                "postgresql://ann@localhost:1/runs?password=s3cretpw&sslmode=bogus",
+                                "postgresql://ann:s3cret?pw@localhost:1/runs?sslmode=bogus"}) {
     try {
       connectPostgres(uri);
       ADD_FAILURE() << "connected to " << uri;
