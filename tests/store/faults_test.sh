@@ -7,7 +7,8 @@
 #     connect and statement timeouts (exit 1, saying so), never hang;
 #   a statement kept waiting by a lock: the server's statement timeout ends it;
 #   a PostgreSQL restart mid-run, and an SQLite write lock held past the busy
-#     timeout mid-run: the record ends complete (every step once, finished);
+#     timeout mid-run: the record ends complete (every step once, finished),
+#     and a new run on the locked store is refused;
 #   `ipu runs import` of a run directory whose record the store holds in
 #     part: the record is completed from the directory.
 #
@@ -179,12 +180,23 @@ for _ in $(seq 1 1200); do
   [ "${n:-0}" -ge 5 ] && break
   sleep 0.1
 done
-# 33 s: past the 30 s busy timeout.
+# 45 s: past the 30 s busy timeout.
 python3 -c "
 import sqlite3, sys, time
 db = sqlite3.connect(sys.argv[1], isolation_level=None)
-db.execute('BEGIN IMMEDIATE'); time.sleep(33); db.execute('ROLLBACK')" "$DB" &
+db.execute('BEGIN IMMEDIATE'); time.sleep(45); db.execute('ROLLBACK')" "$DB" &
 holder=$!; PIDS+=($holder)
+# Meanwhile a new run on the store locked past the busy timeout is refused
+# before it trains (exit 1, after the 30 s the busy timeout waits).
+for _ in $(seq 1 50); do
+  python3 -c "import sqlite3,sys; sqlite3.connect(sys.argv[1], timeout=0).execute('BEGIN IMMEDIATE')" "$DB" 2>/dev/null || break
+  sleep 0.1
+done
+start=$(date +%s)
+timeout 60 "$IPU" run "$ROOT/examples/tiny_bert.ipu" --steps 3 --threads 1 --runs-dir "$TMP/refused" --store "$DB" >/dev/null 2>"$TMP/err"
+code=$?; took=$(( $(date +%s) - start ))
+[ "$code" -eq 1 ] && grep -q "the run store \`$DB\` cannot be written" "$TMP/err" && grep -q "locked" "$TMP/err" && [ ! -e "$TMP/refused" ] \
+  || { echo "FAIL: ipu run on a store locked past the busy timeout: exit $code after ${took}s"; cat "$TMP/err"; fail=1; }
 wait "$run"; code=$?
 wait "$holder"
 dir=$(ls -d "$TMP"/lockruns/tiny_pretrain/*)
