@@ -9,10 +9,9 @@
 // spliced in, and the tokens the target declares (kFuzzTokens) inserted.
 // SEED fixes the random choices, so a run is repeated exactly by giving the
 // same SEED (and the same corpus) again; the test prints it. A crash or an
-// abort writes the input that caused it to ipu-fuzz-crash-<pid> in the
-// current directory (or $TMPDIR) before the process dies, so it can be
-// replayed and kept under tests/fuzz/regressions. A target reports a broken
-// promise by aborting.
+// abort writes the input that caused it to $TMPDIR (else /tmp)
+// /ipu-fuzz-crash-<pid> before the process dies, so it can be replayed and
+// kept as a seed. A target reports a broken promise by aborting.
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
