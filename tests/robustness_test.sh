@@ -289,6 +289,12 @@ import json, sys
 steps = [json.loads(l)["global_step"] for l in open(sys.argv[1])]
 assert steps == list(range(1, 41)), steps
 PY
+# A log whose whole lines stop before every checkpoint (steps 1 to 3 kept,
+# checkpoints from step 5): resuming would leave steps unrecorded, so it is
+# refused, saying up to which step the log is whole.
+d=$(fresh t2); rm "$d/checkpoints/long/final.ipt"
+head -3 "$d/metrics.jsonl" >"$d/m" && mv "$d/m" "$d/metrics.jsonl"
+resume_fails "$d" "resume with every checkpoint past the log's last whole line" "every record only up to step 3"
 # Two resumes of one directory: the second is refused while the first runs.
 d=$(fresh c1)
 rm -rf "${d:?}/checkpoints/long"

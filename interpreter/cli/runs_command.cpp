@@ -149,13 +149,7 @@ void printTable(std::ostream& os, const std::vector<std::string>& header, const 
   for (std::size_t r = 0; r < rows.size(); ++r) line(rows[r], false, r);
 }
 
-// Whether a run's process is still there: on this host, a process with its
-// id (another host's processes cannot be seen: its heartbeat decides). A
-// process that took a dead run's id keeps it `running` until that ends.
-bool processAlive(const std::string& host, long long pid) {
-  if (pid <= 0 || pid > std::numeric_limits<pid_t>::max() || host != runner::hostName()) return false;
-  return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
-}
+using runner::processAlive;
 
 // A run of this host whose process is gone (killed with -9, or by the
 // machine's OOM killer) is shown as killed at once, not as running until
@@ -603,6 +597,8 @@ int importRuns(store::RunStore& st, const RunsOptions& o) {
   runner::ImportResult r = runner::importRunDirectories(st, o.positional);
   for (const auto& [dir, id] : r.imported) std::cout << "imported " << dir << " as run " << id << "\n";
   for (const auto& dir : r.skipped) std::cout << "already in the store: " << dir << "\n";
+  for (const auto& what : r.completed) std::cout << "completed " << base::printable(what) << "\n";
+  for (const auto& what : r.live) std::cout << "left as it is: " << base::printable(what) << "\n";
   for (const auto& why : r.problems) std::cerr << "ipu runs import: " << why << "\n";
   for (const auto& what : r.warnings) std::cerr << "ipu runs import: warning: " << base::printable(what) << "\n";
   return r.problems.empty() ? kOk : kUserError;

@@ -95,12 +95,25 @@ bool readTrainingOption(ArgumentReader& in, TrainingOptions& o, std::string& err
 
 std::unique_ptr<store::RunStore> openRecordingStore(const StoreOptions& o, std::string& error) {
   if (o.noStore) return nullptr;
+  std::unique_ptr<store::RunStore> st;
   try {
-    return store::openStore(storeLocation(o.store, o.runsDir), store::OpenMode::Create);
+    st = store::openStore(storeLocation(o.store, o.runsDir), store::OpenMode::Create);
   } catch (const store::StoreError& e) {
     error = e.what();
     return nullptr;
   }
+  // A store that opens but cannot be written (a read-only file, a user who
+  // may only read, a lock that is never let go) would leave the whole run
+  // unrecorded: refused before anything starts.
+  try {
+    st->checkWritable();
+  } catch (const store::StoreError& e) {
+    error = "the run store `" + st->location() + "` cannot be written, so nothing would be recorded (" + e.what() +
+            "); make it writable for this user (the file and its directory, or the database user's rights), or give "
+            "--store a store that is";
+    return nullptr;
+  }
+  return st;
 }
 
 runner::TrainSettings trainSettings(const TrainingOptions& o, const std::string& scriptText, const std::string& scriptDir,
@@ -140,7 +153,7 @@ void printTrainResult(const runner::TrainResult& r, const std::string& training,
 void reportStoreRecord(const runner::TrainResult& r, const store::RunStore* runStore) {
   if (runStore == nullptr) return;
   if (r.storeRunId != 0) std::cout << "recorded as run " << r.storeRunId << " in " << runStore->location() << "\n";
-  if (!r.storeFailure.empty()) std::cerr << "ipu run: warning: the run store missed part of this run: " << r.storeFailure << "\n";
+  if (!r.storeFailure.empty()) std::cerr << "ipu run: warning: " << r.storeFailure << "\n";
 }
 
 }  // namespace ipu::cli

@@ -1,6 +1,10 @@
 #include "interpreter/runner/estimate_record.h"
 
+#include <signal.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <limits>
 
 #include "interpreter/runner/run_parameters.h"
 
@@ -10,6 +14,11 @@ std::string hostName() {
   char buf[256] = {};
   if (::gethostname(buf, sizeof buf - 1) != 0) return "unknown";
   return buf;
+}
+
+bool processAlive(const std::string& host, long long pid) {
+  if (pid <= 0 || pid > std::numeric_limits<pid_t>::max() || host != hostName()) return false;
+  return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
 }
 
 std::vector<long long> recordEstimate(store::RunStore& store, const ir::ExecutionPlan& plan,

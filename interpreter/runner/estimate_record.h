@@ -24,5 +24,8 @@ std::vector<long long> recordEstimate(store::RunStore& store, const ir::Executio
                                       const std::map<std::string, std::string>& parameters = {});
 
 std::string hostName();
+// Whether a run's process is still there: on this host, a process with its
+// id (another host's processes cannot be seen: false; its heartbeat decides).
+bool processAlive(const std::string& host, long long pid);
 
 }  // namespace ipu::runner

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -175,6 +176,19 @@ std::optional<RunDirectory> RunDirectory::reopen(const std::string& path, std::s
   for (const char* log : {"metrics.jsonl", "events.jsonl"}) {
     std::string done = repairLog(path + "/" + log, log);
     if (!done.empty()) d.repairs_.push_back(std::move(done));
+  }
+  {
+    // The steps metrics.jsonl records whole: 1, 2, ... up to the first missing.
+    files::ReadResult log = files::readRegularFile(path + "/metrics.jsonl", std::uint64_t{1} << 36);
+    std::set<long long> steps;
+    std::istringstream in(log.text);
+    std::string line;
+    while (std::getline(in, line)) {
+      const auto record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+      const auto step = record.is_object() ? record.find("global_step") : record.end();
+      if (record.is_object() && step != record.end() && step->is_number_integer()) steps.insert(step->get<long long>());
+    }
+    while (steps.count(d.completeSteps_ + 1) != 0) ++d.completeSteps_;
   }
   d.openLogs();
   if (d.ioFailed_) {

@@ -55,6 +55,10 @@ class RunDirectory : public train::Observer {
   // What was repaired when the directory was opened ("metrics.jsonl: ..."), for the user.
   const std::vector<std::string>& repairs() const { return repairs_; }
   bool stepsRecorded() const { return steps_ > 0; }
+  // A reopened directory: the global step up to which metrics.jsonl has a
+  // record of every step (0: none), where a resume may continue from without
+  // leaving a step unrecorded.
+  long long completeSteps() const { return completeSteps_; }
 
  private:
   explicit RunDirectory(std::string path, bool resumed) : path_(std::move(path)), resumed_(resumed) {}
@@ -89,6 +93,7 @@ class RunDirectory : public train::Observer {
   bool trimmed_ = false;  // on resume: steps after the checkpoint were dropped from metrics.jsonl
   bool ioFailed_ = false;
   long long steps_ = 0;
+  long long completeSteps_ = 0;
   AppendLog metrics_, events_;
   LockFile lock_;
   std::vector<std::string> repairs_;

@@ -140,6 +140,96 @@ std::vector<store::MetricPoint> pointsOfRunDirectory(const std::string& director
 
 namespace {
 
+// How a run directory says its run ended: summary.json's status (none: the
+// process died, so `killed`), reason and end time.
+struct Ending {
+  store::RunStatus status = store::RunStatus::Killed;
+  std::string reason = "no summary.json: the process ended without saying how";
+  double endedAt = store::kNoTime;
+  bool said = false;  // summary.json said it
+};
+
+Ending endingOf(const fs::path& dir, double startedAt) {
+  Ending e;
+  e.endedAt = modified(dir / "metrics.jsonl");
+  if (!fs::exists(dir / "summary.json")) return e;
+  nlohmann::json s = nlohmann::json::parse(readText(dir / "summary.json"), nullptr, false);
+  if (s.is_discarded() || !s.is_object()) return e;
+  e.said = true;
+  const std::string how = s.value("status", "");
+  e.status = how == "completed"   ? store::RunStatus::Finished
+             : how == "stopped"   ? store::RunStatus::Stopped
+             : how == "cancelled" ? store::RunStatus::Cancelled
+                                  : store::RunStatus::Failed;
+  e.reason = s.contains("stop_reason") && s["stop_reason"].is_string() ? s["stop_reason"].get<std::string>()
+             : s.contains("error") && s["error"].is_string()           ? s["error"].get<std::string>()
+                                                                        : "";
+  if (s.contains("seconds") && s["seconds"].is_number() && std::isfinite(startedAt))
+    e.endedAt = startedAt + s["seconds"].get<double>();
+  else
+    e.endedAt = modified(dir / "summary.json");
+  return e;
+}
+
+std::string leftOutWarning(long long skipped) {
+  return std::to_string(skipped) + " line" + (skipped == 1 ? " of metrics.jsonl is" : "s of metrics.jsonl are") +
+         " not a metric record (a JSON object with a whole global_step from 0) and " + (skipped == 1 ? "was" : "were") +
+         " left out";
+}
+
+// Everything `dir` holds for its record; `warning` says what was left out.
+store::RunContents contentsOf(const fs::path& dir, double startedAt, bool& said, std::string& warning) {
+  store::RunContents c;
+  long long skipped = 0;
+  c.points = pointsOfRunDirectory(dir.string(), std::numeric_limits<long long>::max(), &skipped);
+  if (skipped > 0) warning = leftOutWarning(skipped);
+  std::error_code ec;
+  for (const auto& e : fs::recursive_directory_iterator(dir / "checkpoints", ec))
+    if (e.path().extension() == ".ipt") c.artifacts.push_back({"checkpoint", artifactPath(e.path().string())});
+  const Ending ending = endingOf(dir, startedAt);
+  c.status = ending.status;
+  c.reason = ending.reason;
+  c.endedAt = ending.endedAt;
+  said = ending.said;
+  return c;
+}
+
+enum class Completion { Whole, Completed, Live, Problem };
+
+// Run `id`, already recorded with directory `dir`, made whole from the
+// directory when the store holds it only in part (`what` says how).
+Completion completeOne(store::RunStore& st, const fs::path& dir, long long id, std::string& what, std::string& warning) {
+  const std::optional<store::RunRecord> r = st.run(id);
+  if (!r) return Completion::Whole;  // deleted meanwhile: nothing to complete
+  if (r->status == store::RunStatus::Running) {
+    // Its process may still be recording: on this host if it is there, on
+    // another if its heartbeat is fresh.
+    const bool here = r->host == hostName();
+    const double silent = store::nowSeconds() - r->heartbeatAt;
+    if (here ? processAlive(r->host, r->pid) : !(silent > kHeartbeatGraceSeconds)) {
+      what = "still being recorded by process " + std::to_string(r->pid) + " on " + r->host +
+             " (import it once that run has ended)";
+      return Completion::Live;
+    }
+  }
+  what = unreadableFiles(dir);
+  if (!what.empty()) return Completion::Problem;
+  bool said = false;
+  std::string left;
+  const store::RunContents c = contentsOf(dir, r->startedAt, said, left);
+  long long stored = 0;
+  for (const auto& [key, summary] : r->metrics) stored += summary.count;
+  const long long held = static_cast<long long>(c.points.size());
+  const bool unended = r->status == store::RunStatus::Running || (r->status == store::RunStatus::Killed && said);
+  // Never fewer points than the store has (a directory whose log was cut).
+  if (held < stored || (held == stored && !unended)) return Completion::Whole;
+  warning = left;
+  st.completeRun(id, c);
+  what = "run " + std::to_string(id) + " had " + std::to_string(stored) + " of its " + std::to_string(held) +
+         " points and was " + store::name(r->status) + "; it has every point now, and is " + store::name(c.status);
+  return Completion::Completed;
+}
+
 // The new run's id; 0 with `problem` when it cannot be imported, or with
 // `problem` empty when another import recorded the directory first.
 long long importOne(store::RunStore& st, const fs::path& dir, std::string& problem, std::string& warning) {
@@ -170,45 +260,15 @@ long long importOne(store::RunStore& st, const fs::path& dir, std::string& probl
         if (r.name == nr.training) nr.parameters = runParameters(r);
     if (nr.parameters.empty()) nr.parameters["training"] = nr.training;
   }
-  const std::optional<long long> created = st.createRunForDirectory(nr, artifactPath(dir.string()));
-  if (!created) return 0;
-  const long long id = *created;
-
-  const double when = modified(dir / "metrics.jsonl");
-  long long skipped = 0;
-  std::vector<store::MetricPoint> points = pointsOfRunDirectory(dir.string(), std::numeric_limits<long long>::max(), &skipped);
-  st.appendMetrics(id, points);
-  if (skipped > 0)
-    warning = std::to_string(skipped) + " line" + (skipped == 1 ? " of metrics.jsonl is" : "s of metrics.jsonl are") +
-              " not a metric record (a JSON object with a whole global_step from 0) and " + (skipped == 1 ? "was" : "were") +
-              " left out";
-
-  std::error_code ec;
-  for (const auto& e : fs::recursive_directory_iterator(dir / "checkpoints", ec))
-    if (e.path().extension() == ".ipt") st.addArtifact(id, {"checkpoint", artifactPath(e.path().string())});
-
-  store::RunStatus status = store::RunStatus::Killed;
-  std::string reason = "no summary.json: the process ended without saying how";
-  double ended = when;
-  if (fs::exists(dir / "summary.json")) {
-    nlohmann::json s = nlohmann::json::parse(readText(dir / "summary.json"), nullptr, false);
-    if (!s.is_discarded() && s.is_object()) {
-      std::string how = s.value("status", "");
-      status = how == "completed"   ? store::RunStatus::Finished
-               : how == "stopped"   ? store::RunStatus::Stopped
-               : how == "cancelled" ? store::RunStatus::Cancelled
-                                    : store::RunStatus::Failed;
-      reason = s.contains("stop_reason") && s["stop_reason"].is_string() ? s["stop_reason"].get<std::string>()
-               : s.contains("error") && s["error"].is_string()           ? s["error"].get<std::string>()
-                                                                          : "";
-      if (s.contains("seconds") && s["seconds"].is_number()) ended = nr.startedAt + s["seconds"].get<double>();
-      else ended = modified(dir / "summary.json");
-    }
+  bool said = false;
+  const store::RunContents contents = contentsOf(dir, nr.startedAt, said, warning);
+  const std::optional<long long> created = st.createRunForDirectory(nr, artifactPath(dir.string()), contents);
+  if (!created) {
+    warning.clear();
+    return 0;
   }
-  st.finishRun(id, status, reason, ended);
-  return id;
+  return *created;
 }
-
 }  // namespace
 
 ImportResult importRunDirectories(store::RunStore& st, const std::vector<std::string>& paths) {
@@ -224,8 +284,15 @@ ImportResult importRunDirectories(store::RunStore& st, const std::vector<std::st
     if (dirs.empty()) result.problems.push_back(path + ": no run directory (with plan.json and metrics.jsonl) in it");
     for (const auto& d : dirs) {
       const std::string absolute = artifactPath(d.string());
-      if (st.findByRunDirectory(absolute)) {
-        result.skipped.push_back(d.string());
+      if (const std::optional<long long> known = st.findByRunDirectory(absolute)) {
+        std::string what, warning;
+        switch (completeOne(st, d, *known, what, warning)) {
+          case Completion::Whole: result.skipped.push_back(d.string()); break;
+          case Completion::Completed: result.completed.push_back(d.string() + ": " + what); break;
+          case Completion::Live: result.live.push_back(d.string() + ": " + what); break;
+          case Completion::Problem: result.problems.push_back(d.string() + ": " + what); break;
+        }
+        if (!warning.empty()) result.warnings.push_back(d.string() + ": " + warning);
         continue;
       }
       std::string problem, warning;

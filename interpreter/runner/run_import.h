@@ -6,7 +6,12 @@
 // (no summary.json: the process died, so `killed`), and the checkpoints.
 // A directory already in the store is skipped, so importing twice is safe,
 // also from several processes at once: the run is recorded with its
-// directory in one transaction that checks it is not there yet.
+// directory in one transaction that checks it is not there yet. A record
+// the store holds only in part (its process lost the store mid-run, or was
+// killed before its last points reached it: fewer points than the
+// directory, or still `running` though its process is gone) is completed
+// from the directory instead, in one transaction; a run still recording is
+// left to its process.
 #pragma once
 
 #include <string>
@@ -19,6 +24,8 @@ namespace ipu::runner {
 struct ImportResult {
   std::vector<std::pair<std::string, long long>> imported;  // directory, new run id
   std::vector<std::string> skipped;                          // already in the store
+  std::vector<std::string> completed;                        // "DIR: what was completed" (a partial record made whole)
+  std::vector<std::string> live;                             // "DIR: which process" (still being recorded: left alone)
   std::vector<std::string> problems;                         // "DIR: why"
   std::vector<std::string> warnings;                         // "DIR: what was left out" (imported all the same)
 };

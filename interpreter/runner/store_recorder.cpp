@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <limits>
 
 #include "interpreter/runner/estimate_record.h"
 #include "interpreter/runner/run_import.h"
@@ -21,44 +23,158 @@ std::string artifactPath(const std::string& path) {
 namespace {
 constexpr std::size_t kPointsPerBatch = 1000;
 constexpr double kSecondsPerBatch = 1.0;
+// Pauses between attempts on a failing store: from the first, doubling up to the most.
+constexpr double kFirstRetrySeconds = 0.25;
+constexpr double kMostRetrySeconds = 8;
+
+using Clock = std::chrono::steady_clock;
+Clock::duration seconds(double s) { return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s)); }
 }  // namespace
 
-StoreRecorder::StoreRecorder(store::RunStore& store, long long runId, std::string resumeDirectory)
-    : store_(store), runId_(runId), resumeDirectory_(std::move(resumeDirectory)),
-      lastFlush_(std::chrono::steady_clock::now()) {
-  heartbeat_ = std::thread([this] { beat(); });
+StoreRecorder::StoreRecorder(store::RunStore& store, long long runId, std::string runDirectory, bool resumed,
+                             std::ostream* notices)
+    : store_(store), runId_(runId), runDirectory_(std::move(runDirectory)), resumed_(resumed), notices_(notices),
+      lastFlush_(Clock::now()) {
+  thread_ = std::thread([this] { writer(); });
 }
 
-StoreRecorder::~StoreRecorder() {
+StoreRecorder::~StoreRecorder() { stopWriter(); }
+
+void StoreRecorder::stopWriter() {
   {
-    std::lock_guard<std::mutex> lock(beatMutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
   }
-  beatWake_.notify_all();
-  if (heartbeat_.joinable()) heartbeat_.join();
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
 }
 
-void StoreRecorder::beat() {
-  std::unique_lock<std::mutex> lock(beatMutex_);
-  while (!stopping_) {
-    beatWake_.wait_for(lock, std::chrono::duration<double>(kHeartbeatSeconds));
-    if (stopping_) break;
-    guarded([&] { store_.heartbeat(runId_, store::nowSeconds()); });
-  }
-}
-
-template <typename F>
-void StoreRecorder::guarded(F&& write) {
+void StoreRecorder::enqueue(Write w) {
   {
-    std::lock_guard<std::mutex> lock(failureMutex_);
-    if (!failure_.empty()) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    queue_.push_back(std::move(w));
   }
-  try {
-    write();
-  } catch (const store::StoreError& e) {
-    std::lock_guard<std::mutex> lock(failureMutex_);
-    if (failure_.empty()) failure_ = e.what();
+  wake_.notify_all();
+}
+
+void StoreRecorder::perform(Write& w) {
+  switch (w.kind) {
+    case Write::Kind::Reopen:
+      // Both steps again on a retry: the first drops every point, so the
+      // second never adds one twice.
+      store_.reopenRun(runId_, 0, hostName(), static_cast<long long>(::getpid()));
+      store_.appendMetrics(runId_, w.points);
+      break;
+    case Write::Kind::Points:
+      if (w.again) store_.replaceMetrics(runId_, w.points);
+      else store_.appendMetrics(runId_, w.points);
+      break;
+    case Write::Kind::Artifact: store_.addArtifact(runId_, w.artifact); break;
+    case Write::Kind::Finish: store_.finishRun(runId_, w.status, w.reason, w.endedAt); break;
   }
+}
+
+void StoreRecorder::writer() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  auto nextBeat = Clock::now() + seconds(kHeartbeatSeconds);
+  auto retryAt = Clock::now();
+  auto giveUpAt = Clock::time_point::max();
+  double pause = kFirstRetrySeconds;
+  bool waitSaid = false;
+  for (;;) {
+    if (stopping_) return;
+    const auto now = Clock::now();
+    if (finishing_ && giveUpAt == Clock::time_point::max()) giveUpAt = now + seconds(kStoreWaitSeconds);
+    if (queue_.empty()) {
+      if (finishing_) return;
+      if (now < nextBeat) {
+        wake_.wait_until(lock, nextBeat);
+        continue;
+      }
+      lock.unlock();
+      try {
+        store_.heartbeat(runId_, store::nowSeconds());
+      } catch (const store::StoreError&) {
+        // The next batch of points says how the store is.
+      }
+      lock.lock();
+      nextBeat = Clock::now() + seconds(kHeartbeatSeconds);
+      continue;
+    }
+    if (!lastError_.empty() && finishing_ && now >= giveUpAt) break;
+    if (now < retryAt) {
+      wake_.wait_until(lock, finishing_ ? std::min(retryAt, giveUpAt) : retryAt);
+      continue;
+    }
+    // The oldest write, with the batches of points queued after it.
+    Write w = std::move(queue_.front());
+    queue_.pop_front();
+    while (w.kind == Write::Kind::Points && !queue_.empty() && queue_.front().kind == Write::Kind::Points) {
+      w.points.insert(w.points.end(), queue_.front().points.begin(), queue_.front().points.end());
+      w.again = w.again || queue_.front().again;
+      queue_.pop_front();
+    }
+    const bool sayWait = finishing_ && !lastError_.empty() && !waitSaid && notices_ != nullptr;
+    const std::string failing = lastError_;
+    lock.unlock();
+    if (sayWait) {
+      *notices_ << "ipu run: the run store fails (" << failing << "); waiting up to " << kStoreWaitSeconds
+                << " s for it to take the rest of this run's record\n";
+      waitSaid = true;
+    }
+    std::string error;
+    bool gone = false;
+    try {
+      perform(w);
+    } catch (const store::RunGone& e) {
+      error = e.what();
+      gone = true;
+    } catch (const store::StoreError& e) {
+      error = e.what();
+    }
+    lock.lock();
+    if (error.empty()) {
+      lastError_.clear();
+      pause = kFirstRetrySeconds;
+      nextBeat = Clock::now() + seconds(kHeartbeatSeconds);
+      continue;
+    }
+    if (gone) {
+      // Nothing to write into any more: the record was deleted under the run.
+      failure_ = error + "; the run directory `" + runDirectory_ + "` has every step: `ipu runs import " +
+                 runDirectory_ + "` records it again";
+      queue_.clear();
+      return;
+    }
+    lastError_ = error;
+    w.again = true;
+    queue_.push_front(std::move(w));
+    retryAt = Clock::now() + seconds(pause);
+    pause = std::min(pause * 2, kMostRetrySeconds);
+  }
+  // Given up: say what the store missed.
+  long long first = std::numeric_limits<long long>::max(), last = 0;
+  std::size_t points = 0;
+  bool ending = false;
+  for (const Write& w : queue_) {
+    if (w.kind == Write::Kind::Finish) ending = true;
+    if (w.kind != Write::Kind::Points && w.kind != Write::Kind::Reopen) continue;
+    points += w.points.size();
+    for (const auto& p : w.points) {
+      first = std::min(first, p.step);
+      last = std::max(last, p.step);
+    }
+  }
+  std::string missed;
+  if (points > 0)
+    missed = "steps " + std::to_string(first) + " to " + std::to_string(last) + " (" + std::to_string(points) + " points)";
+  if (ending) missed += std::string(missed.empty() ? "" : " and ") + "how the run ended";
+  if (missed.empty()) missed = "a checkpoint's path";
+  failure_ = "the run store `" + store_.location() + "` did not take " + missed + " within " +
+             std::to_string(static_cast<int>(kStoreWaitSeconds)) + " s of the end (" + lastError_ +
+             "); the run directory has every step: `ipu runs import " + runDirectory_ +
+             "` completes the record once the store works again";
+  queue_.clear();
 }
 
 void StoreRecorder::add(const std::string& key, long long step, double value, double now) {
@@ -66,16 +182,16 @@ void StoreRecorder::add(const std::string& key, long long step, double value, do
 }
 
 train::StopRequest StoreRecorder::step(train::Source, const train::StepInfo& s, std::map<std::string, double>& logged) {
-  if (!resumeDirectory_.empty() && !reopened_) {
+  if (resumed_ && !reopened_) {
     // Resumed from a checkpoint: the store's points are made those of the
     // run directory before this step (which the run directory has already
     // trimmed to). The directory's log is the complete one: a killed process
     // loses the points it had not yet written to the store, not its lines.
     reopened_ = true;
-    guarded([&] {
-      store_.reopenRun(runId_, 0, hostName(), static_cast<long long>(::getpid()));
-      store_.appendMetrics(runId_, pointsOfRunDirectory(resumeDirectory_, s.globalStep));
-    });
+    Write w;
+    w.kind = Write::Kind::Reopen;
+    w.points = pointsOfRunDirectory(runDirectory_, s.globalStep);
+    enqueue(std::move(w));
   }
   const double now = store::nowSeconds();
   const long long g = s.globalStep;
@@ -90,7 +206,7 @@ train::StopRequest StoreRecorder::step(train::Source, const train::StepInfo& s, 
   for (const auto& [k, v] : s.metrics) add(k, g, v, now);
   for (const auto& [k, v] : logged) add(k, g, v, now);
   if (buffer_.size() >= kPointsPerBatch ||
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - lastFlush_).count() >= kSecondsPerBatch)
+      std::chrono::duration<double>(Clock::now() - lastFlush_).count() >= kSecondsPerBatch)
     flush();
   return {};
 }
@@ -101,28 +217,38 @@ train::StopRequest StoreRecorder::phaseEnd(train::Source, const train::PhaseInfo
   for (const auto& [k, v] : info.metrics) add("eval." + k, lastGlobalStep_, v, now);
   flush();
   if (!info.checkpoint.empty()) {
-    const std::string path = artifactPath(info.checkpoint);
-    guarded([&] { store_.addArtifact(runId_, {"checkpoint", path}); });
+    Write w;
+    w.kind = Write::Kind::Artifact;
+    w.artifact = {"checkpoint", artifactPath(info.checkpoint)};
+    enqueue(std::move(w));
   }
   return {};
 }
 
 void StoreRecorder::flush() {
-  lastFlush_ = std::chrono::steady_clock::now();
+  lastFlush_ = Clock::now();
   if (buffer_.empty()) return;
-  guarded([&] { store_.appendMetrics(runId_, buffer_); });
+  Write w;
+  w.kind = Write::Kind::Points;
+  w.points = std::move(buffer_);
   buffer_.clear();
+  enqueue(std::move(w));
 }
 
 void StoreRecorder::finish(store::RunStatus status, const std::string& reason) {
   flush();
-  guarded([&] { store_.finishRun(runId_, status, reason, store::nowSeconds()); });
+  Write w;
+  w.kind = Write::Kind::Finish;
+  w.status = status;
+  w.reason = reason;
+  w.endedAt = store::nowSeconds();
   {
-    std::lock_guard<std::mutex> lock(beatMutex_);
-    stopping_ = true;
+    std::lock_guard<std::mutex> lock(mutex_);
+    queue_.push_back(std::move(w));
+    finishing_ = true;
   }
-  beatWake_.notify_all();
-  if (heartbeat_.joinable()) heartbeat_.join();
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
 }
 
 }  // namespace ipu::runner

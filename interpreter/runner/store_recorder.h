@@ -2,18 +2,27 @@
 // (interpreter/runner/run_directory.h) that records every metric point into the
 // store (docs/tracking.md). Points are buffered and written in batches (one
 // short transaction per second or per 1,000 points), so many runs can share
-// one SQLite file; a heartbeat thread marks the run alive every few seconds,
-// so a run whose process was killed shows as `killed` once `ipu runs gc` sees
-// its heartbeat lapse.
+// one SQLite file; a heartbeat marks the run alive every few seconds, so a
+// run whose process was killed shows as `killed` once `ipu runs gc` sees its
+// heartbeat lapse.
 //
-// A store that fails mid-run (a server gone away) does not stop the training:
-// the run directory still records it; failed() says so and why, once.
+// The writes are made by a thread of their own, so the training never waits
+// for the store. A store that fails mid-run (a PostgreSQL server restarted,
+// an SQLite write lock held past the busy timeout) does not stop the
+// training, nor lose its points: they are kept, in order, and written again
+// (reconnecting) with growing pauses until the store takes them, so the
+// record ends complete. A batch whose commit may or may not have happened is
+// written again in place of itself (RunStore::replaceMetrics), never twice.
+// When the training ends the recorder waits up to kStoreWaitSeconds for a
+// store that still fails; then failed() says what the store missed and how
+// to complete it from the run directory (`ipu runs import`).
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <mutex>
+#include <ostream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -27,6 +36,9 @@ namespace ipu::runner {
 // before calling a silent run killed.
 constexpr double kHeartbeatSeconds = 5;
 constexpr double kHeartbeatGraceSeconds = 30;
+// How long a finished training waits for a failing store to take the rest
+// of its record.
+constexpr double kStoreWaitSeconds = 60;
 
 // How the store names a file or directory (an artifact): absolute, symbolic
 // links resolved, no trailing separator, so `--resume=runs/x/` finds the
@@ -35,9 +47,13 @@ std::string artifactPath(const std::string& path);
 
 class StoreRecorder : public train::Observer {
  public:
-  // `resumeDirectory`: the run directory of a resumed run ("" for a new one);
-  // its metrics.jsonl is the record the store's is made to match.
-  StoreRecorder(store::RunStore& store, long long runId, std::string resumeDirectory);
+  // `runDirectory`: the run's directory (named in what failed() says).
+  // `resumed`: the run continues from a checkpoint; the store's points are
+  // then made those of its metrics.jsonl before the first step run now.
+  // `notices`: where a wait for the store is said (null: nowhere).
+  StoreRecorder(store::RunStore& store, long long runId, std::string runDirectory, bool resumed,
+                std::ostream* notices = nullptr);
+  // Stops the writer; what it has not written is dropped (finish() writes it).
   ~StoreRecorder() override;
   StoreRecorder(const StoreRecorder&) = delete;
   StoreRecorder& operator=(const StoreRecorder&) = delete;
@@ -45,33 +61,52 @@ class StoreRecorder : public train::Observer {
   train::StopRequest step(train::Source, const train::StepInfo&, std::map<std::string, double>& logged) override;
   train::StopRequest phaseEnd(train::Source, const train::PhaseInfo&) override;
 
-  // Writes what is buffered, records how the run ended, stops the heartbeat.
+  // Writes everything still to write (waiting up to kStoreWaitSeconds for a
+  // failing store), records how the run ended, stops the writer.
   void finish(store::RunStatus status, const std::string& reason);
 
   long long runId() const { return runId_; }
   bool failed() const { return !failure_.empty(); }
+  // What the store missed and what to do, for a person ("" when nothing).
   const std::string& failure() const { return failure_; }
 
  private:
+  // One write, kept until the store has taken it.
+  struct Write {
+    enum class Kind { Reopen, Points, Artifact, Finish } kind = Kind::Points;
+    std::vector<store::MetricPoint> points;  // Reopen: the run directory's; Points: a batch
+    store::Artifact artifact;
+    store::RunStatus status = store::RunStatus::Finished;
+    std::string reason;
+    double endedAt = 0;
+    bool again = false;  // an earlier attempt failed: its outcome is not known
+  };
+
   void add(const std::string& key, long long step, double value, double now);
   void flush();
-  template <typename F>
-  void guarded(F&& write);
-  void beat();
+  void enqueue(Write w);
+  void writer();
+  void perform(Write& w);
+  void stopWriter();
 
   store::RunStore& store_;
   long long runId_;
-  std::string resumeDirectory_;
+  std::string runDirectory_;
+  bool resumed_;
+  std::ostream* notices_;
   bool reopened_ = false;
   long long lastGlobalStep_ = 0;
-  std::vector<store::MetricPoint> buffer_;
+  std::vector<store::MetricPoint> buffer_;  // the training thread's, until flushed
   std::chrono::steady_clock::time_point lastFlush_;
-  std::string failure_;
-  std::mutex failureMutex_;
-  std::mutex beatMutex_;
-  std::condition_variable beatWake_;
+
+  std::mutex mutex_;  // guards what follows
+  std::condition_variable wake_;
+  std::deque<Write> queue_;
+  bool finishing_ = false;
   bool stopping_ = false;
-  std::thread heartbeat_;
+  std::string lastError_;  // the store's latest failure while it fails ("" when it works)
+  std::string failure_;
+  std::thread thread_;
 };
 
 }  // namespace ipu::runner

@@ -436,7 +436,8 @@ TrialRun runTrial(store::SweepStore& sweepStore, store::RunStore& runStore, cons
         o.reason = s.diagnostics().hasErrors() ? firstError(s.diagnostics()) : "the training failed";
         return out;
     }
-    if (!o.runId) {
+    // A record the store did not complete has no metric to judge the trial by.
+    if (!o.runId || !r.storeFailure.empty()) {
       o.state = TrialState::Failed;
       o.reason = "the run store did not record the training" + (r.storeFailure.empty() ? "" : ": " + r.storeFailure);
       return out;

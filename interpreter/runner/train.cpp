@@ -180,6 +180,8 @@ TrainResult train(session::Session& session, const ir::RunPlan& run, const Train
   }
   options.checkpointDirectory = dir->checkpoints();
   options.resume = settings.resume;
+  // Never past the last step whose record is whole (a line torn by a crash).
+  if (dir->resumed()) options.resumeAtMost = dir->completeSteps();
   announce.send(options.checkpointDirectory);
   // What a checkpoint belongs to.
   options.planIdentity = identity;
@@ -212,10 +214,12 @@ TrainResult train(session::Session& session, const ir::RunPlan& run, const Train
         settings.store->addArtifact(*id, {"run_directory", absolute});
         if (!settings.tags.empty()) settings.store->addTags(*id, settings.tags);
       }
-      recorder = std::make_unique<StoreRecorder>(*settings.store, *id, dir->resumed() ? dir->path() : std::string());
+      recorder = std::make_unique<StoreRecorder>(*settings.store, *id, dir->path(), dir->resumed(), &progress);
       result.storeRunId = *id;
     } catch (const store::StoreError& e) {
-      result.storeFailure = e.what();
+      result.storeFailure = "the run store could not start this run's record (" + std::string(e.what()) +
+                            "); the run directory has every step: `ipu runs import " + dir->path() +
+                            "` records it once the store works again";
     }
   }
 

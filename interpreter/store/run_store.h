@@ -41,6 +41,13 @@ class StoreBusy : public StoreError {
   using StoreError::StoreError;
 };
 
+// The run written to is no longer in the store (deleted under its process):
+// writing again will not help.
+class RunGone : public StoreError {
+ public:
+  using StoreError::StoreError;
+};
+
 enum class RunKind { Run, Estimate };
 enum class RunStatus { Running, Finished, Failed, Stopped, Cancelled, Killed };
 
@@ -84,6 +91,16 @@ struct NewRun {
   double startedAt = 0;
 };
 
+// What a run directory holds for its record (`ipu runs import`): every
+// point, the checkpoints, and how the run ended.
+struct RunContents {
+  std::vector<MetricPoint> points;
+  std::vector<Artifact> artifacts;
+  RunStatus status = RunStatus::Killed;
+  std::string reason;
+  double endedAt = kNoTime;
+};
+
 struct RunRecord {
   long long id = 0;
   std::string name;  // readable: given (`ipu run --name`), else "<training>-<id>"
@@ -115,6 +132,13 @@ class RunStore {
   // Metric points, in one short transaction that also updates the summaries
   // and the heartbeat. Steps of a key need not arrive in order.
   virtual void appendMetrics(long long run, const std::vector<MetricPoint>& points) = 0;
+  // The same points again, after an append whose outcome is not known (the
+  // connection was lost while committing): points already recorded for a
+  // key of the batch within the steps the batch has for that key are
+  // replaced, and that key's summary recomputed, so a batch the store did
+  // commit is not recorded twice. A record `gc` marked killed while its
+  // process could not reach the store is running again. One transaction.
+  virtual void replaceMetrics(long long run, const std::vector<MetricPoint>& points) = 0;
   virtual void heartbeat(long long run, double now) = 0;
   virtual void finishRun(long long run, RunStatus status, const std::string& reason, double endedAt) = 0;
   // A resumed run: running again, by the process `pid` on `host` (whose
@@ -122,14 +146,26 @@ class RunStore {
   // dropped (they are about to be recorded again), summaries recomputed.
   virtual void reopenRun(long long run, long long fromStep, const std::string& host, long long pid) = 0;
   virtual void addArtifact(long long run, const Artifact& artifact) = 0;
+  // A record made whole from its run directory (`ipu runs import` of a run
+  // the store recorded only in part): its points become the directory's, its
+  // summaries are recomputed, its checkpoints added, and it ends as the
+  // directory says. One transaction.
+  virtual void completeRun(long long run, const RunContents& contents) = 0;
+  // Throws StoreError when a run could not be recorded: the tables a run
+  // writes cannot be written (a read-only file, a user with the right to
+  // read only, a write lock held past the busy timeout). Writes nothing: the
+  // write transaction it opens is rolled back.
+  virtual void checkWritable() = 0;
 
   // The run whose artifact of kind "run_directory" is `path`, if any.
   virtual std::optional<long long> findByRunDirectory(const std::string& path) = 0;
   // A new run recorded with its run directory (an artifact of kind
-  // `run_directory` at `directory`), in one transaction with the check that
-  // no run has that directory yet: nothing (and no new run) when one has.
-  // Processes importing one directory at once record it once.
-  virtual std::optional<long long> createRunForDirectory(const NewRun& run, const std::string& directory) = 0;
+  // `run_directory` at `directory`) and everything it holds, whole, in one
+  // transaction with the check that no run has that directory yet: nothing
+  // (and no new run) when one has. Processes importing one directory at once
+  // record it once, and none sees it recorded in part.
+  virtual std::optional<long long> createRunForDirectory(const NewRun& run, const std::string& directory,
+                                                         const RunContents& contents) = 0;
   // Every run, newest first, with parameters, metric summaries and tags.
   virtual std::vector<RunRecord> listRuns() = 0;
   // One run with everything (script and artifacts too).

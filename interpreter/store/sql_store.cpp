@@ -59,7 +59,8 @@ class SqlStore : public RunStore {
     return id;
   }
 
-  std::optional<long long> createRunForDirectory(const NewRun& r, const std::string& directory) override {
+  std::optional<long long> createRunForDirectory(const NewRun& r, const std::string& directory,
+                                                 const RunContents& contents) override {
     std::lock_guard<std::mutex> lock(mutex_);
     std::optional<long long> id;
     write([&] {
@@ -70,6 +71,7 @@ class SqlStore : public RunStore {
         return;
       id = insertRun(r);
       db_->query("INSERT INTO artifacts(run_id, kind, path) VALUES (?, ?, ?)", {*id, std::string("run_directory"), directory});
+      recordContents(*id, contents);
     });
     return id;
   }
@@ -102,15 +104,10 @@ class SqlStore : public RunStore {
     write([&] {
       // Points of a deleted run would be rows of no run.
       if (db_->query("SELECT 1 FROM runs WHERE id = ?", {run}).empty())
-        throw StoreError("store `" + location_ + "`: run " + std::to_string(run) + " is no longer in the store (it was deleted)");
-      std::vector<std::vector<SqlValue>> rows;
-      rows.reserve(points.size());
+        throw RunGone("store `" + location_ + "`: run " + std::to_string(run) + " is no longer in the store (it was deleted)");
       std::map<std::string, MetricSummary> touched;
-      for (const auto& p : points) {
-        rows.push_back({run, p.key, p.step, orNull(p.value), p.time});
-        touched.emplace(p.key, MetricSummary{});
-      }
-      db_->executeMany("INSERT INTO metrics(run_id, key, step, value, recorded_at) VALUES (?, ?, ?, ?, ?)", rows);
+      for (const auto& p : points) touched.emplace(p.key, MetricSummary{});
+      insertPoints(run, points);
       // The summaries of the keys in this batch, merged in memory and written back.
       for (const auto& row : db_->query(
                "SELECT key, latest, latest_step, minimum, maximum, count FROM metric_summaries WHERE run_id = ?",
@@ -123,6 +120,63 @@ class SqlStore : public RunStore {
       writeSummaries(run, touched);
       db_->query("UPDATE runs SET heartbeat_at = ? WHERE id = ?", {nowSeconds(), run});
     });
+  }
+
+  void replaceMetrics(long long run, const std::vector<MetricPoint>& points) override {
+    if (points.empty()) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    write([&] {
+      if (db_->query("SELECT 1 FROM runs WHERE id = ?", {run}).empty())
+        throw RunGone("store `" + location_ + "`: run " + std::to_string(run) + " is no longer in the store (it was deleted)");
+      // Per key, the steps the batch covers: what a lost commit may have recorded already.
+      std::map<std::string, std::pair<long long, long long>> range;
+      for (const auto& p : points) {
+        auto [it, fresh] = range.emplace(p.key, std::make_pair(p.step, p.step));
+        if (!fresh) it->second = {std::min(it->second.first, p.step), std::max(it->second.second, p.step)};
+      }
+      for (const auto& [key, steps] : range)
+        db_->query("DELETE FROM metrics WHERE run_id = ? AND key = ? AND step >= ? AND step <= ?",
+                   {run, key, steps.first, steps.second});
+      insertPoints(run, points);
+      std::map<std::string, MetricSummary> summaries;
+      for (const auto& [key, steps] : range) {
+        MetricSummary& s = summaries[key];
+        for (const auto& row : db_->query("SELECT step, value FROM metrics WHERE run_id = ? AND key = ? ORDER BY step", {run, key}))
+          merge(s, cellInt(row[0]), cellDouble(row[1]));
+      }
+      writeSummaries(run, summaries);
+      db_->query("UPDATE runs SET heartbeat_at = ? WHERE id = ?", {nowSeconds(), run});
+      db_->query("UPDATE runs SET status = ?, stop_reason = '', ended_at = NULL WHERE id = ? AND status = ?",
+                 {std::string(name(RunStatus::Running)), run, std::string(name(RunStatus::Killed))});
+    });
+  }
+
+  void completeRun(long long run, const RunContents& contents) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    write([&] {
+      if (db_->query("SELECT 1 FROM runs WHERE id = ?", {run}).empty())
+        throw RunGone("store `" + location_ + "`: run " + std::to_string(run) + " is no longer in the store (it was deleted)");
+      db_->query("DELETE FROM metrics WHERE run_id = ?", {run});
+      db_->query("DELETE FROM metric_summaries WHERE run_id = ?", {run});
+      recordContents(run, contents);
+    });
+  }
+
+  void checkWritable() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    db_->beginWrite();
+    try {
+      // Statements that write no row but need the right (and the lock) to
+      // write each table a run writes: SQLite refuses them on a read-only
+      // file, PostgreSQL to a user without INSERT or UPDATE.
+      for (const char* table : {"runs", "params", "metrics", "metric_summaries", "tags", "artifacts"})
+        db_->query(std::string("INSERT INTO ") + table + " SELECT * FROM " + table + " WHERE 1 = 0");
+      db_->query("UPDATE runs SET heartbeat_at = heartbeat_at WHERE 1 = 0");
+    } catch (...) {
+      db_->rollback();
+      throw;
+    }
+    db_->rollback();
   }
 
   void heartbeat(long long run, double now) override {
@@ -326,6 +380,27 @@ class SqlStore : public RunStore {
   template <typename F>
   void read(F&& body) {
     inReadTransaction(*db_, std::forward<F>(body));
+  }
+
+  // A run's points, summaries, artifacts and end, into a record that has no
+  // points; inside the caller's write transaction.
+  void recordContents(long long run, const RunContents& c) {
+    insertPoints(run, c.points);
+    std::map<std::string, MetricSummary> all;
+    for (const auto& p : c.points) merge(all[p.key], p.step, p.value);
+    writeSummaries(run, all);
+    for (const auto& a : c.artifacts)
+      db_->query("INSERT INTO artifacts(run_id, kind, path) VALUES (?, ?, ?) ON CONFLICT (run_id, path) DO NOTHING",
+                 {run, a.kind, a.path});
+    db_->query("UPDATE runs SET status = ?, stop_reason = ?, ended_at = ?, heartbeat_at = ? WHERE id = ?",
+               {std::string(name(c.status)), c.reason, orNull(c.endedAt), orNull(c.endedAt), run});
+  }
+
+  void insertPoints(long long run, const std::vector<MetricPoint>& points) {
+    std::vector<std::vector<SqlValue>> rows;
+    rows.reserve(points.size());
+    for (const auto& p : points) rows.push_back({run, p.key, p.step, orNull(p.value), p.time});
+    db_->executeMany("INSERT INTO metrics(run_id, key, step, value, recorded_at) VALUES (?, ?, ?, ?, ?)", rows);
   }
 
   void writeSummaries(long long run, const std::map<std::string, MetricSummary>& summaries) {

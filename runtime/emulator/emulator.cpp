@@ -104,16 +104,29 @@ struct ResumePoint {
   long long step = 0;
 };
 
-ResumePoint latestCheckpoint(const ir::RunPlan& plan, const std::string& dir) {
+// `atMost`: the latest global step a checkpoint may be at (-1: any);
+// `later`, when given, is set to the first global step of a checkpoint
+// passed over for being later (0: none).
+ResumePoint latestCheckpoint(const ir::RunPlan& plan, const std::string& dir, long long stepLimit, long long atMost,
+                             long long* later = nullptr) {
   ResumePoint best;
+  long long base = 0;  // global steps of the phases before
   for (int i = 0; i < static_cast<int>(plan.phases.size()); ++i) {
-    const std::string& name = plan.phases[static_cast<std::size_t>(i)].name;
-    const fs::path d = fs::path(dir) / name;
+    const ir::PhasePlan& ph = plan.phases[static_cast<std::size_t>(i)];
+    const long long steps = stepLimit > 0 ? std::min(stepLimit, ph.steps) : ph.steps;
+    const fs::path d = fs::path(dir) / ph.name;
+    const long long phaseBase = base;
+    base += steps;
     std::error_code ec;
     if (!fs::is_directory(d, ec)) continue;
+    auto passedOver = [&](long long global) {
+      if (atMost < 0 || global <= atMost) return false;
+      if (later != nullptr && (*later == 0 || global < *later)) *later = global;
+      return true;
+    };
     // Whatever is named final.ipt is the final checkpoint (a directory or a
     // FIFO there is then refused by the reader, never skipped over).
-    if (fs::exists(fs::symlink_status(d / "final.ipt", ec))) {
+    if (fs::exists(fs::symlink_status(d / "final.ipt", ec)) && !passedOver(phaseBase + steps)) {
       best = {i, (d / "final.ipt").string(), true, 0};
       continue;
     }
@@ -122,7 +135,8 @@ ResumePoint latestCheckpoint(const ir::RunPlan& plan, const std::string& dir) {
     for (const auto& e : fs::directory_iterator(d, ec)) {
       const std::string f = e.path().filename().string();
       long long s = 0;
-      if (f.size() == 17 && f.rfind("step-", 0) == 0 && f.substr(13) == ".ipt" && std::sscanf(f.c_str() + 5, "%lld", &s) == 1 && s > top) {
+      if (f.size() == 17 && f.rfind("step-", 0) == 0 && f.substr(13) == ".ipt" && std::sscanf(f.c_str() + 5, "%lld", &s) == 1 &&
+          s > top && !passedOver(phaseBase + s)) {
         top = s;
         path = e.path().string();
       }
@@ -216,8 +230,17 @@ Expected<RunOutcome> run(const ir::RunPlan& plan, const Options& options) {
 
     ResumePoint resume;
     if (options.resume && !options.checkpointDirectory.empty()) {
-      resume = latestCheckpoint(plan, options.checkpointDirectory);
+      long long atMost = options.resumeAtMost;
+      if (instances != nullptr) atMost = std::stoll(instances->broadcast(std::to_string(atMost)));
+      long long later = 0;
+      resume = latestCheckpoint(plan, options.checkpointDirectory, options.stepLimit, atMost, &later);
       // Restarting from step 1 would silently redo (and overwrite) the run.
+      if (resume.phase < 0 && later > 0)
+        return Error{code::kCheckpoint,
+                     "the checkpoints in `" + options.checkpointDirectory + "` are at step " + std::to_string(later) +
+                         " or later, but the run's metrics.jsonl has every record only up to step " + std::to_string(atMost) +
+                         ": resuming from them would leave the steps between unrecorded",
+                     "restore the run's metrics.jsonl, or start a new run without --resume", plan.source};
       if (resume.phase < 0)
         return Error{code::kCheckpoint, "there is no checkpoint to resume from in `" + options.checkpointDirectory + "`",
                      "start a new run without --resume", plan.source};

@@ -39,6 +39,11 @@ struct Options {
   std::string checkpointDirectory;      // "": no checkpoints
   long long checkpointEvery = 0;        // also every N steps (0: only at the end of each phase)
   bool resume = false;                  // continue from the latest checkpoint in checkpointDirectory
+  // A resume continues from the latest checkpoint at or before this global
+  // step (the last step up to which the run's log has every record, so no
+  // step goes unrecorded: a record torn by a crash is run again); -1: the
+  // latest of all. Instance 0's value counts on every instance.
+  long long resumeAtMost = -1;
   std::string datasetDirectory;         // relative dataset paths resolve against it (the script's directory)
   std::string builtinCorpus = defaultCorpusPath();
   int evaluationSamples = 512;          // held-out samples evaluated at the end of each phase

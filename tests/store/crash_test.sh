@@ -136,6 +136,30 @@ rid=$(q "select max(id) from runs")
 [ "$(q "select count(distinct step) || ' ' || count(*) from metrics where run_id = $rid and key = 'loss'")" = "200 200" ] \
   || { echo "FAIL: the resumed unrecorded run has $(q "select count(*) from metrics where run_id = $rid and key = 'loss'") loss points, expected 200"; fail=1; }
 
+# Resuming after a torn last line of metrics.jsonl (Ctrl-C, then the file's
+# end cut off, as by a crash mid-write): the torn line is dropped, and the
+# resume continues from a checkpoint at or before the last whole record (not
+# the one at the torn step), so every step has its record once, in the run
+# directory and in the store.
+"$IPU" run "$ROOT/examples/tiny_bert.ipu" --steps 100 --threads 1 --checkpoint-every 10 --runs-dir "$TMP/torn" >/dev/null 2>&1 &
+interrupt_after "$TMP/torn" 25 $!
+torn=$(ls -d "$TMP"/torn/tiny_pretrain/*)
+python3 -c "import sys; p=sys.argv[1]; b=open(p,'rb').read(); open(p,'wb').write(b[:-30])" "$torn/metrics.jsonl"
+"$IPU" run "$ROOT/examples/tiny_bert.ipu" --steps 100 --threads 1 --resume="$torn" >/dev/null 2>"$TMP/resume.err" \
+  || { echo "FAIL: resume after a torn line"; tail -3 "$TMP/resume.err"; fail=1; }
+grep -q "last line was cut off" "$TMP/resume.err" || { echo "FAIL: the torn line is not reported"; tail -3 "$TMP/resume.err"; fail=1; }
+python3 - "$torn/metrics.jsonl" <<'PY' || fail=1
+import json, sys
+steps = [json.loads(l)["global_step"] for l in open(sys.argv[1])]
+if steps != list(range(1, 201)):
+    missing = sorted(set(range(1, 201)) - set(steps)); twice = sorted({s for s in steps if steps.count(s) > 1})
+    print(f"FAIL: after resuming a torn metrics.jsonl: steps missing {missing[:10]}, twice {twice[:10]}")
+    sys.exit(1)
+PY
+tid=$(q "select max(id) from runs")
+[ "$(q "select status || ' ' || count(m.step) || ' ' || count(distinct m.step) from runs r join metrics m on m.run_id = r.id and m.key = 'loss' where r.id = $tid group by r.id")" = "finished 200 200" ] \
+  || { echo "FAIL: the store's record after resuming a torn metrics.jsonl: $(q "select count(distinct step) from metrics where run_id = $tid and key = 'loss'") distinct steps"; fail=1; }
+
 # gc --grace 0 leaves a run whose process is alive on this host (its
 # heartbeat is only a few seconds old at best): it is not marked killed.
 "$IPU" run "$ROOT/examples/tiny_bert.ipu" --steps 600 --threads 1 --runs-dir "$TMP/live" >/dev/null 2>&1 &

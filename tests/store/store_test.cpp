@@ -4,6 +4,7 @@
 // test gets an empty store. Plus the filter language of `ipu runs --where`,
 // which needs no database.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -177,11 +178,127 @@ TEST_P(StoreTest, NoRowsOfADeletedRunAndOneRunPerDirectory) {
   NewRun r;
   r.training = "imported";
   r.startedAt = 1000;
-  const std::optional<long long> first = store_->createRunForDirectory(r, "/runs/imported/1");
+  RunContents contents;
+  contents.points = {{"loss", 1, 3.0, 1001}, {"loss", 2, 2.5, 1002}};
+  contents.artifacts = {{"checkpoint", "/runs/imported/1/checkpoints/p/final.ipt"}};
+  contents.status = RunStatus::Finished;
+  contents.endedAt = 1010;
+  const std::optional<long long> first = store_->createRunForDirectory(r, "/runs/imported/1", contents);
   ASSERT_TRUE(first);
-  EXPECT_FALSE(store_->createRunForDirectory(r, "/runs/imported/1"));
+  EXPECT_FALSE(store_->createRunForDirectory(r, "/runs/imported/1", contents));
   EXPECT_EQ(store_->findByRunDirectory("/runs/imported/1"), first);
   EXPECT_EQ(store_->listRuns().size(), 1u);
+  // Recorded whole, in the one transaction: points, summary, checkpoint, end.
+  const auto whole = store_->run(*first);
+  EXPECT_EQ(whole->status, RunStatus::Finished);
+  EXPECT_EQ(whole->endedAt, 1010);
+  EXPECT_EQ(whole->metrics.at("loss").count, 2);
+  EXPECT_EQ(whole->metrics.at("loss").last, 2.5);
+  EXPECT_EQ(whole->artifacts.size(), 2u);
+}
+
+// A batch written again after a commit whose outcome was not known (a lost
+// connection) replaces itself: no point twice, the summary as if written once.
+TEST_P(StoreTest, ABatchWrittenAgainIsNotRecordedTwice) {
+  long long id = newRun();
+  store_->appendMetrics(id, {{"loss", 1, 5.0, 1}, {"loss", 2, 4.0, 1}});
+  const std::vector<MetricPoint> batch{{"loss", 3, 3.0, 2}, {"loss", 4, 2.0, 2}, {"eval.loss", 4, 2.5, 2}};
+  store_->appendMetrics(id, batch);   // committed, though the writer did not hear so
+  store_->markStale(1e12, 0, nullptr);  // and gc marked the silent run killed meanwhile
+  store_->replaceMetrics(id, batch);
+  store_->replaceMetrics(id, batch);
+  const auto r = store_->run(id);
+  EXPECT_EQ(r->status, RunStatus::Running);  // its process goes on recording
+  EXPECT_EQ(r->metrics.at("loss").count, 4);
+  EXPECT_EQ(r->metrics.at("loss").last, 2.0);
+  EXPECT_EQ(r->metrics.at("loss").max, 5.0);
+  EXPECT_EQ(r->metrics.at("eval.loss").count, 1);
+  EXPECT_EQ(store_->metricHistory(id, "loss").size(), 4u);
+  // A batch that never reached the store is simply recorded.
+  store_->replaceMetrics(id, {{"loss", 5, 1.0, 3}});
+  EXPECT_EQ(store_->run(id)->metrics.at("loss").count, 5);
+  EXPECT_TRUE(store_->deleteRun(id));
+  EXPECT_THROW(store_->replaceMetrics(id, batch), RunGone);
+}
+
+// `ipu runs import` of a run the store holds in part: the record becomes the
+// directory's, every point once, ended as the directory says.
+TEST_P(StoreTest, APartialRecordIsCompleted) {
+  long long id = newRun();
+  store_->appendMetrics(id, {{"loss", 1, 5.0, 1}, {"loss", 2, 4.0, 1}});
+  RunContents c;
+  for (int s = 1; s <= 6; ++s) c.points.push_back({"loss", s, 6.0 - s, 1});
+  c.artifacts = {{"checkpoint", "/r/checkpoints/p/final.ipt"}};
+  c.status = RunStatus::Finished;
+  c.endedAt = 2000;
+  store_->completeRun(id, c);
+  store_->completeRun(id, c);  // twice: the same
+  const auto r = store_->run(id);
+  EXPECT_EQ(r->status, RunStatus::Finished);
+  EXPECT_EQ(r->endedAt, 2000);
+  EXPECT_EQ(r->metrics.at("loss").count, 6);
+  EXPECT_EQ(r->metrics.at("loss").last, 0.0);
+  EXPECT_EQ(store_->metricHistory(id, "loss").size(), 6u);
+  ASSERT_EQ(r->artifacts.size(), 1u);
+}
+
+// A store that opens but cannot be written: checkWritable says so (ipu run
+// refuses to start on it); on one that can, it writes nothing.
+TEST_P(StoreTest, AStoreThatCannotBeWrittenIsFoundOut) {
+  long long id = newRun();
+  const std::string before = sqliteBytes();
+  EXPECT_NO_THROW(store_->checkWritable());
+  EXPECT_EQ(sqliteBytes(), before);
+  EXPECT_EQ(store_->listRuns().size(), 1u);
+  EXPECT_EQ(store_->run(id)->metrics.size(), 0u);
+  if (GetParam() == Backend::Sqlite) {
+    // A file this user may read, not write (in a directory it may write, for
+    // SQLite's shared-memory file). Root writes any file whatever its mode,
+    // so under root a child process does the reading as `nobody`.
+    store_.reset();
+    fs::permissions(location_, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+    fs::permissions(dir_, fs::perms::all);
+    fs::permissions(fs::path(location_).parent_path(), fs::perms::all);
+    auto check = [&]() -> int {  // 0: reads, and refused as unwritable
+      try {
+        auto reader = openStore(location_, OpenMode::Existing);
+        if (reader->listRuns().size() != 1u) return 2;
+        try {
+          reader->checkWritable();
+        } catch (const StoreError& e) {
+          return std::string(e.what()).find("readonly") != std::string::npos ? 0 : 3;
+        }
+        return 4;
+      } catch (const StoreError&) {
+        return 5;
+      }
+    };
+    if (::geteuid() != 0) {
+      EXPECT_EQ(check(), 0);
+      return;
+    }
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(6);
+      ::_exit(check());
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "1 reads, 2 lists another count, 3 refused for another reason, 4 not refused, "
+                                         "5 does not open, 6 cannot become nobody";
+  } else {
+    // A database user with the right to read only.
+    auto admin = raw();
+    admin->execute("CREATE ROLE reader LOGIN; GRANT SELECT ON ALL TABLES IN SCHEMA public TO reader");
+    std::string uri = location_;
+    uri.replace(uri.find("://ipu@"), 7, "://reader@");
+    auto reader = openStore(uri, OpenMode::Existing);
+    EXPECT_EQ(reader->listRuns().size(), 1u);  // it reads
+    EXPECT_THROW(reader->checkWritable(), StoreError);
+    admin->execute("DROP OWNED BY reader; DROP ROLE reader");
+  }
 }
 
 TEST_P(StoreTest, ArtifactsFindTheRunOfADirectory) {
@@ -312,9 +429,15 @@ TEST(StoreLocation, PasswordsAreNeverPrinted) {
   EXPECT_EQ(printableLocation("postgresql://ann:s3cret@db.example:5432/runs"), "postgresql://ann:***@db.example:5432/runs");
   EXPECT_EQ(printableLocation("postgres://ann@db/runs?sslmode=require&password=s3cret"), "postgres://ann@db/runs?sslmode=require&password=***");
   EXPECT_EQ(printableLocation("runs/ipu.db"), "runs/ipu.db");
+  // libpq's user part ends at the first `@` before a `/`, past a `?` (found
+  // by tests/fuzz/fuzz_store_uri.cpp).
+  EXPECT_EQ(printableLocation("postgresql://ann:s3c?ret@db/runs"), "postgresql://ann:***@db/runs");
+  EXPECT_EQ(printableLocation("postgresql://ann@db/runs?password= s3c ret"), "postgresql://ann@db/runs?password=***");
+  EXPECT_EQ(printableLocation("postgresql://ann@db/runs?pass%77ord=s3cret&x=1"), "postgresql://ann@db/runs?pass%77ord=***&x=1");
   for (const std::string uri : {"postgresql://ann:s3cretpw@[localhost:1/runs", "postgresql://ann:s3c%zzretpw@localhost:1/runs",
                                 "postgresql://ann:s3c%72etpw@localhost:1/runs", "postgresql://ann@localhost:1/runs?password=s3cretpw",
-                                "postgresql://ann@localhost:1/runs?password=s3cretpw&sslmode=bogus"}) {
+                                "postgresql://ann@localhost:1/runs?password=s3cretpw&sslmode=bogus",
+                                "postgresql://ann:s3cret?pw@localhost:1/runs?sslmode=bogus"}) {
     try {
       connectPostgres(uri);
       ADD_FAILURE() << "connected to " << uri;
