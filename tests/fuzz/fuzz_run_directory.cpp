@@ -20,19 +20,13 @@
 #include <string>
 #include <unistd.h>
 
+#include "tests/fuzz/directory_sections.h"
 #include "interpreter/runner/run_directory.h"
 #include "runtime/emulator/tensor_file.h"
 
 namespace fs = std::filesystem;
 
 namespace {
-
-bool safeName(const std::string& name) {
-  if (name.empty() || name.size() > 100 || name.find("..") != std::string::npos || name[0] == '/') return false;
-  for (char c : name)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' || c == '/')) return false;
-  return true;
-}
 
 // A directory of this process's own, removed when it exits.
 struct ScratchDirectory {
@@ -48,29 +42,8 @@ struct ScratchDirectory {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const ScratchDirectory scratch;
   const std::string& root = scratch.path;
-  std::error_code ec;
-  fs::remove_all(root, ec);
-  fs::create_directories(root, ec);
   const std::string text(reinterpret_cast<const char*>(data), size);
-  // Sections: "=== NAME\n" starts one.
-  std::map<std::string, std::string> files;
-  std::size_t at = text.rfind("=== ", 0) == 0 ? 0 : text.find("\n=== ");
-  if (at != std::string::npos && at != 0) ++at;
-  while (at != std::string::npos && at < text.size()) {
-    const std::size_t nameEnd = text.find('\n', at);
-    if (nameEnd == std::string::npos) break;
-    const std::string name = text.substr(at + 4, nameEnd - at - 4);
-    std::size_t next = text.find("\n=== ", nameEnd);
-    const std::size_t end = next == std::string::npos ? text.size() : next + 1;
-    if (safeName(name) && files.size() < 16) files[name] = text.substr(nameEnd + 1, end - nameEnd - 1);
-    at = next == std::string::npos ? std::string::npos : next + 1;
-  }
-  for (const auto& [name, content] : files) {
-    const fs::path p = fs::path(root) / name;
-    fs::create_directories(p.parent_path(), ec);
-    std::ofstream out(p, std::ios::binary | std::ios::trunc);
-    out << content;
-  }
+  const std::map<std::string, std::string> files = ipu::fuzz::writeSections(text, root);
   std::string error;
   auto dir = ipu::runner::RunDirectory::reopen(root, error);
   if (!dir && error.empty()) std::abort();

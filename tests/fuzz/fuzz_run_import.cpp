@@ -22,6 +22,7 @@
 #include <memory>
 #include <string>
 
+#include "tests/fuzz/directory_sections.h"
 #include "interpreter/runner/run_import.h"
 #include "interpreter/store/run_store.h"
 
@@ -33,13 +34,6 @@ extern const char* const kFuzzTokens[] = {
 
 namespace {
 namespace fs = std::filesystem;
-
-bool safeName(const std::string& name) {
-  if (name.empty() || name.size() > 100 || name.find("..") != std::string::npos || name[0] == '/') return false;
-  for (char c : name)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' || c == '/')) return false;
-  return true;
-}
 
 struct Scratch {
   std::string path = "/tmp/ipu-fuzz-import-" + std::to_string(::getpid());
@@ -68,28 +62,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   static Scratch scratch;
   ipu::store::RunStore& st = *scratch.store;
   const std::string dir = scratch.path + "/run";
-  std::error_code ec;
-  fs::remove_all(dir, ec);
-  fs::create_directories(dir, ec);
   const std::string text(reinterpret_cast<const char*>(data), size);
-  std::map<std::string, std::string> files;
-  std::size_t at = text.rfind("=== ", 0) == 0 ? 0 : text.find("\n=== ");
-  if (at != std::string::npos && at != 0) ++at;
-  while (at != std::string::npos && at < text.size()) {
-    const std::size_t nameEnd = text.find('\n', at);
-    if (nameEnd == std::string::npos) break;
-    const std::string name = text.substr(at + 4, nameEnd - at - 4);
-    const std::size_t next = text.find("\n=== ", nameEnd);
-    const std::size_t end = next == std::string::npos ? text.size() : next + 1;
-    if (safeName(name) && files.size() < 16) files[name] = text.substr(nameEnd + 1, end - nameEnd - 1);
-    at = next == std::string::npos ? std::string::npos : next + 1;
-  }
-  for (const auto& [name, content] : files) {
-    const fs::path p = fs::path(dir) / name;
-    fs::create_directories(p.parent_path(), ec);
-    std::ofstream out(p, std::ios::binary | std::ios::trunc);
-    out << content;
-  }
+  ipu::fuzz::writeSections(text, dir);
   const ipu::runner::ImportResult first = ipu::runner::importRunDirectories(st, {dir});
   const auto runs = st.listRuns();
   if (runs.size() > 1) broken("one directory imported as " + std::to_string(runs.size()) + " runs");
