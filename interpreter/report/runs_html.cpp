@@ -69,7 +69,6 @@ std::vector<std::string> orderedKeys(const std::vector<ReportRun>& runs) {
 
 const char* kPageScript = R"js(
 "use strict";
-const D = JSON.parse(document.getElementById("ipu-data").textContent);
 const PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
 function color(i) { return i < PALETTE.length ? PALETTE[i] : "hsl(" + ((i * 137.5) % 360) + ",60%,42%)"; }
 function fmt(v) {
@@ -95,6 +94,14 @@ function svgEl(name, attrs, parent) {
 }
 function titled(e, text) { const t = svgEl("title", {}, e); t.textContent = text; return e; }
 
+// Draws the whole page from D, the document runsReportData writes. Called
+// once, and again by a live page (`ipu ui`) whenever its document changed.
+function render(D) {
+for (const id of ["charts", "params", "parallel-metric", "scatter-x", "scatter-y"]) {
+  const e = document.getElementById(id);
+  while (e.firstChild) e.removeChild(e.firstChild);
+}
+document.getElementById("run-count").textContent = D.runs.length + " run" + (D.runs.length === 1 ? "" : "s");
 // Metric curves over steps, one chart per metric, runs overlaid.
 let curves = 0;
 const chartsDiv = document.getElementById("charts");
@@ -243,19 +250,41 @@ if (D.runs.length >= 3 && metricKeys.length > 0 && D.scatterParams.length > 0) {
   document.getElementById("many").hidden = false;
   const pm = document.getElementById("parallel-metric");
   fillSelect(pm, metricKeys, metricKeys[0]);
-  pm.addEventListener("change", drawParallel);
+  pm.onchange = drawParallel;
   const sx = document.getElementById("scatter-x"), sy = document.getElementById("scatter-y");
   fillSelect(sx, D.scatterParams, numericParams.length ? numericParams[0] : allNumericParams.length ? allNumericParams[0] : D.scatterParams[0]);
   fillSelect(sy, metricKeys, metricKeys[0]);
-  sx.addEventListener("change", drawScatter);
-  sy.addEventListener("change", drawScatter);
+  sx.onchange = drawScatter;
+  sy.onchange = drawScatter;
   drawParallel();
   drawScatter();
 } else {
+  document.getElementById("many").hidden = true;
   document.getElementById("few").hidden = false;
 }
 document.body.dataset.rendered = "yes";
 console.info("ipu report rendered: " + D.runs.length + " runs, " + curves + " curves");
+}
+
+const page = JSON.parse(document.getElementById("ipu-page").textContent);
+let shown = document.getElementById("ipu-data").textContent;
+render(JSON.parse(shown));
+// A live page asks its server for the document again and redraws when it
+// changed; a failed request is retried at the next tick, never fatal.
+if (page.live) {
+  let busy = false;
+  setInterval(function() {
+    if (busy) return;
+    busy = true;
+    fetch(page.live, { cache: "no-store" }).then(r => r.ok ? r.text() : Promise.reject(r.status)).then(text => {
+      if (text !== shown) {
+        shown = text;
+        render(JSON.parse(text));
+        document.body.dataset.updates = String(Number(document.body.dataset.updates || "0") + 1);
+      }
+    }).catch(() => {}).finally(() => { busy = false; });
+  }, page.pollMs);
+}
 )js";
 
 const char* kPageStyle = R"css(
@@ -285,7 +314,7 @@ std::size_t curveCount(const std::vector<ReportRun>& runs) {
   return n;
 }
 
-std::string runsReportHtml(const std::vector<ReportRun>& runs, const std::string& title, const std::string& source) {
+nlohmann::json runsReportData(const std::vector<ReportRun>& runs) {
   nlohmann::json data;
   // Runs.
   std::vector<store::RunRecord> records;
@@ -378,7 +407,14 @@ std::string runsReportHtml(const std::vector<ReportRun>& runs, const std::string
     }
     data["charts"].push_back(chart);
   }
+  return data;
+}
 
+std::string runsReportHtml(const std::vector<ReportRun>& runs, const std::string& title, const std::string& source,
+                           const PageOptions& options) {
+  const nlohmann::json data = runsReportData(runs);
+  nlohmann::json page = {{"live", options.liveUrl.empty() ? nlohmann::json(nullptr) : nlohmann::json(options.liveUrl)},
+                         {"pollMs", options.pollMilliseconds}};
   std::string html;
   html.reserve(200000);
   html += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>" + escapeHtml(title) + "</title>\n";
@@ -394,8 +430,7 @@ std::string runsReportHtml(const std::vector<ReportRun>& runs, const std::string
   for (std::size_t at = notice.find("--"); at != std::string::npos; at = notice.find("--")) notice.replace(at, 2, "- -");
   html += "<!-- The charts are drawn by uPlot 1.6.32 (https://github.com/leeoniya/uPlot), embedded below:\n" + notice + "-->\n";
   html += "<script>\n" + uplotScript() + "\n</script>\n</head>\n<body>\n";
-  html += "<h1>" + escapeHtml(title) + "</h1>\n<div class=\"meta\">" + std::to_string(runs.size()) + " run" +
-          (runs.size() == 1 ? "" : "s") + " from " + escapeHtml(source) + ", " + escapeHtml(store::formatTime(store::nowSeconds())) +
+  html += "<h1>" + escapeHtml(title) + "</h1>\n<div class=\"meta\"><span id=\"run-count\"></span> from " + escapeHtml(source) + ", " + escapeHtml(store::formatTime(store::nowSeconds())) +
           ". Hover a chart for values; drag to zoom, double-click to reset; click a legend entry to hide a run.</div>\n";
   html += "<h2>Metrics over steps</h2>\n<div id=\"charts\"></div>\n";
   html += "<h2>Parameters</h2>\n<div style=\"overflow-x:auto\"><table id=\"params\"></table></div>\n";
@@ -407,6 +442,7 @@ std::string runsReportHtml(const std::vector<ReportRun>& runs, const std::string
   html += "<p id=\"few\" class=\"meta\" hidden>Parallel coordinates and the metric-against-parameter scatter appear for three "
           "runs or more that differ in a parameter.</p>\n";
   html += "<script type=\"application/json\" id=\"ipu-data\">" + jsonForScript(data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)) + "</script>\n";
+  html += "<script type=\"application/json\" id=\"ipu-page\">" + jsonForScript(page.dump()) + "</script>\n";
   html += "<script>" + std::string(kPageScript) + "</script>\n</body>\n</html>\n";
   return html;
 }

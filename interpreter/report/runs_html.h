@@ -14,6 +14,7 @@
 #pragma once
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -28,8 +29,21 @@ struct ReportRun {
   std::map<std::string, std::vector<store::MetricPoint>> history;  // key -> points by step
 };
 
+// The document the page draws, built from the runs alone: the static
+// report embeds it, and a live page (`ipu ui`) is served it again to redraw.
+nlohmann::json runsReportData(const std::vector<ReportRun>& runs);
+
+struct PageOptions {
+  // Empty: a static page. Otherwise the URL (relative to the page) the page
+  // fetches every `pollMilliseconds` for runsReportData's document, redrawing
+  // when it changed.
+  std::string liveUrl;
+  int pollMilliseconds = 2000;
+};
+
 // `title`: the page's heading; `source`: where the runs came from (the store).
-std::string runsReportHtml(const std::vector<ReportRun>& runs, const std::string& title, const std::string& source);
+std::string runsReportHtml(const std::vector<ReportRun>& runs, const std::string& title, const std::string& source,
+                           const PageOptions& options = {});
 
 // The number of curves the report draws (one per run and metric with at
 // least one finite point), for callers and tests to check against.
