@@ -106,8 +106,9 @@ for p in run["phases"]:
         assert k in p, k
     b = p["breakdown_s"]
     for k in ("compute", "recompute", "pipeline_fill_drain", "stage_imbalance", "exchange", "all_reduce",
-              "rts_collectives", "streaming", "optimizer", "host_io", "overhead"):
+              "rts_collectives", "across_instances", "streaming", "optimizer", "host_io", "overhead"):
         assert k in b, k
+    assert p["instances"] == 1 and b["across_instances"] == 0
     assert abs(sum(b.values()) - p["step_time_s"]) < 1e-9 * p["step_time_s"]
     assert abs(p["time_to_train_s"] - p["steps"] * p["step_time_s"]) < 1e-6 * p["time_to_train_s"]
     lo, hi = p["throughput_interval"]
@@ -124,6 +125,20 @@ grep -q "error\[IPU3001\]" "$TMP/err" || { echo "FAIL: uncalibrated chip not rep
 expect 1 "estimate a module with no training" -- "$IPU" estimate "$TMP/lib.ipu"
 expect 1 "estimate a missing file" -- "$IPU" estimate "$TMP/does-not-exist.ipu"
 expect 2 "estimate without a file" -- "$IPU" estimate
+# --instances N: the replicas priced as N host instances (docs/cost-model.md, "Instances").
+expect 0 "estimate as 4 host instances" -- "$IPU" estimate "$ROOT/examples/resnet50_pod16.ipu" --instances 4 --json
+python3 - "$TMP/out" <<'PY' || { echo "FAIL: estimate --instances 4 does not price the hosts"; fail=1; }
+import json, sys
+p = json.load(open(sys.argv[1]))["runs"][0]["phases"][0]
+assert p["instances"] == 4 and p["breakdown_s"]["across_instances"] > 0, p["breakdown_s"]
+assert any("host_network_bandwidth" in a for a in p["assumptions"]), p["assumptions"]
+PY
+grep -q "recorded as run" "$TMP/err" || { echo "FAIL: estimate --instances was not recorded"; fail=1; }
+expect 0 "the recorded estimate names its instances" -- "$IPU" runs --where "instances = 4" --json
+python3 -c "import json,sys; assert len(json.load(open('$TMP/out'))) == 1" || { echo "FAIL: the estimate as instances has no instances parameter"; cat "$TMP/out"; fail=1; }
+expect 1 "estimate as instances that do not divide the replicas" -- "$IPU" estimate "$ROOT/examples/resnet50_pod16.ipu" --instances 3 --no-store
+grep -q "resnet50_pod16.ipu:10:9: error\[IPU5012\]" "$TMP/err" || { echo "FAIL: 3 instances of 16 replicas not refused with IPU5012 at the mapping"; cat "$TMP/err"; fail=1; }
+expect 2 "estimate --instances 0" -- "$IPU" estimate "$ROOT/examples/resnet50_pod16.ipu" --instances 0
 
 # ipu calibrate reproduces the committed calibration and the fit table in docs.
 expect 0 "calibrate on the published table" -- "$IPU" calibrate "$ROOT/tests/published/published.csv"

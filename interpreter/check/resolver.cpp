@@ -118,6 +118,8 @@ hw::Pod Resolver::pod(const Record& rec) {
     p.machine.gwLinkBandwidth = num(mr, "gw_link_bandwidth");
     p.machine.gwLinkLatencySeconds = num(mr, "gw_link_latency");
     p.machine.hostBandwidth = num(mr, "host_bandwidth");
+    p.machine.hostNetworkBandwidth = num(mr, "host_network_bandwidth");
+    p.machine.hostNetworkLatencySeconds = num(mr, "host_network_latency");
     if (const Value* c = mr.get("chip"); c != nullptr && c->kind == ValueKind::Record) {
       const Record& cr = *c->record;
       hw::Chip& chip = p.machine.chip;

@@ -262,6 +262,11 @@ struct Schemas {
         opt("gw_link_latency", number(dims::seconds()), Value::num(0, dims::seconds()),
             "latency of one step of a collective between racks over GW-Links (not published by Graphcore: an assumption)"),
         opt("host_bandwidth", number(dims::bandwidth()), Value::num(0, dims::bandwidth()), "host link bandwidth per machine"),
+        opt("host_network_bandwidth", number(dims::bandwidth()), Value::num(0, dims::bandwidth()),
+            "network bandwidth of a host server to the other hosts, which a gradient reduction across host instances crosses "
+            "(`ipu estimate --instances`; an assumption)"),
+        opt("host_network_latency", number(dims::seconds()), Value::num(0, dims::seconds()),
+            "latency of one step of a collective's ring between host servers (an assumption)"),
     };
 
     pod.kind = "pod";

@@ -35,6 +35,9 @@ options:
   --no-store             record nothing
   --set PATH=VALUE       estimate with VALUE in place of what the script writes
                          at PATH (repeatable; as `ipu run --set`, docs/run.md)
+  --instances N          price the replicas as N host instances, one per host
+                         (PopRun), whose gradient reduction crosses the hosts'
+                         network (docs/cost-model.md, "Instances")
   --color auto|always|never
                          colour (default auto: only on a terminal; NO_COLOR disables)
 )";
@@ -46,6 +49,7 @@ struct Options {
   std::string timelineSvg;
   StoreOptions store;
   ValuesSet set;  // --set PATH=VALUE
+  int instances = 1;
   base::ColorMode color = base::ColorMode::Auto;
 };
 
@@ -75,6 +79,7 @@ std::string timelinesSvg(const ir::ExecutionPlan& plan, const cost::Estimate& es
 int estimate(const Options& o) {
   session::Session s;
   showHookOutput(s);
+  s.setHosting(cost::Hosting{o.instances});
   auto file = s.readFile(o.files[0]);
   const bool setParsed = !file || setValues(s, o.set);
   const cost::Estimate* est = file && setParsed ? s.estimate(*file) : nullptr;
@@ -104,6 +109,7 @@ int estimate(const Options& o) {
     try {
       std::map<std::string, std::string> given;
       for (const auto& [at, value] : o.set) given["set." + at] = value;
+      if (o.instances > 1) given["instances"] = std::to_string(o.instances);
       auto ids = runner::recordEstimate(*runStore, *plan, *est, s.rootText(), given);
       // Part of the answer (what to compare against later), so on standard
       // output; beside a JSON document, on standard error.
@@ -136,6 +142,8 @@ int run(const std::vector<std::string>& args) {
     } else if (readStoreOption(in, o.store, error)) {
       if (!error.empty()) return usage("estimate", error);
     } else if (readSetOption(in, o.set, error)) {
+      if (!error.empty()) return usage("estimate", error);
+    } else if (readInstancesOption(in, o.instances, error)) {
       if (!error.empty()) return usage("estimate", error);
     } else if (in.value("--color", v)) {
       if (!parseColor(v, o.color)) return usage("estimate", "--color takes `auto`, `always` or `never`");

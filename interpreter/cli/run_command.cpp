@@ -203,11 +203,8 @@ int run(const std::vector<std::string>& args) {
     } else if (in.value("--tag", v)) {
       if (std::string problem = store::tagProblem(v); !problem.empty()) return usage("run", "`--tag`: " + problem);
       changes.tags.push_back(v);
-    } else if (in.value("--instances", v)) {
-      char* end = nullptr;
-      const long n = std::strtol(v.c_str(), &end, 10);
-      if (v.empty() || *end != '\0' || n < 1 || n > 4096) return usage("run", "`--instances` needs a whole number from 1 to 4096");
-      instanceCount = static_cast<int>(n);
+    } else if (readInstancesOption(in, instanceCount, error)) {
+      if (!error.empty()) return usage("run", error);
     } else if (in.value("--color", v)) {
       if (!parseColor(v, color)) return usage("run", "--color takes `auto`, `always` or `never`");
     } else if (in.isOption()) {

@@ -181,6 +181,7 @@ std::vector<std::pair<Cause, double>> causes(const cost::Breakdown& b) {
           {{"exchange", "exchange"}, b.exchange},
           {{"gradient all-reduce", "all_reduce"}, b.allReduce},
           {{"RTS collectives", "rts_collectives"}, b.rtsCollectives},
+          {{"collectives via hosts", "across_instances"}, b.acrossInstances},
           {{"Streaming Memory", "streaming"}, b.streaming},
           {{"weight update", "optimizer"}, b.optimizer},
           {{"host I/O", "host_io"}, b.hostIo},

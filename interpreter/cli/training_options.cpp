@@ -24,6 +24,16 @@ bool readStoreOption(ArgumentReader& in, StoreOptions& o, std::string& error) {
   return true;
 }
 
+bool readInstancesOption(ArgumentReader& in, int& instances, std::string& error) {
+  std::string v;
+  if (!in.value("--instances", v)) return false;
+  char* end = nullptr;
+  const long n = std::strtol(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || n < 1 || n > 4096) error = "`--instances` needs a whole number from 1 to 4096";
+  else instances = static_cast<int>(n);
+  return true;
+}
+
 bool readSetOption(ArgumentReader& in, ValuesSet& set, std::string& error) {
   std::string v;
   if (!in.value("--set", v)) return false;

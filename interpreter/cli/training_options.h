@@ -31,6 +31,11 @@ struct TrainingOptions {
   long long checkpointEvery = 100;
 };
 
+// Reads `--instances N` when it is the current word (as readStoreOption):
+// the replicas as N host processes (`ipu run`: MPI instances; `ipu estimate`:
+// priced as host instances).
+bool readInstancesOption(ArgumentReader& in, int& instances, std::string& error);
+
 // `--set PATH=VALUE` options, in the order given: (PATH, VALUE).
 using ValuesSet = std::vector<std::pair<std::string, std::string>>;
 // Reads `--set PATH=VALUE` when it is the current word (as readStoreOption).

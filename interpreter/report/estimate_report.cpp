@@ -95,7 +95,7 @@ void printPhase(std::ostream& os, const ir::PhasePlan& ph, const cost::PhaseEsti
   const std::pair<const char*, double> parts[] = {
       {"compute", b.compute},       {"recompute", b.recompute},   {"fill/drain", b.pipelineFillDrain},
       {"imbalance", b.stageImbalance}, {"exchange", b.exchange}, {"all-reduce", b.allReduce},
-      {"RTS gathers", b.rtsCollectives}, {"streaming", b.streaming}, {"optimizer", b.optimizer},
+      {"RTS gathers", b.rtsCollectives}, {"via hosts", b.acrossInstances}, {"streaming", b.streaming}, {"optimizer", b.optimizer},
       {"host I/O", b.hostIo},       {"overhead", b.overhead}};
   os << "  " << p.paint(Style::Dim, "where the step goes") << "\n";
   for (const auto& [name, t] : parts) {

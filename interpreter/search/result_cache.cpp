@@ -114,6 +114,8 @@ void putPod(KeyWriter& k, const hw::Pod& pod) {
   k.put("machine.gw_link_bandwidth", m.gwLinkBandwidth);
   k.put("machine.gw_link_latency", m.gwLinkLatencySeconds);
   k.put("machine.host_bandwidth", m.hostBandwidth);
+  k.put("machine.host_network_bandwidth", m.hostNetworkBandwidth);
+  k.put("machine.host_network_latency", m.hostNetworkLatencySeconds);
   const hw::Chip& c = m.chip;
   k.put("chip", c.name);
   k.put("chip.clock", c.clockHz);
@@ -340,7 +342,7 @@ ir::Json candidateJson(const Candidate& c) {
   j["sensitivities"] = sensitivities;
   const cost::Breakdown& b = c.breakdown;
   j["breakdown"] = ir::Json(nlohmann::ordered_json::array({b.compute, b.recompute, b.pipelineFillDrain, b.stageImbalance, b.exchange, b.allReduce,
-                                    b.rtsCollectives, b.streaming, b.optimizer, b.hostIo, b.overhead}));
+                                    b.rtsCollectives, b.acrossInstances, b.streaming, b.optimizer, b.hostIo, b.overhead}));
   j["error_high"] = c.errorHigh;
   j["ranked_step"] = c.rankedStep;
   j["score"] = c.score;
@@ -480,7 +482,7 @@ std::optional<Candidate> candidateFromJson(const nlohmann::ordered_json& j) {
   if (const auto* b = r.array(j, "breakdown")) {
     cost::Breakdown& out = c.breakdown;
     double* parts[] = {&out.compute, &out.recompute, &out.pipelineFillDrain, &out.stageImbalance, &out.exchange, &out.allReduce,
-                       &out.rtsCollectives, &out.streaming, &out.optimizer, &out.hostIo, &out.overhead};
+                       &out.rtsCollectives, &out.acrossInstances, &out.streaming, &out.optimizer, &out.hostIo, &out.overhead};
     if (b->size() != std::size(parts)) r.ok = false;
     for (std::size_t i = 0; r.ok && i < std::size(parts); ++i) {
       if (!(*b)[i].is_number()) r.ok = false;

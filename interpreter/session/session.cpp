@@ -260,7 +260,7 @@ const cost::Estimate* Session::estimate(base::FileId file) {
 
 const cost::Estimate* Session::estimatePlan(const ir::ExecutionPlan& plan) {
   const ir::ExecutionPlan* p = &plan;
-  estimate_ = std::make_unique<cost::Estimate>(cost::estimate(*p));
+  estimate_ = std::make_unique<cost::Estimate>(cost::estimate(*p, hosting_));
   // One diagnostic per problem and place (several phases may hit the same one).
   for (const auto& pr : estimate_->problems) diags_.error(pr.code, spanOf(pr.where), pr.message, pr.help);
   // Hooks run under the estimate too, on its timing (runtime/cost/estimate_steps.h).

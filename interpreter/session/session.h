@@ -75,6 +75,9 @@ class Session {
   // derived again. A value that does not fit gets the diagnostics the field
   // would give in a script. No script text is written.
   void setOverrides(std::optional<check::Overrides> overrides) { overrides_ = std::move(overrides); }
+  // How estimate() and estimatePlan() price the replicas: driven by one
+  // host process (the default) or as host instances (`--instances N`).
+  void setHosting(const cost::Hosting& hosting) { hosting_ = hosting; }
   const std::optional<check::Overrides>& overrides() const { return overrides_; }
   // A value given outside the script as `PATH=VALUE` (`ipu run --set`),
   // VALUE parsed in the language from a source of its own named `--set PATH`
@@ -168,6 +171,7 @@ class Session {
   std::unique_ptr<check::Checker> checker_;
   std::unique_ptr<check::CheckedProgram> program_;
   std::optional<check::Overrides> overrides_;      // a sweep trial's values (setOverrides)
+  cost::Hosting hosting_;                          // setHosting
   std::optional<std::string> searchCache_;         // setSearchCache
   Searches searches_ = Searches::Run;
   std::unique_ptr<check::LayerCostCache> layerCosts_;  // for variants of the checked program

@@ -10,6 +10,9 @@ namespace ipu::cost {
 namespace code {
 inline constexpr const char* kNoCalibration = "IPU3001";
 inline constexpr const char* kMissingHardware = "IPU3002";
+// The emulator's code for the same rule (ir::refuseInstances), which
+// `ipu estimate --instances` applies as `ipu run --instances` does.
+inline constexpr const char* kInstances = "IPU5012";
 }  // namespace code
 
 struct CodeTitle {

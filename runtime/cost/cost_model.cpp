@@ -9,6 +9,7 @@
 
 #include "runtime/base/invariant.h"
 #include "runtime/cost/codes.h"
+#include "runtime/ir/instance_traffic.h"
 
 namespace ipu::cost {
 
@@ -21,7 +22,7 @@ const std::vector<CodeTitle>& costCodes() {
 }
 
 double Breakdown::total() const {
-  return compute + recompute + pipelineFillDrain + stageImbalance + exchange + allReduce + rtsCollectives + streaming +
+  return compute + recompute + pipelineFillDrain + stageImbalance + exchange + allReduce + rtsCollectives + acrossInstances + streaming +
          optimizer + hostIo + overhead;
 }
 
@@ -84,6 +85,7 @@ struct Links {
   double pointToPoint = 0;  // between pipeline neighbours: 2 IPU-Links, each way
   double gateway = 0;     // per IPU across racks (GW-Links)
   double host = 0;        // per IPU to the host
+  double hostNetwork = 0; // per host to the others (host instances only)
   double streaming = 0;   // per IPU to Streaming Memory
 };
 
@@ -94,7 +96,8 @@ struct LayerTime {
 
 class Model {
  public:
-  Model(const ir::PhasePlan& p, std::vector<Problem>* problems) : p_(p), problems_(problems) {}
+  Model(const ir::PhasePlan& p, std::vector<Problem>* problems, const Hosting& hosting)
+      : p_(p), problems_(problems), instances_(std::max(1, hosting.instances)) {}
 
   // After run(): samples per second with the Streaming Memory traffic priced
   // at `bandwidth` in place of the machine's (an assumption's range end).
@@ -142,6 +145,21 @@ class Model {
     const ir::Mapping& map = p_.mapping;
     t_ = std::max(1, map.shard);
     r_ = std::max(1, map.replicas);
+    e.instances = instances_;
+    if (instances_ > 1) {
+      if (auto refusal = ir::refuseInstances(p_, instances_)) {
+        if (problems_ != nullptr) problems_->push_back(Problem{code::kInstances, refusal->message, refusal->help, refusal->where});
+        return e;
+      }
+      if (!(m.hostBandwidth > 0) || !(m.hostNetworkBandwidth > 0)) {
+        problem(code::kMissingHardware,
+                "machine `" + m.name + "` has no `" + (m.hostBandwidth > 0 ? "host_network_bandwidth" : "host_bandwidth") +
+                    "`, which pricing the replicas as " + std::to_string(instances_) + " host instances needs",
+                "give the machine `host_bandwidth` and `host_network_bandwidth` (std/pods states both)");
+        return e;
+      }
+      links_.hostNetwork = m.hostNetworkBandwidth;
+    }
     const int S = static_cast<int>(p_.stages.size());
     const long long ga = p_.schedule.microBatches;  // per step, through each stage
     const bool needLinks = S > 1 || t_ > 1 || r_ > 1;
@@ -182,15 +200,31 @@ class Model {
     // the replicas of a batch-norm group inside the forward and backward
     // passes, each paying the ring's latency; per micro batch on the IPU
     // that computes the units. Zero without `batch_norm_replicas`.
-    if (const int group = map.batchNormGroup(); group > 1)
+    if (const int group = map.batchNormGroup(); group > 1) {
+      // A group whose replicas live on several host instances reduces on
+      // each instance's fabric, then through the hosts (as throughHosts, but
+      // every small reduction pays the host network's latency). The worst
+      // group sets the time: its most members on one instance, and the most
+      // instances it spans.
+      const int perInstance = std::max(1, r_ / instances_);
+      double n = 1, spanned = 1;
+      for (int first = 0; first < r_; first += group) {
+        const int last = std::min(r_, first + group) - 1;
+        spanned = std::max(spanned, static_cast<double>(last / perInstance - first / perInstance + 1));
+        for (int owner = first / perInstance; owner <= last / perInstance; ++owner)
+          n = std::max(n, static_cast<double>(std::min(last, (owner + 1) * perInstance - 1) - std::max(first, owner * perInstance) + 1));
+      }
       for (const auto& c : p_.traffic.collectives) {
         if (c.tensors != ir::CollectiveTensors::BatchNormStatistics || c.ipu < 0 || c.ipu >= static_cast<int>(p_.ipus.size())) continue;
         const ir::Ipu& holder = p_.ipus[static_cast<std::size_t>(c.ipu)];
         if (holder.shard != 0) continue;
-        const double n = group;
-        ipus[static_cast<std::size_t>(std::clamp(holder.ipu, 0, P - 1))].exchange +=
-            (2 * (n - 1) / n * c.bytes / links_.collective + c.operations * 2 * (n - 1) * opLatency_) / static_cast<double>(ga);
+        double t = 2 * (n - 1) / n * c.bytes / links_.collective + c.operations * 2 * (n - 1) * opLatency_;
+        if (spanned > 1)
+          t += 2 * c.bytes / links_.host + 2 * (spanned - 1) / spanned * c.bytes / links_.hostNetwork +
+               c.operations * 2 * (spanned - 1) * p_.pod.machine.hostNetworkLatencySeconds;
+        ipus[static_cast<std::size_t>(std::clamp(holder.ipu, 0, P - 1))].exchange += t / static_cast<double>(ga);
       }
+    }
     // Tensor sharding (the plan's traffic): the shard group's all-reduces of
     // the layers' partial outputs (forward and recomputation) and input
     // gradients (backward), a ring over the group's IPU-Links inside the
@@ -378,6 +412,28 @@ class Model {
   // reduce their gradients (a reduce-scatter with replicated tensor sharding
   // of the optimizer state, which then all-gathers the updated weights) on
   // every IPU at once; the IPU with the largest buffer sets the time.
+  //
+  // With the replicas run as N host instances (Hosting), each instance's
+  // k = R/N replicas reduce-scatter among themselves on the fabric as above,
+  // every IPU sends its 1/k share to its host and takes the sum back over the
+  // machine's host link (shared by the machine's IPUs), and the hosts
+  // all-reduce between them in a ring over their network, each holding its
+  // IPUs' shares; then the instance's ring all-gathers. One instance per
+  // host; the hosts' additions are not priced (they stream at memory speed,
+  // far above the network's).
+  // An all-reduce of `bytes` per IPU between host instances, after the
+  // instance's own replicas reduce-scattered it on the fabric: the IPU's
+  // share to its host and back, and the hosts' ring over the instance's
+  // shares. Zero with one instance.
+  double throughHosts(double bytes) const {
+    if (instances_ <= 1) return 0;
+    const double n = instances_;
+    const double share = bytes / (r_ / n);
+    const double ipus = static_cast<double>(p_.ipusUsed) / n;
+    return 2 * share / links_.host + 2 * (n - 1) / n * (ipus * share) / links_.hostNetwork +
+           2 * (n - 1) * p_.pod.machine.hostNetworkLatencySeconds;
+  }
+
   void collectives(Breakdown& b, PhaseEstimate& e, const hw::Calibration& cal) {
     if (r_ <= 1) return;
     const ir::Collective* grads = nullptr;
@@ -387,20 +443,22 @@ class Model {
       if (c.tensors == ir::CollectiveTensors::UpdatedWeights && (gather == nullptr || c.bytes > gather->bytes)) gather = &c;
     }
     if (grads == nullptr) return;
-    const double used = static_cast<double>(p_.ipusUsed);
+    const double instances = instances_;
+    const double local = r_ / instances;                       // replicas per instance
+    const double used = static_cast<double>(p_.ipusUsed) / instances;  // IPUs per instance
     const double rackIpus = std::max(1, p_.pod.ipusPerRack());
     const double racks = std::max(1.0, std::ceil(used / rackIpus));
-    const double inRack = std::max(1.0, r_ / racks);
-    auto allReduce = [&](double bytes) {
+    const double inRack = std::max(1.0, local / racks);
+    const double gwLatency = cal.gwLatencySeconds > 0 ? cal.gwLatencySeconds : p_.pod.machine.gwLinkLatencySeconds;
+    // On the fabric, among one instance's replicas (all of them with one instance).
+    auto fabric = [&](double bytes) {
       double t = 2 * (inRack - 1) / inRack * bytes / links_.collective + 2 * (inRack - 1) * opLatency_;
       if (racks > 1) {
-        if (!(links_.gateway > 0)) return std::numeric_limits<double>::infinity();
         // Between racks, on the 1/inRack of the data each IPU holds after the
         // reduce-scatter inside its rack; every step of the ring pays the
         // GW-Link latency (the machine's, or one a calibration measured) as
         // well as the bandwidth.
-        const double latency = cal.gwLatencySeconds > 0 ? cal.gwLatencySeconds : p_.pod.machine.gwLinkLatencySeconds;
-        t += 2 * (racks - 1) / racks * (bytes / inRack) / links_.gateway + 2 * (racks - 1) * (opLatency_ + latency);
+        t += 2 * (racks - 1) / racks * (bytes / inRack) / links_.gateway + 2 * (racks - 1) * (opLatency_ + gwLatency);
       }
       return t;
     };
@@ -410,12 +468,22 @@ class Model {
       return;
     }
     // A reduce-scatter or an all-gather is half an all-reduce.
-    b.allReduce = allReduce(grads->bytes) / (grads->kind == ir::CollectiveKind::AllReduce ? 1 : 2);
-    if (gather != nullptr) b.rtsCollectives = allReduce(gather->bytes) / 2;
+    const double half = grads->kind == ir::CollectiveKind::AllReduce ? 1 : 2;
+    b.allReduce = fabric(grads->bytes) / half;
+    b.acrossInstances = throughHosts(grads->bytes) / half;
+    if (gather != nullptr) {
+      b.rtsCollectives = fabric(gather->bytes) / 2;
+      b.acrossInstances += throughHosts(gather->bytes) / 2;
+    }
     if (racks > 1)
       e.assumptions.push_back("across racks, gradients travel over GW-Links at " + gbps(links_.gateway) + " per IPU, " +
-                              microseconds(cal.gwLatencySeconds > 0 ? cal.gwLatencySeconds : p_.pod.machine.gwLinkLatencySeconds) +
-                              " per ring step" + (cal.gwLatencySeconds > 0 ? " (the calibration's)" : " (the machine's `gw_link_latency`, an assumption)"));
+                              microseconds(gwLatency) + " per ring step" +
+                              (cal.gwLatencySeconds > 0 ? " (the calibration's)" : " (the machine's `gw_link_latency`, an assumption)"));
+    if (instances > 1)
+      e.assumptions.push_back("across " + std::to_string(instances_) + " host instances, one per host, gradients go through the hosts: " +
+                              gbps(links_.host) + " per IPU over the machine's host link, then " + gbps(links_.hostNetwork) +
+                              " per host and " + microseconds(p_.pod.machine.hostNetworkLatencySeconds) +
+                              " per ring step between hosts (the machine's `host_network_bandwidth` and `host_network_latency`, assumptions)");
   }
 
   // The weight update reads and writes weights, accumulators and state in
@@ -448,8 +516,11 @@ class Model {
     for (const auto& c : p_.traffic.collectives) {
       if (c.tensors != ir::CollectiveTensors::StreamedWeights) continue;
       IPU_INVARIANT(c.ipu >= 0 && static_cast<std::size_t>(c.ipu) < p_.ipus.size(), "the plan's collectives name IPUs of the plan");
-      if (p_.ipus[static_cast<std::size_t>(c.ipu)].shard == 0)
-        b.rtsCollectives += (r_ - 1.0) / r_ * c.bytes / links_.collective;
+      if (p_.ipus[static_cast<std::size_t>(c.ipu)].shard == 0) {
+        const double k = static_cast<double>(r_) / instances_;   // the replicas on one instance's fabric
+        b.rtsCollectives += (k - 1.0) / k * c.bytes / links_.collective;
+        b.acrossInstances += throughHosts(c.bytes) / 2;   // the shares of other instances' replicas: half an all-reduce
+      }
     }
     // The rest of the weight update is a fixed cost of the step that grows
     // with the model, not with the micro batches: per parameter of the replica
@@ -495,6 +566,7 @@ class Model {
 
   const ir::PhasePlan& p_;
   std::vector<Problem>* problems_;
+  int instances_ = 1;   // host instances (Hosting)
   StreamingTerms stream_;
   double peak_ = 0, clock_ = 0, bc_ = 2, opLatency_ = 0, elementwiseRate_ = 0;
   int t_ = 1, r_ = 1;
@@ -855,8 +927,8 @@ std::vector<AssumedRange> assumedRanges(const hw::Machine& m) {
   return out;
 }
 
-PhaseEstimate estimatePhase(const ir::PhasePlan& phase, std::vector<Problem>* problems) {
-  Model model(phase, problems);
+PhaseEstimate estimatePhase(const ir::PhasePlan& phase, std::vector<Problem>* problems, const Hosting& hosting) {
+  Model model(phase, problems, hosting);
   PhaseEstimate e = model.run();
   if (!e.ok) return e;
   // The Streaming Memory bandwidth is unpublished: a plan that streams is
@@ -874,13 +946,13 @@ PhaseEstimate estimatePhase(const ir::PhasePlan& phase, std::vector<Problem>* pr
   return e;
 }
 
-Estimate estimate(const ir::ExecutionPlan& plan) {
+Estimate estimate(const ir::ExecutionPlan& plan, const Hosting& hosting) {
   Estimate out;
   for (const auto& run : plan.runs) {
     RunEstimate r;
     r.name = run.name;
     for (const auto& ph : run.phases) {
-      r.phases.push_back(estimatePhase(ph, &out.problems));
+      r.phases.push_back(estimatePhase(ph, &out.problems, hosting));
       r.timeToTrain += r.phases.back().timeToTrain;
     }
     out.runs.push_back(std::move(r));
@@ -892,6 +964,7 @@ ir::Json toJson(const PhaseEstimate& e) {
   ir::Json j = ir::Json::object();
   j["name"] = e.name;
   j["ok"] = e.ok;
+  j["instances"] = e.instances;
   j["step_time_s"] = e.stepTime;
   j["throughput_samples_per_s"] = e.samplesPerSecond;
   j["throughput_tokens_per_s"] = e.tokensPerSecond > 0 ? ir::Json(e.tokensPerSecond) : ir::Json();
@@ -911,6 +984,7 @@ ir::Json toJson(const PhaseEstimate& e) {
   bd["exchange"] = b.exchange;
   bd["all_reduce"] = b.allReduce;
   bd["rts_collectives"] = b.rtsCollectives;
+  bd["across_instances"] = b.acrossInstances;
   bd["streaming"] = b.streaming;
   bd["optimizer"] = b.optimizer;
   bd["host_io"] = b.hostIo;

@@ -38,6 +38,7 @@ struct Breakdown {
   double exchange = 0;          // stage-boundary transfers and tensor-parallel collectives
   double allReduce = 0;         // gradient reduction across replicas
   double rtsCollectives = 0;    // replicated-tensor-sharding gathers of updated weights
+  double acrossInstances = 0;   // the reductions' way through the hosts when the replicas run as host instances
   double streaming = 0;         // Streaming Memory traffic not hidden behind compute
   double optimizer = 0;         // the weight update on chip
   double hostIo = 0;            // host I/O not hidden behind compute
@@ -112,6 +113,7 @@ struct Sensitivity {
 struct PhaseEstimate {
   std::string name;
   bool ok = false;
+  int instances = 1;           // host instances the replicas were priced as (Hosting)
   double stepTime = 0;
   Breakdown breakdown;
   double samplesPerSecond = 0;
@@ -252,8 +254,16 @@ struct Estimate {
   std::vector<Problem> problems;
 };
 
-PhaseEstimate estimatePhase(const ir::PhasePlan& phase, std::vector<Problem>* problems = nullptr);
-Estimate estimate(const ir::ExecutionPlan& plan);
+// How the replicas are driven from hosts: by one process (PopRun's default),
+// or as `instances` processes, each on its own host and driving R/instances
+// replicas, whose reductions then cross the hosts' network (`ipu estimate
+// --instances N`; docs/cost-model.md "Instances").
+struct Hosting {
+  int instances = 1;
+};
+
+PhaseEstimate estimatePhase(const ir::PhasePlan& phase, std::vector<Problem>* problems = nullptr, const Hosting& hosting = {});
+Estimate estimate(const ir::ExecutionPlan& plan, const Hosting& hosting = {});
 
 ir::Json toJson(const PhaseEstimate& e);
 ir::Json toJson(const Estimate& e);

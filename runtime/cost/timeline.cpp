@@ -67,7 +67,7 @@ Timeline timeline(const ir::PhasePlan& p, const PhaseEstimate& e) {
   const Breakdown& b = e.breakdown;
   t.cycleStart.push_back(start);
   double at = start;
-  const std::pair<Activity, double> tail[] = {{Activity::AllReduce, b.allReduce + b.rtsCollectives},
+  const std::pair<Activity, double> tail[] = {{Activity::AllReduce, b.allReduce + b.rtsCollectives + b.acrossInstances},
                                               {Activity::Streaming, b.streaming + b.hostIo},
                                               {Activity::Optimizer, b.optimizer},
                                               {Activity::Overhead, b.overhead}};

@@ -26,6 +26,33 @@ namespace ipu::emu {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// Held-out figures between instances, exactly: one `key<TAB>value` line
+// each, the value in hexadecimal floating point.
+std::string evaluationText(const std::map<std::string, double>& figures) {
+  std::string out;
+  char buf[64];
+  for (const auto& [key, value] : figures) {
+    std::snprintf(buf, sizeof buf, "%a", value);
+    out += key + "\t" + buf + "\n";
+  }
+  return out;
+}
+
+std::map<std::string, double> evaluationFromText(const std::string& text) {
+  std::map<std::string, double> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    const std::size_t tab = line.find('\t');
+    if (tab != std::string::npos) out[line.substr(0, tab)] = std::strtod(line.c_str() + tab + 1, nullptr);
+  }
+  return out;
+}
+
+}  // namespace
+
 const std::vector<CodeTitle>& emulatorCodes() {
   static const std::vector<CodeTitle> codes = {
       {code::kPlanDoesNotFit, "the plan does not fit its IPUs"},
@@ -477,7 +504,11 @@ Expected<RunOutcome> run(const ir::RunPlan& plan, const Options& options) {
       auto ok = save(true);
       if (!ok) return ok.error();
       po.steps = trainer.stepsDone();
-      po.evaluation = trainer.evaluate(options.evaluationSamples);
+      // As instances, instance 0 evaluates (every instance holds the same
+      // weights) and sends the figures to the others, which act on them as
+      // it does (a diverged loss stops them all at the same point).
+      if (writer) po.evaluation = trainer.evaluate(options.evaluationSamples);
+      if (instances != nullptr) po.evaluation = evaluationFromText(instances->broadcast(writer ? evaluationText(po.evaluation) : std::string()));
       if (auto loss = po.evaluation.find("loss"); loss != po.evaluation.end() && !std::isfinite(loss->second))
         return Error{code::kDiverged,
                      "the held-out loss of phase `" + ph.name + "` is not a finite number: the training diverged",

@@ -423,7 +423,7 @@ std::map<std::string, double> PhaseTrainer::evaluate(int samples) const {
   if (im.phased)
     for (int g = 0; g < im.P; ++g) {
       stored.emplace_back();
-      for (std::size_t j = 0; j < im.group(0, g).slots.size(); ++j) stored.back().push_back(im.storedWeights(im.group(0, g), j));
+      for (std::size_t j = 0; j < im.group(im.firstLocal, g).slots.size(); ++j) stored.back().push_back(im.storedWeights(im.group(im.firstLocal, g), j));
     }
   for (int first = 0; first < samples; first += im.MB) {
     const int n = std::min(im.MB, samples - first);
@@ -431,7 +431,9 @@ std::map<std::string, double> PhaseTrainer::evaluate(int samples) const {
     Mat x;
     for (std::size_t li = 0; li < layers.size(); ++li) {
       const ModelLayer& L = layers[li];
-      const Group& g = im.group(0, L.ipu);
+      // This instance's first replica: the copies are alike, and another
+      // instance's are not updated here (update()).
+      const Group& g = im.group(im.firstLocal, L.ipu);
       Numerics nx(im.fp16Compute, im.fp16Partials, false, subKey(0xE7A1ULL, li));
       RunningBatchNorm bn(im.running[li]);
       nx.setBatchNorm(&bn);

@@ -153,6 +153,8 @@ Json pod(const hw::Pod& p) {
   j["gw_link_bandwidth_per_machine"] = p.machine.gwLinkBandwidth;
   j["gw_link_latency_s"] = p.machine.gwLinkLatencySeconds;
   j["host_bandwidth_per_machine"] = p.machine.hostBandwidth;
+  j["host_network_bandwidth_per_host"] = p.machine.hostNetworkBandwidth;
+  j["host_network_latency_s"] = p.machine.hostNetworkLatencySeconds;
   j["machines_per_rack"] = p.machinesPerRack;
   j["power_of_two_replicas"] = p.powerOfTwoReplicas;
   return j;

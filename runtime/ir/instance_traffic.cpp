@@ -4,6 +4,17 @@
 
 namespace ipu::ir {
 
+std::optional<InstancesRefusal> refuseInstances(const PhasePlan& phase, int instances) {
+  const Mapping& m = phase.mapping;
+  const int R = std::max(1, m.replicas);
+  if (instances >= 1 && R % instances == 0) return std::nullopt;
+  return InstancesRefusal{"mapping `" + m.name + "` has " + std::to_string(R) + " replica" + (R == 1 ? "" : "s") +
+                              ", which do not divide over " + std::to_string(instances) + " instances",
+                          "every instance runs the same number of replicas: run a number of instances that divides " +
+                              std::to_string(R),
+                          m.source};
+}
+
 std::vector<InstanceTraffic> instanceTraffic(const PhasePlan& phase, int instances) {
   const int R = std::max(1, phase.mapping.replicas);
   if (instances < 1 || R % instances != 0) return {};

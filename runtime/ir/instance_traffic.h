@@ -5,6 +5,8 @@
 // the emulator's scheme. The run compares it with what the instances counted.
 #pragma once
 
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "runtime/ir/execution_plan.h"
@@ -29,5 +31,14 @@ struct InstanceTraffic {
 // tensor sharding the plan counts a replicated tensor on every IPU of its
 // shard group, so this overstates the gradient bytes.
 std::vector<InstanceTraffic> instanceTraffic(const PhasePlan& phase, int instances);
+
+// PopRun's rule, written once for `ipu run --instances` and `ipu estimate
+// --instances` (IPU5012): every instance drives the same number of replicas.
+// Empty when `instances` divides the mapping's replicas.
+struct InstancesRefusal {
+  std::string message, help;
+  SourceRef where;  // the mapping
+};
+std::optional<InstancesRefusal> refuseInstances(const PhasePlan& phase, int instances);
 
 }  // namespace ipu::ir

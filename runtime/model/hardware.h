@@ -96,6 +96,11 @@ struct Machine {
   double gwLinkBandwidth = 0;        // bytes/s per machine between racks
   double gwLinkLatencySeconds = 0;   // per step of a collective between racks (an assumption: unpublished)
   double hostBandwidth = 0;          // bytes/s per machine to the host
+  // Between host servers (an assumption: a data-centre network, not part of
+  // the IPU-POD): what a gradient reduction crosses when the replicas run as
+  // several host instances (`ipu estimate --instances N`).
+  double hostNetworkBandwidth = 0;   // bytes/s per host, to the others
+  double hostNetworkLatencySeconds = 0;  // per step of a collective's ring between hosts
 };
 
 struct Pod {

@@ -926,3 +926,126 @@ TEST(LearningRate, WarmupThenDecay) {
   lr.decay = ir::LrDecay::Constant;
   EXPECT_DOUBLE_EQ(train::learningRate(lr, 100, 110), 1.0);
 }
+
+// `--instances N` (cost::Hosting): the replicas driven by N hosts reduce on
+// each instance's fabric, then through the hosts. One instance is the plain
+// estimate, bit for bit; more instances move only the reduction, by the
+// amount the hierarchy says (docs/cost-model.md, "Instances").
+TEST(CostModel, HostInstancesPriceTheReductionThroughTheHosts) {
+  test::Outcome o = test::runText(bert(std::string(kPipeline4) + "replicas: 16\n"));
+  ASSERT_NE(o.plan, nullptr) << o.rendered();
+  ir::PhasePlan ph = o.plan->runs[0].phases[0];
+  const hw::Machine& m = ph.pod.machine;
+  EXPECT_GT(m.hostNetworkBandwidth, 0) << "std/pods states the host network";
+  EXPECT_GT(m.hostNetworkLatencySeconds, 0);
+  std::vector<cost::Problem> problems;
+  const cost::PhaseEstimate one = cost::estimatePhase(ph), same = cost::estimatePhase(ph, &problems, cost::Hosting{1});
+  EXPECT_EQ(one.stepTime, same.stepTime);
+  EXPECT_EQ(same.breakdown.acrossInstances, 0);
+  EXPECT_EQ(same.instances, 1);
+
+  const ir::Collective* grads = nullptr;
+  for (const auto& c : ph.traffic.collectives)
+    if (c.tensors == ir::CollectiveTensors::Gradients && (grads == nullptr || c.bytes > grads->bytes)) grads = &c;
+  ASSERT_NE(grads, nullptr);
+  double previousAcross = 0;
+  for (int n : {2, 4, 16}) {
+    const cost::PhaseEstimate e = cost::estimatePhase(ph, &problems, cost::Hosting{n});
+    ASSERT_TRUE(problems.empty()) << problems.front().message;
+    ASSERT_TRUE(e.ok);
+    EXPECT_EQ(e.instances, n);
+    const cost::Breakdown &a = one.breakdown, &b = e.breakdown;
+    // Nothing but the reduction moves.
+    EXPECT_EQ(a.compute, b.compute);
+    EXPECT_EQ(a.exchange, b.exchange);
+    EXPECT_EQ(a.optimizer, b.optimizer);
+    EXPECT_EQ(a.streaming, b.streaming);
+    // Fewer replicas share each instance's fabric ring (none with one replica each).
+    EXPECT_LT(b.allReduce, a.allReduce) << n;
+    if (n == 16) {
+      EXPECT_EQ(b.allReduce, 0);
+    }
+    // Through the hosts, by hand: each IPU's 1/k share to its host and back
+    // over the machine's host link, then the hosts' ring over the instance's shares.
+    const double k = 16.0 / n, ipus = static_cast<double>(ph.ipusUsed) / n, share = grads->bytes / k;
+    const double expected = 2 * share / (m.hostBandwidth / m.ipus) + 2 * (n - 1.0) / n * ipus * share / m.hostNetworkBandwidth +
+                            2 * (n - 1.0) * m.hostNetworkLatencySeconds;
+    EXPECT_NEAR(b.acrossInstances, expected, 1e-12 * expected) << n;
+    EXPECT_GT(b.acrossInstances, previousAcross) << "more instances, more of the reduction crosses the hosts";
+    previousAcross = b.acrossInstances;
+    EXPECT_GT(e.stepTime, one.stepTime) << "the hosts' network is slower than the IPU-Links";
+    EXPECT_NEAR(e.stepTime, b.total(), 1e-12 * e.stepTime);
+    bool stated = false;
+    for (const auto& a2 : e.assumptions) stated = stated || a2.find("host_network_bandwidth") != std::string::npos;
+    EXPECT_TRUE(stated) << "the estimate states the assumed host network";
+  }
+  // Directional: a faster network or a shorter latency costs less.
+  ir::PhasePlan faster = ph;
+  faster.pod.machine.hostNetworkBandwidth *= 4;
+  faster.pod.machine.hostNetworkLatencySeconds /= 4;
+  EXPECT_LT(cost::estimatePhase(faster, nullptr, cost::Hosting{4}).breakdown.acrossInstances,
+            cost::estimatePhase(ph, nullptr, cost::Hosting{4}).breakdown.acrossInstances);
+}
+
+// PopRun's rule (IPU5012, shared with `ipu run --instances`) and the
+// hardware it needs (IPU3002) stop the estimate, pointing at the mapping.
+TEST(CostModel, HostInstancesThatDoNotDivideOrLackANetworkAreRefused) {
+  test::Outcome o = test::runText(bert(std::string(kPipeline4) + "replicas: 4\n"));
+  ASSERT_NE(o.plan, nullptr) << o.rendered();
+  ir::PhasePlan ph = o.plan->runs[0].phases[0];
+  std::vector<cost::Problem> problems;
+  cost::PhaseEstimate e = cost::estimatePhase(ph, &problems, cost::Hosting{3});
+  EXPECT_FALSE(e.ok);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].code, std::string("IPU5012"));
+  EXPECT_EQ(problems[0].message, "mapping `m` has 4 replicas, which do not divide over 3 instances");
+  EXPECT_EQ(problems[0].where.line, ph.mapping.source.line);
+  problems.clear();
+  ph.pod.machine.hostNetworkBandwidth = 0;
+  e = cost::estimatePhase(ph, &problems, cost::Hosting{2});
+  EXPECT_FALSE(e.ok);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].code, std::string("IPU3002"));
+  EXPECT_NE(problems[0].message.find("host_network_bandwidth"), std::string::npos);
+  // Without instances the network is not needed.
+  problems.clear();
+  EXPECT_TRUE(cost::estimatePhase(ph, &problems).ok);
+  EXPECT_TRUE(problems.empty());
+}
+
+// Distributed batch norm whose groups span instances pays the hosts'
+// latency on every one of its small reductions; groups inside an instance
+// cost what they cost on one host.
+TEST(CostModel, BatchNormGroupsSpanningInstancesGoThroughTheHosts) {
+  auto resnetPlan = [](const std::string& group) {
+    test::Outcome o = test::runText("import \"std/pods\"\nimport \"std/models/resnet\"\n"
+                                    "mapping m for resnet50 on POD16 {\n replicas: 16\n batch_norm_replicas: " + group + "\n}\n"
+                                    "training t {\n  mapping: m\n  optimizer: momentum(momentum: 0.9)\n"
+                                    "  phase one { image_size: 224; micro_batch: 4; gradient_accumulation: 8; steps: 100; lr: 0.1 }\n}\n");
+    EXPECT_NE(o.plan, nullptr) << o.rendered();
+    return o.plan->runs[0].phases[0];
+  };
+  const ir::PhasePlan four = resnetPlan("4"), all = resnetPlan("all");
+  // Groups of 4 on instances of 4 replicas: no group spans two instances.
+  EXPECT_EQ(cost::estimatePhase(four, nullptr, cost::Hosting{4}).breakdown.exchange, cost::estimatePhase(four).breakdown.exchange);
+  // Groups of 4 on instances of 2: each spans two.
+  EXPECT_GT(cost::estimatePhase(four, nullptr, cost::Hosting{8}).breakdown.exchange, cost::estimatePhase(four).breakdown.exchange);
+  // The hosts' latency lands on every small reduction of a spanning group,
+  // on none of a group inside an instance.
+  auto slower = [](ir::PhasePlan p) {
+    p.pod.machine.hostNetworkLatencySeconds *= 2;
+    return p;
+  };
+  const double perOperation = cost::estimatePhase(slower(all), nullptr, cost::Hosting{2}).breakdown.exchange -
+                              cost::estimatePhase(all, nullptr, cost::Hosting{2}).breakdown.exchange;
+  const ir::Collective* bn = nullptr;
+  for (const auto& c : all.traffic.collectives)
+    if (c.tensors == ir::CollectiveTensors::BatchNormStatistics && all.ipus[static_cast<std::size_t>(c.ipu)].shard == 0) bn = &c;
+  ASSERT_NE(bn, nullptr);
+  // 2 instances: one host ring step each way per reduction (the step's
+  // exchange, with one IPU per replica, is its one IPU's).
+  ASSERT_EQ(std::max(1, all.mapping.pipelineIpus), 1);
+  EXPECT_NEAR(perOperation, bn->operations * 2 * all.pod.machine.hostNetworkLatencySeconds, 1e-9 * perOperation);
+  EXPECT_EQ(cost::estimatePhase(slower(four), nullptr, cost::Hosting{4}).breakdown.exchange,
+            cost::estimatePhase(four, nullptr, cost::Hosting{4}).breakdown.exchange);
+}

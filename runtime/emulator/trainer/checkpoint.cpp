@@ -18,7 +18,10 @@ Mat PhaseTrainer::Impl::gather(int param, int what) const {
   // Shards from the owner's group; chunks from every replica when sharded by RTS.
   const int ownerIpu = model->layers()[static_cast<std::size_t>(model->params()[static_cast<std::size_t>(param)].owner)].ipu;
   const bool chunked = what >= 2 || (what == 1 && rts) || (what == 0 && rtsStreamed);
-  for (int r = 0; r < (chunked && rts ? R : 1); ++r) {
+  // Otherwise this instance's first replica's copy (replica 0 in one
+  // process): another instance's copies are not updated here (update()).
+  const bool everyReplica = chunked && rts;
+  for (int r = everyReplica ? 0 : firstLocal; r < (everyReplica ? R : firstLocal + 1); ++r) {
     const Group& gr = group(r, ownerIpu);
     for (const auto& s : gr.slots) {
       if (s.param != param) continue;

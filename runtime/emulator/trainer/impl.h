@@ -93,12 +93,17 @@ struct PhaseTrainer::Impl {
   // localReplicas) only, yet holds every replica's buffers: the other
   // replicas' gradients arrive before the reduction (gatherGradients), which
   // then runs the very same ring on every instance, so the sums, the update
-  // of every replica and the checkpoints are those of one process.
+  // and the checkpoints are those of one process. Without RTS an instance
+  // updates only its own replicas (update()); checkpoints and evaluation
+  // read its first replica.
   Instances* instances = nullptr;   // null: one process runs every replica
   int firstLocal = 0, localReplicas = 1;
   bool local(int r) const { return r >= firstLocal && r < firstLocal + localReplicas; }
   int ownerOf(int r) const { return r / localReplicas; }
   void gatherGradients();
+  // Its send and receive buffers, kept from step to step: fresh ones cost
+  // page faults on every step of a run.
+  std::vector<float> gatherMine, gatherAll;
   void gatherResults();
   void gatherBatchNormStatistics();
 

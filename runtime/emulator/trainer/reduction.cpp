@@ -86,7 +86,10 @@ void PhaseTrainer::Impl::gatherGradients() {
   for (int g = 0; g < P; ++g)
     for (const auto& s : group(0, g).slots) perReplica += static_cast<std::size_t>(s.rows * s.cols);
   const std::size_t perInstance = perReplica * static_cast<std::size_t>(localReplicas);
-  std::vector<float> mine(perInstance), all(perInstance * static_cast<std::size_t>(instances->count()));
+  std::vector<float>& mine = gatherMine;
+  std::vector<float>& all = gatherAll;
+  mine.resize(perInstance);
+  all.resize(perInstance * static_cast<std::size_t>(instances->count()));
   std::size_t at = 0;
   for (int r = firstLocal; r < firstLocal + localReplicas; ++r)
     for (int g = 0; g < P; ++g)

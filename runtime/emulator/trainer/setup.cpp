@@ -10,6 +10,7 @@
 
 #include "runtime/emulator/counter_rng.h"
 #include "runtime/emulator/fp16.h"
+#include "runtime/ir/instance_traffic.h"
 
 namespace ipu::emu {
 
@@ -41,10 +42,7 @@ Expected<bool> PhaseTrainer::Impl::setup() {
   if (settings.instances != nullptr && settings.instances->count() > 1) {
     // PopRun's rule: every instance drives the same number of replicas.
     const int n = settings.instances->count();
-    if (R % n != 0)
-      return Error{code::kInstances,
-                   "mapping `" + m.name + "` has " + std::to_string(R) + " replicas, which do not divide over " + std::to_string(n) + " instances",
-                   "every instance runs the same number of replicas: run a number of instances that divides " + std::to_string(R), m.source};
+    if (auto refusal = ir::refuseInstances(plan, n)) return Error{code::kInstances, refusal->message, refusal->help, refusal->where};
     instances = settings.instances.get();
     localReplicas = R / n;
     firstLocal = instances->rank() * localReplicas;

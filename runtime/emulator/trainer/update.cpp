@@ -46,12 +46,20 @@ void PhaseTrainer::Impl::update(double lr, float gradScale) {
     std::size_t group, slot, begin, end;   // [begin, end) within the slot's owned range
     bool whole;                            // Streaming Memory: every chunk, in order, in one item
   };
+  // As MPI instances, each instance updates only its own replicas' copies:
+  // without RTS every replica's update is the same arithmetic on the same
+  // reduced gradients, and another instance's copies are never read here
+  // (its passes run there; checkpoints and evaluation read this instance's
+  // own replicas). With RTS each replica updates its own shard and the
+  // all-gather below needs them all, so every copy is updated.
+  auto mine = [&](const Group& gr) { return rts || local(gr.replica); };
   // Phased: the weights come from Streaming Memory for the update and go
   // back; each replica reads its share (with RTS) and writes back what it keeps.
   const double wb = fp16Weights ? 2 : 4, ab = fp16Acc ? 2 : 4;
   if (phased)
     pool->run(groups.size(), [&](std::size_t i) {
       Group& gr = groups[i];
+      if (!mine(gr)) return;
       for (auto& s : gr.slots) {
         s.value = s.home;
         const double share = static_cast<double>(s.owned.end - s.owned.begin);
@@ -60,7 +68,7 @@ void PhaseTrainer::Impl::update(double lr, float gradScale) {
     });
   std::vector<Item> items;
   for (std::size_t i = 0; i < groups.size(); ++i)
-    for (std::size_t j = 0; j < groups[i].slots.size(); ++j) {
+    for (std::size_t j = 0; j < groups[i].slots.size() && mine(groups[i]); ++j) {
       Slot& s = groups[i].slots[j];
       const std::size_t n = s.owned.end - s.owned.begin;
       if (needsTrustRatio(opt) && s.scratch.size() < n) s.scratch.resize(n);
@@ -196,6 +204,7 @@ void PhaseTrainer::Impl::update(double lr, float gradScale) {
   if (phased)
     pool->run(groups.size(), [&](std::size_t i) {
       Group& gr = groups[i];
+      if (!mine(gr)) return;
       for (auto& s : gr.slots) {
         const std::size_t b = rtsStreamed ? s.owned.begin : 0, e = rtsStreamed ? s.owned.end : static_cast<std::size_t>(s.value.size());
         std::copy(s.value.data() + b, s.value.data() + e, s.home.data() + b);
