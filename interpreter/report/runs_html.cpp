@@ -263,7 +263,19 @@ function entitiesOf(D) {
     if (!members.has(v)) members.set(v, []);
     members.get(v).push(i);
   });
-  const list = Array.from(members.keys()).sort(naturally).map((v, k) => {
+  // Groups in the order of their values, numbers as numbers (0.005 before 0.01).
+  const order = (a, b) => {
+    const ra = D.runs[members.get(a)[0]], rb = D.runs[members.get(b)[0]];
+    for (const k of g.keys) {
+      const x = ra.params[k], y = rb.params[k];
+      if (x === y) continue;
+      if (x === undefined || y === undefined) return x === undefined ? 1 : -1;
+      const nx = Number(x), ny = Number(y);
+      return !Number.isNaN(nx) && !Number.isNaN(ny) ? nx - ny : naturally(x, y);
+    }
+    return naturally(a, b);
+  };
+  const list = Array.from(members.keys()).sort(order).map((v, k) => {
     const runs = members.get(v);
     return { key: "g" + v, label: v + " (" + runs.length + " run" + (runs.length === 1 ? "" : "s") + ")", tone: k + 1, colour: hueColour(k + 1), runs: runs };
   });
@@ -422,8 +434,7 @@ function drawCharts(D, E) {
     const full = [c.steps[0], c.steps[c.steps.length - 1]];
     const opts = {
       width: width, height: 200,
-      // One step alone (an evaluation at the end) in the middle, not at an edge of a wide range.
-      scales: { x: { time: false, range: (u, lo, hi) => lo === hi ? [lo - 1, hi + 1] : [lo, hi] } },
+      scales: { x: { time: false } },
       series: series,
       bands: bandList,
       axes: [{ values: (u, vals) => vals.map(tick) }, { size: 60, values: (u, vals) => vals.map(tick) }],
