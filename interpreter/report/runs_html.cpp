@@ -8,6 +8,7 @@
 #include <set>
 
 #include "interpreter/report/html_text.h"
+#include "interpreter/report/parameter_names.h"
 #include "interpreter/store/filter.h"
 
 namespace ipu::report {
@@ -139,27 +140,6 @@ std::vector<std::string> namingKeys(const std::vector<store::RunRecord>& records
     if (splits.insert(split).second) kept.push_back(k);
   }
   return kept;
-}
-
-// A parameter's name in a label: the shortest ending of its path that no
-// other differing parameter shares, with a short last part kept with the one
-// before (lr.peak, not peak; replicas alone): `phases.short.lr.peak` reads
-// `lr.peak`, `mapping.replicas` reads `replicas`.
-std::string shortName(const std::string& key, const std::vector<std::string>& others) {
-  std::vector<std::size_t> dots;
-  for (std::size_t i = 0; i < key.size(); ++i)
-    if (key[i] == '.') dots.push_back(i);
-  const std::size_t parts = dots.size() + 1;
-  const std::size_t leaf = key.size() - (dots.empty() ? 0 : dots.back() + 1);
-  for (std::size_t take = leaf <= 4 ? 2 : 1; take < parts; ++take) {
-    const std::string tail = key.substr(dots[parts - 1 - take] + 1);
-    const bool shared = std::any_of(others.begin(), others.end(), [&](const std::string& o) {
-      return o != key && (o == tail || (o.size() > tail.size() && o.compare(o.size() - tail.size(), tail.size(), tail) == 0 &&
-                                        o[o.size() - tail.size() - 1] == '.'));
-    });
-    if (!shared) return tail;
-  }
-  return key;
 }
 
 std::string shortValue(const std::string& v) {
@@ -757,7 +737,7 @@ nlohmann::json runsReportData(const std::vector<ReportRun>& runs) {
   // the runs, by their short names.
   const std::vector<std::string> naming = namingKeys(records, differing);
   std::vector<std::pair<std::string, std::string>> labelParams;  // short name, key
-  for (const auto& k : naming) labelParams.emplace_back(shortName(k, differing), k);
+  for (const auto& k : naming) labelParams.emplace_back(shortParameterName(k, differing), k);
   std::sort(labelParams.begin(), labelParams.end());
   // The table's parameter columns: the same, in the same order.
   std::vector<std::string> tableParams;
@@ -779,7 +759,7 @@ nlohmann::json runsReportData(const std::vector<ReportRun>& runs) {
   nlohmann::json groupBy = nlohmann::json::array();
   auto groupEntry = [&](const std::vector<std::string>& keys, std::size_t groups) {
     nlohmann::json labels = nlohmann::json::array();
-    for (const auto& k : keys) labels.push_back(shortName(k, differing));
+    for (const auto& k : keys) labels.push_back(shortParameterName(k, differing));
     std::string id = "p:";
     for (const auto& k : keys) id += (id.size() > 2 ? "|" : "") + k;
     return nlohmann::json{{"id", id}, {"keys", keys}, {"names", labels}, {"groups", groups}};
