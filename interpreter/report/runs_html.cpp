@@ -28,6 +28,20 @@ bool hasFinite(const std::vector<store::MetricPoint>& points) {
 // a third of the text of the seventeen a double prints with.
 nlohmann::json rounded(double v) {
   if (!std::isfinite(v)) return nullptr;
+  if (v == 0) return 0.0;
+  // In doubles when the powers of ten involved are exact (up to 1e22): the
+  // quotient or product of two exact values is the double nearest the
+  // six-digit decimal, which prints as such. A report holds 400,000 values:
+  // printing and parsing each would be a quarter of `ipu report`'s time.
+  const int e = static_cast<int>(std::floor(std::log10(std::abs(v))));
+  if (e >= -17 && e <= 5) {
+    const double scale = std::pow(10.0, 5 - e);
+    return std::round(v * scale) / scale;
+  }
+  if (e > 5 && e <= 27) {
+    const double unit = std::pow(10.0, e - 5);
+    return std::round(v / unit) * unit;
+  }
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.6g", v);
   return std::strtod(buf, nullptr);
@@ -192,6 +206,7 @@ function tick(v) {
   if (a >= 1e9) return +(v / 1e9).toPrecision(3) + "G";
   if (a >= 1e6) return +(v / 1e6).toPrecision(3) + "M";
   if (a >= 1e4) return +(v / 1e3).toPrecision(3) + "k";
+  if (a !== 0 && a < 1e-3) return v.toExponential(1).replace(".0e", "e");  // 8e-4, 1.5e-4: short enough for the axis
   return fmt(v);
 }
 const SVGNS = "http://www.w3.org/2000/svg";
