@@ -184,6 +184,12 @@ TEST(RunsReportData, CurvesShareOneThinnedGrid) {
   auto one = makeRun(1, {});
   one.history["loss"] = {{"loss", 1, 8.0 / 3, 0}, {"loss", 2, 1.0, 0}};
   EXPECT_EQ(runsReportData({one})["charts"][0]["series"][0]["values"][0].dump(), "2.66667");
+  const std::pair<double, const char*> cases[] = {{1234567.89, "1234570.0"}, {-0.000123456789, "-0.000123457"},
+                                                  {1.23456789e-7, "1.23457e-07"}, {6.0221e23, "6.0221e+23"}, {0.0, "0.0"}};
+  for (const auto& [value, text] : cases) {
+    one.history["loss"] = {{"loss", 1, value, 0}, {"loss", 2, 1.0, 0}};
+    EXPECT_EQ(runsReportData({one})["charts"][0]["series"][0]["values"][0].dump(), text) << value;
+  }
 }
 
 }  // namespace
