@@ -445,7 +445,7 @@ svg { max-width: 100%; height: auto; }
 
 const char* kLegend =
     "<div class=\"legend meta\"><span><svg width=\"12\" height=\"12\"><circle cx=\"6\" cy=\"6\" r=\"5\" class=\"pt-finished\"/></svg> "
-    "finished</span><span><svg width=\"14\" height=\"14\"><path d=\"M7,1l6,6l-6,6l-6,-6z\" class=\"pt-stopped\"/></svg> stopped "
+    "finished (in the colour of its metric, as everywhere on the page)</span><span><svg width=\"14\" height=\"14\"><path d=\"M7,1l6,6l-6,6l-6,-6z\" class=\"pt-stopped\"/></svg> stopped "
     "early</span><span><svg width=\"12\" height=\"12\"><path d=\"M1,1l10,10m0,-10l-10,10\" class=\"pt-failed\"/></svg> failed or "
     "killed</span><span><svg width=\"22\" height=\"8\"><path d=\"M0,4H22\" class=\"best-line\"/></svg> best so far</span>"
     "<span><svg width=\"22\" height=\"8\"><path d=\"M0,4H22\" class=\"target\"/></svg> target</span></div>\n";
