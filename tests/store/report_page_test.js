@@ -21,7 +21,8 @@
 //   - hiding a group in the legend hides it in every chart;
 //   - a live page (served by a local HTTP server here, as `ipu ui` does)
 //     redraws when runs are added and keeps the grouping, the smoothing, the
-//     hidden groups and the zoom the reader chose, and each run's colour.
+//     hidden groups, the zoom and the plots' choices the reader made, and
+//     each run's colour.
 //
 //   node report_page_test.js IPU FIXTURE CHROMIUM [SCREENSHOT.png]
 "use strict";
@@ -225,6 +226,8 @@ async function main() {
     await livePage.select("#group-by", "p:phases.short.lr.base");
     await livePage.$eval("#smoothing", e => { e.value = "0.6"; e.dispatchEvent(new Event("change")); });
     await livePage.click('#legend .chip[data-key="glr.base=0.005"]');
+    await livePage.select("#scatter-x", "seed");
+    await livePage.select("#parallel-metric", "eval.loss");
     // Zoom the loss chart by dragging across it.
     const o = await (await livePage.$('.chart[data-key="loss"] .u-over')).boundingBox();
     await livePage.mouse.move(o.x + o.width * 0.2, o.y + o.height / 2);
@@ -247,6 +250,8 @@ async function main() {
         curves: Number(document.querySelector('.chart[data-key="loss"]').dataset.curves),
         runs: document.getElementById("run-count").textContent,
         zoom: [s.min, s.max],
+        scatterX: document.getElementById("scatter-x").value,
+        parallelMetric: document.getElementById("parallel-metric").value,
       };
     });
     check(after.runs === "208 runs", "the live page redrew with the new runs", after.runs);
@@ -254,6 +259,7 @@ async function main() {
     check(after.legend.join("|") === "lr.base=0.005 (52 runs) off|lr.base=0.01 (52 runs)|lr.base=0.02 (52 runs)|lr.base=0.04 (52 runs)",
           "the hidden group stays hidden, the groups count the new runs", after.legend);
     check(after.curves === 3, "three groups drawn", after.curves);
+    check(after.scatterX === "seed" && after.parallelMetric === "eval.loss", "the scatter's and parallel coordinates' choices stay", after);
     check(Math.abs(after.zoom[0] - zoom[0]) < 1e-6 && Math.abs(after.zoom[1] - zoom[1]) < 1e-6, "the zoom stays", [zoom, after.zoom]);
     await livePage.select("#group-by", "");
     check((await colourOf(17)) === before17, "a run keeps its colour when runs are added", [before17, await colourOf(17)]);
