@@ -1,6 +1,6 @@
 // `ipu report [IDS | --where FILTER] -o report.html`: one self-contained HTML
-// file of recorded runs, with their curves, parameters, and for many runs
-// parallel coordinates and a scatter (interpreter/report/runs_html.h;
+// file of recorded runs, with their curves (grouped, smoothed), parameters,
+// and for many runs parallel coordinates and a scatter (interpreter/report/runs_html.h;
 // docs/tracking.md). Its own file with one entry point, so the command
 // line's dispatch needs only a line for it.
 // `args` are the arguments after `report`. Returns the process exit code.
@@ -25,9 +25,12 @@ const char* kReportUsage = R"(usage: ipu report [ID...] [--where FILTER] [--limi
        ipu report --sweep SWEEP [--json] -o report.html
 
 Writes one self-contained HTML file (no network needed: it can be mailed) with
-the metric curves of the selected runs overlaid, their parameters, and for
-three runs or more a parallel-coordinates plot and a scatter of any metric
-against any parameter. Runs are chosen by number or name, or with --where
+the metric curves of the selected runs overlaid, one legend naming each run by
+what differs (or its --name), grouping by a parameter or tag (mean and min-max
+band; by default past 20 runs), smoothing, metrics that never changed in a
+table, their parameters, tags and notes, and for three runs or more a
+parallel-coordinates plot and a scatter of any metric against any parameter.
+Runs are chosen by number or name, or with --where
 (the filter language of `ipu runs`, docs/tracking.md); neither: the newest
 --limit runs (default 20).
 

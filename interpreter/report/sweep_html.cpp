@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <set>
 
 #include "interpreter/report/html_text.h"
+#include "interpreter/report/parameter_names.h"
 #include "interpreter/store/filter.h"
 #include "interpreter/store/sweep_records.h"
 
@@ -193,8 +195,38 @@ std::string shorten(const std::string& s, std::size_t n) {
   return s.substr(0, cut) + "\xE2\x80\xA6";
 }
 
+// A trial's colour, the same in the history, the parallel coordinates and
+// the table: its metric's quality among the trials (grey without a value).
+std::map<long long, std::string> trialColours(const SweepReport& r) {
+  std::vector<double> metrics;
+  for (const auto& t : r.trials) metrics.push_back(t.record.metric);
+  const Mapping metricMap = metricMapping(metrics);
+  std::map<long long, std::string> out;
+  for (const auto& row : r.trials) {
+    const store::TrialRecord& t = row.record;
+    const bool withMetric = has(t.metric) && (t.state == TrialState::Finished || t.state == TrialState::Stopped);
+    const double u = metricMap.unit(t.metric).value_or(0.5);
+    out[t.index] = withMetric ? qualityColour(r.sweep.spec.metric.goal == sweep::Goal::Minimize ? 1 - u : u) : "#b8b8b8";
+  }
+  return out;
+}
+
+// "trial 3: lr=0.0012, layers=4": the parameters whose values differ among
+// the trials, by their short names, then every value in full.
 std::string trialTitle(const SweepReport& r, const store::TrialRecord& t) {
-  std::string s = "trial " + std::to_string(t.index) + " (" + store::name(t.state) + ")";
+  std::vector<std::string> paths;
+  for (const auto& a : r.axes) paths.push_back(a.path);
+  std::string what;
+  for (const auto& a : r.axes) {
+    std::set<std::string> seen;
+    for (const auto& row : r.trials)
+      if (const sweep::ParamValue* v = valueOf(row.record.assignment, a.path)) seen.insert(v->canonical());
+    const sweep::ParamValue* v = valueOf(t.assignment, a.path);
+    if (seen.size() < 2 || !v) continue;
+    what += (what.empty() ? ": " : ", ") + shortParameterName(a.path, paths) + "=" +
+            (v->kind == sweep::ParamValue::Kind::Number ? fmt(v->number) : v->canonical());
+  }
+  std::string s = "trial " + std::to_string(t.index) + what + " (" + store::name(t.state) + ")";
   for (const auto& [path, v] : t.assignment) s += "\n" + path + " = " + v.canonical();
   s += "\n" + r.sweep.spec.metric.name + " = " + fmt(t.metric);
   if (t.runId) s += "\nrun " + std::to_string(*t.runId);
@@ -215,6 +247,7 @@ std::string historySvg(const SweepReport& r) {
   const Mapping m = metricMapping(values);
   const double W = 900, H = 340, left = 78, right = 24, top = 20, plotBottom = H - 76, failY = H - 56;
   const double n = static_cast<double>(r.history.size());
+  auto colours = trialColours(r);
   auto X = [&](std::size_t i) { return left + (static_cast<double>(i) + 0.5) / n * (W - left - right); };
   auto Y = [&](double v) { return top + (1 - m.unit(v).value_or(0)) * (plotBottom - top); };
   std::string s = "<svg id=\"history\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 " + num(W) + " " + num(H) +
@@ -262,11 +295,12 @@ std::string historySvg(const SweepReport& r) {
     } else if (p.state == TrialState::Stopped) {
       const double y = Y(p.metric);
       s += "<path d=\"M" + num(x) + "," + num(y - 6) + "l6,6l-6,6l-6,-6z\" class=\"pt-stopped\" data-trial=\"" +
-           std::to_string(p.index) + "\">" + title + "</path>";
+           std::to_string(p.index) + "\" style=\"fill:" + colours[p.index] + "\">" + title + "</path>";
     } else {
       const bool best = r.best && *r.best == p.index;
       s += "<circle cx=\"" + num(x) + "\" cy=\"" + num(Y(p.metric)) + "\" r=\"" + (best ? "7" : "5") + "\" class=\"pt-finished" +
-           (best ? " pt-best" : "") + "\" data-trial=\"" + std::to_string(p.index) + "\">" + title + "</circle>";
+           (best ? " pt-best" : "") + "\" data-trial=\"" + std::to_string(p.index) + "\" style=\"fill:" + colours[p.index] + "\">" +
+           title + "</circle>";
     }
   }
   s += "</svg>";
@@ -296,6 +330,7 @@ std::string parallelSvg(const SweepReport& r) {
   const auto& metric = r.sweep.spec.metric;
   cols.push_back({metric.name + " (" + sweep::goalName(metric.goal) + ")", metricMap, ""});
 
+  auto colours = trialColours(r);
   const double W = 1000, H = 400, top = 56, bottom = 44, left = 80, right = 110;
   auto X = [&](std::size_t i) {
     return cols.size() < 2 ? left : left + static_cast<double>(i) * (W - left - right) / static_cast<double>(cols.size() - 1);
@@ -329,13 +364,8 @@ std::string parallelSvg(const SweepReport& r) {
     ++lines;
     const bool withMetric = has(t.metric) && (t.state == TrialState::Finished || t.state == TrialState::Stopped);
     std::string cls = "pc-line";
-    std::string stroke = "#b8b8b8";
-    if (withMetric) {
-      const double u = metricMap.unit(t.metric).value_or(0.5);
-      stroke = qualityColour(metric.goal == sweep::Goal::Minimize ? 1 - u : u);
-    } else {
-      cls += " pc-nometric";
-    }
+    const std::string stroke = colours[t.index];
+    if (!withMetric) cls += " pc-nometric";
     if (t.state == TrialState::Stopped) cls += " pc-stopped";
     if (it->best) {
       cls += " pc-best";
@@ -407,6 +437,7 @@ svg { max-width: 100%; height: auto; }
 .pc-nometric { stroke-width: 1.2; opacity: 0.6; } .pc-stopped { stroke-dasharray: 5 3; }
 .pc-best { stroke-width: 3.5; opacity: 1; } .pc-best-halo { fill: none; stroke: #000; stroke-width: 6.5; opacity: 0.85; }
 .pc-axis { stroke: #444; stroke-width: 1; } .pc-label { font-size: 12px; font-weight: 600; }
+.swatch { display: inline-block; width: 10px; height: 10px; margin-right: 5px; border-radius: 2px; }
 .legend span { margin-right: 16px; } .legend svg { vertical-align: middle; }
 .bar { position: relative; width: 160px; height: 10px; background: #f1f1f1; } .bar span { position: absolute; top: 0; height: 10px; }
 .bar .pos { background: #2a6fb4; } .bar .neg { background: #d08a2e; } .bar.signed::after { content: ""; position: absolute; left: 50%; top: -2px; height: 14px; border-left: 1px solid #888; }
@@ -414,7 +445,7 @@ svg { max-width: 100%; height: auto; }
 
 const char* kLegend =
     "<div class=\"legend meta\"><span><svg width=\"12\" height=\"12\"><circle cx=\"6\" cy=\"6\" r=\"5\" class=\"pt-finished\"/></svg> "
-    "finished</span><span><svg width=\"14\" height=\"14\"><path d=\"M7,1l6,6l-6,6l-6,-6z\" class=\"pt-stopped\"/></svg> stopped "
+    "finished (in the colour of its metric, as everywhere on the page)</span><span><svg width=\"14\" height=\"14\"><path d=\"M7,1l6,6l-6,6l-6,-6z\" class=\"pt-stopped\"/></svg> stopped "
     "early</span><span><svg width=\"12\" height=\"12\"><path d=\"M1,1l10,10m0,-10l-10,10\" class=\"pt-failed\"/></svg> failed or "
     "killed</span><span><svg width=\"22\" height=\"8\"><path d=\"M0,4H22\" class=\"best-line\"/></svg> best so far</span>"
     "<span><svg width=\"22\" height=\"8\"><path d=\"M0,4H22\" class=\"target\"/></svg> target</span></div>\n";
@@ -637,11 +668,12 @@ std::string sweepReportHtml(const SweepReport& r, const std::string& title) {
   for (const auto& a : r.axes) html += "<th>" + escapeHtml(a.path) + "</th>";
   html += "<th class=\"num\">" + escapeHtml(spec.metric.name) + "</th><th class=\"num\">run</th><th class=\"num\">steps</th>"
           "<th>note</th></tr></thead><tbody>\n";
+  auto colours = trialColours(r);
   for (const auto& row : r.trials) {
     const auto& t = row.record;
     html += "<tr data-trial=\"" + std::to_string(t.index) + "\"" + (row.best ? " class=\"best\"" : "") + "><td class=\"num\">" +
-            (row.rank ? std::to_string(*row.rank) : "") + "</td><td class=\"num\">" + std::to_string(t.index) +
-            "</td><td class=\"state-" + store::name(t.state) + "\">" + store::name(t.state) + "</td>";
+            (row.rank ? std::to_string(*row.rank) : "") + "</td><td class=\"num\"><span class=\"swatch\" style=\"background:" +
+            colours[t.index] + "\"></span>" + std::to_string(t.index) + "</td><td class=\"state-" + store::name(t.state) + "\">" + store::name(t.state) + "</td>";
     for (const auto& a : r.axes) {
       const sweep::ParamValue* v = valueOf(t.assignment, a.path);
       // Numbers drawn at random have 17 digits: 6 are shown, all in the hover.

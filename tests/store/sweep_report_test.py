@@ -147,6 +147,20 @@ try:
           "a point per ended trial in the history")
     check(len(re.findall(r'class="pt-stopped"', text)) == 2 + 1 and len(re.findall(r'class="pt-failed"', text)) == 2 + 1,
           "stopped and failed trials marked (and in the legend)")
+    # One colour per trial: its history point, its parallel-coordinates line, its table row.
+    points = dict(re.findall(r'class="pt-(?:finished|stopped)[^"]*" data-trial="(\d+)" style="fill:([^"]+)"', text))
+    lines = {t: c for c, t in re.findall(r'<path d="[^"]*" stroke="([^"]+)" class="pc-line[^"]*" data-trial="(\d+)"', text)}
+    rows = dict(re.findall(r'<tr data-trial="(\d+)"[^>]*><td class="num">\d*</td><td class="num"><span class="swatch" '
+                           r'style="background:([^"]+)"', text))
+    check(len(points) == 21 and len(lines) == 24 and len(rows) == 24, "colours found for every trial",
+          (len(points), len(lines), len(rows)))
+    check(all(lines[t] == rows[t] for t in rows) and all(points[t] == rows[t] for t in points),
+          "each trial one colour in the history, the parallel coordinates and the table",
+          [(t, points.get(t), lines.get(t), rows.get(t)) for t in rows if not (lines.get(t) == rows[t] == points.get(t, rows[t]))])
+    check(len(set(rows.values())) > 10, "trials in many colours (by their metric)", set(rows.values()))
+    # A trial's hover names what differs among the trials, briefly.
+    check(re.search(r"<title>trial \d+: lr=[0-9.e-]+, micro_batch=\d+, optimizer=\w+, tag=", text) is not None,
+          "a trial's title names the parameters that differ", re.findall(r"<title>trial [^\n<]*", text)[:3])
     check('class="target"' in text, "the target line is drawn")
     check('pc-best' in text and 'class="best"' in text, "the best trial highlighted")
     check(HOSTILE not in text, "no user string reaches the page unescaped")
