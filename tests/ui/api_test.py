@@ -247,6 +247,10 @@ try:
     check(resp.getheader("X-Content-Type-Options") == "nosniff" and "default-src" in (resp.getheader("Content-Security-Policy") or ""),
           "pages are served with nosniff and a content security policy", resp.getheaders())
 
+    _, _, _, resp = request(port, "/api/runs", headers={"Accept-Encoding": "gzip, deflate, br"})
+    check(resp.getheader("Content-Encoding") is None and resp.getheader("Content-Type") == "application/json",
+          "answers go out uncompressed, one Content-Type (Brotli at its highest quality costs seconds)", resp.getheaders())
+
     # ---- who may ask
     status, doc, _ = get(port, "/api/runs", headers={"Host": "evil.example:%d" % port})
     check(status == 403 and "Host" in doc["error"], "another Host (DNS rebinding): 403", doc)
