@@ -126,7 +126,6 @@ async function main() {
       return ids.length === 2 && ids[0] < ids[1];
     }, { timeout: 20000 });
     const [a, b] = await page.$$eval("#runs tbody tr", rows => rows.map(r => Number(r.dataset.id)));
-    await page.screenshot({ path: path.join(outDir, "ui-runs.png") });
     // A bad filter: its message and caret, inline.
     await page.$eval("#where", e => { e.value = ""; });
     await page.type("#where", badFilter);
@@ -152,6 +151,11 @@ async function main() {
     check(await page.$$eval("#runs img", imgs => imgs.length) === 0, "a note with markup is shown as text");
     const stored = await api("/api/runs/" + a);
     check(stored.note === note && stored.tags.includes("baseline"), "the tag and the note are in the store", stored);
+    await page.click(`tr[data-id="${b}"] input[type=checkbox]`);  // two selected: what a comparison starts from
+    const bottom = await page.$eval("#runs", e => e.getBoundingClientRect().bottom);
+    await page.screenshot({ path: path.join(outDir, "ui-runs.png"), clip: { x: 0, y: 0, width: 1280, height: Math.ceil(bottom) + 20 } });
+    await page.click(`tr[data-id="${b}"] input[type=checkbox]`);
+    await page.click(`tr[data-id="${a}"] input[type=checkbox]`);
     await pageErrors("runs page");
 
     // ---- a run while it trains: its curve grows
@@ -185,7 +189,7 @@ async function main() {
     const stillRunning = (await api("/api/runs/" + liveId)).status === "running";
     check(stillRunning, "the run was still training while the page grew (the test saw it live)");
     await page.waitForSelector('#ui-details[data-rendered="yes"]', { timeout: 20000 });
-    await page.screenshot({ path: path.join(outDir, "ui-run-live.png"), fullPage: true });
+    await page.screenshot({ path: path.join(outDir, "ui-run-live.png") });
     await pageErrors("a live run's page");
     live.kill("SIGINT");
     await new Promise(r => live.on("exit", r));
