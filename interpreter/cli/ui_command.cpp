@@ -16,6 +16,7 @@
 #include <signal.h>
 
 #include <atomic>
+#include <csignal>
 #include <thread>
 
 #include "interpreter/store/run_store.h"
@@ -121,6 +122,7 @@ int uiCommand(const std::vector<std::string>& args) {
   sigaddset(&signals, SIGUSR1);  // the server ended by itself: the waiter leaves
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  std::signal(SIGPIPE, SIG_IGN);  // a browser gone mid-answer is an error of that write, not the end of the server
   ui::Server server(options);
   int port = 0;
   try {

@@ -157,6 +157,13 @@ struct Server::Impl {
                                "default-src 'self' 'unsafe-inline' data:; connect-src 'self'; form-action 'self'; "
                                "frame-ancestors 'none'; base-uri 'none'"}});
     http.set_payload_max_length(1 << 20);  // a note or a list of tags, never more
+    // A browser opens up to six connections per page and keeps each open
+    // (a thread each) until the keep-alive timeout: with the library's 8
+    // threads and its 5 s, two tabs loading at once would wait seconds for a
+    // thread. Idle connections close after 1 s (a live page's next poll
+    // opens one again), and threads are cheap.
+    http.set_keep_alive_timeout(1);
+    http.new_task_queue = [] { return new httplib::ThreadPool(32); };
     http.set_pre_routing_handler([this](const Req& req, Res& res) {
       return admit(req, res) ? httplib::Server::HandlerResponse::Unhandled : httplib::Server::HandlerResponse::Handled;
     });

@@ -7,7 +7,8 @@
 // them (and a bad filter shows its caret); tags a run and writes a note (text
 // with markup, shown as text) from the page; opens a run WHILE `ipu run`
 // trains it and sees its curve grow (body[data-updates] rises and the points
-// the page was served grow); compares two runs (curves, the parameter that
+// the page was served grow), and the table change its status when it ends;
+// compares two runs (curves, the parameter that
 // differs, predicted against measured); opens the sweeps and a sweep, which
 // reloads itself when the sweep changes (`ipu sweep pause`). No page may
 // log an error, throw, or open a dialog (an injected alert). Screenshots go
@@ -191,8 +192,18 @@ async function main() {
     await page.waitForSelector('#ui-details[data-rendered="yes"]', { timeout: 20000 });
     await page.screenshot({ path: path.join(outDir, "ui-run-live.png") });
     await pageErrors("a live run's page");
+    // The table is live too: the run's status changes in place when it ends.
+    await page.goto(url + "?where=" + encodeURIComponent("id = " + liveId), { waitUntil: "load" });
+    await page.waitForSelector(`tr[data-id="${liveId}"] td.status-running`, { timeout: 20000 });
+    const updatesBefore = await page.evaluate(() => Number(document.body.dataset.updates));
+    const ended = new Promise(r => live.on("exit", r));
     live.kill("SIGINT");
-    await new Promise(r => live.on("exit", r));
+    await ended;
+    await page.waitForFunction(id => !document.querySelector(`tr[data-id="${id}"] td.status-running`), { timeout: 20000 }, liveId);
+    const after = await page.$eval(`tr[data-id="${liveId}"]`, r => r.children[3].textContent);
+    check(after !== "running" && await page.evaluate(() => Number(document.body.dataset.updates)) > updatesBefore,
+          "the table shows the run's new status without a reload", after);
+    await pageErrors("the live table");
 
     // ---- two runs compared
     await page.goto(url + "?where=" + encodeURIComponent(filter + " AND status = finished"), { waitUntil: "load" });

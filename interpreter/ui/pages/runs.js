@@ -47,7 +47,7 @@ async function load() {
   document.body.dataset.state = "ok";
   if (r.text === shown) return;
   // Not while a note is being written in the table: the redraw would drop it.
-  if (document.activeElement && document.activeElement.closest && document.activeElement.closest("#runs")) return;
+  if (document.activeElement && document.activeElement.matches("#runs input:not([type=checkbox])")) return;
   shown = r.text;
   data = r.json;
   render();
