@@ -173,7 +173,7 @@ int uiCommand(const std::vector<std::string>&) {
 
 const Command kUiCommand{"ui", "ui",
                          "a live dashboard of the run store in the browser: runs, curves\n"
-                         "growing while they train, comparisons, sweeps",
+                         "growing as they train, comparisons, sweeps (docs/tracking.md)",
                          kHelp, uiCommand};
 
 }  // namespace ipu::cli
