@@ -219,7 +219,8 @@ async function main() {
           details);
     const curves = await page.evaluate(() => Number(document.body.dataset.curves || 0));
     check(curves >= 2, "the comparison draws curves of both runs", curves);
-    await page.screenshot({ path: path.join(outDir, "ui-compare.png"), fullPage: true });
+    await page.screenshot({ path: path.join(outDir, "ui-compare.png") });
+    await (await page.$("#ui-details")).screenshot({ path: path.join(outDir, "ui-compare-details.png") });
     await pageErrors("the comparison");
 
     // ---- sweeps
