@@ -46,7 +46,7 @@ std::string param(const Query& q, const std::string& name) {
   return it == q.end() ? std::string() : it->second;
 }
 
-std::variant<std::vector<store::RunRecord>, Reply> findRuns(store::RunStore& st, const std::vector<store::RunRecord>& all,
+std::variant<std::vector<store::RunRecord>, Reply> findRuns(store::RunStore& st, const std::vector<store::RunRecord>* all,
                                                             const Query& q) {
   const std::string text = param(q, "ids");
   std::vector<std::string> ids;
@@ -61,7 +61,7 @@ std::variant<std::vector<store::RunRecord>, Reply> findRuns(store::RunStore& st,
   std::vector<store::RunRecord> runs;
   std::set<long long> seen;
   for (const auto& id : ids) {
-    auto r = store::findRun(st, id, &all);
+    auto r = store::findRun(st, id, all);
     if (!r) return errorReply(404, "there is no run `" + id + "` in `" + st.location() + "`");
     if (seen.insert(r->id).second) runs.push_back(std::move(*r));
   }
@@ -190,9 +190,10 @@ Reply Dashboard::metrics(const std::string& id, const Query& q) const {
 
 Reply Dashboard::reportData(const Query& q) const {
   return guarded([&]() -> Reply {
+    // Asked every poll by every live page: the runs are read by id, the
+    // store not listed.
     auto st = store::openStore(store_, store::OpenMode::Existing);
-    const auto all = st->listRuns();
-    auto found = findRuns(*st, all, q);
+    auto found = findRuns(*st, nullptr, q);
     if (auto* reply = std::get_if<Reply>(&found)) return *reply;
     std::vector<report::ReportRun> runs;
     for (auto& r : std::get<std::vector<store::RunRecord>>(found)) {
@@ -208,8 +209,8 @@ Reply Dashboard::reportData(const Query& q) const {
 Reply Dashboard::comparison(const Query& q) const {
   return guarded([&]() -> Reply {
     auto st = store::openStore(store_, store::OpenMode::Existing);
-    const auto all = st->listRuns();
-    auto found = findRuns(*st, all, q);
+    const auto all = st->listRuns();  // the estimates to pair runs with
+    auto found = findRuns(*st, &all, q);
     if (auto* reply = std::get_if<Reply>(&found)) return *reply;
     const auto& runs = std::get<std::vector<store::RunRecord>>(found);
     json out;

@@ -106,8 +106,7 @@ Reply Dashboard::runPage(const std::string& id) const {
 Reply Dashboard::comparePage(const Query& q) const {
   Reply reply = guarded([&]() -> Reply {
     auto st = store::openStore(store_, store::OpenMode::Existing);
-    const auto all = st->listRuns();
-    auto found = findRuns(*st, all, q);
+    auto found = findRuns(*st, nullptr, q);
     if (auto* error = std::get_if<Reply>(&found)) return *error;
     auto& runs = std::get<std::vector<store::RunRecord>>(found);
     const std::string title = "comparison of " + std::to_string(runs.size()) + " run" + (runs.size() == 1 ? "" : "s");

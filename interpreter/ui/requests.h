@@ -19,7 +19,9 @@ std::string param(const Query& q, const std::string& name);
 
 // The runs of `?ids=3,5,tiny-7` (ids or names, in that order, each once), or
 // the reply saying what is wrong (400: none or too many; 404: no such run).
-std::variant<std::vector<store::RunRecord>, Reply> findRuns(store::RunStore& st, const std::vector<store::RunRecord>& all,
+// `all`: the store's listRuns() when the caller has it (a name is looked up
+// there); null: runs named by id are read alone, without listing the store.
+std::variant<std::vector<store::RunRecord>, Reply> findRuns(store::RunStore& st, const std::vector<store::RunRecord>* all,
                                                             const Query& q);
 
 // The report of the sweep `name` (404 when the store has none of that name).
