@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <cctype>
 #include <memory>
 #include <random>
 #include <stdexcept>
@@ -57,6 +58,18 @@ std::string cookieValue(const std::string& header, const std::string& name) {
     at = end + 1;
   }
   return "";
+}
+
+// A decoded path as it goes in a Location header: bytes other than letters,
+// digits, `-._~/` percent-encoded.
+std::string encodePath(const std::string& path) {
+  const char* hex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : path) {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' || c == '/') out += static_cast<char>(c);
+    else out += {'%', hex[c >> 4], hex[c & 15]};
+  }
+  return out;
 }
 
 Query queryOf(const httplib::Request& req) { return Query(req.params.begin(), req.params.end()); }
@@ -114,7 +127,7 @@ struct Server::Impl {
         for (const auto& [k, v] : req.params)
           if (k != "token") rest += (rest.empty() ? "?" : "&") + httplib::detail::encode_query_param(k) + "=" +
                                     httplib::detail::encode_query_param(v);
-        res.set_redirect(req.path + rest, 303);
+        res.set_redirect(encodePath(req.path) + rest, 303);
         return false;
       }
       const std::string given = req.has_header("X-Ipu-Token") ? req.get_header_value("X-Ipu-Token")

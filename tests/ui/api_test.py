@@ -323,6 +323,9 @@ try:
     check(status == 303 and cookie.startswith("ipu_ui_token=s3cret-token") and "HttpOnly" in cookie
           and resp.getheader("Location") == "/?where=kind%20%3D%20run", "/?token=: a cookie, and the URL without it",
           (status, resp.getheaders()))
+    status, _, _, resp = request(port, "/runs/" + q("tiny run <1>") + "?token=s3cret-token")
+    check(status == 303 and resp.getheader("Location") == "/runs/tiny%20run%20%3C1%3E",
+          "/?token= keeps the page's path, encoded", resp.getheaders())
     status, _, _, resp = request(port, "/?token=guess-guess")
     check(status == 403 and not resp.getheader("Set-Cookie"), "/?token= with a wrong token: 403, no cookie")
     status, doc, _ = get(port, "/api/runs", headers={"Cookie": "other=1; ipu_ui_token=s3cret-token"})
