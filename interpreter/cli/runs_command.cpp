@@ -21,6 +21,7 @@
 #include "interpreter/base/terminal.h"
 #include "interpreter/cli/arguments.h"
 #include "interpreter/cli/output_file.h"
+#include "interpreter/runner/dead_runs.h"
 #include "interpreter/runner/estimate_record.h"
 #include "interpreter/runner/measured_run.h"
 #include "interpreter/runner/run_import.h"
@@ -137,23 +138,8 @@ void printTable(std::ostream& os, const std::vector<std::string>& header, const 
 
 using runner::processAlive;
 
-// A run of this host whose process is gone (killed with -9, or by the
-// machine's OOM killer) is shown as killed at once, not as running until
-// `ipu runs gc`: its silence is no longer needed to tell. Another host's
-// processes cannot be seen; their heartbeat decides, in gc. A store that
-// cannot be written (read-only) is listed as it is.
-void markDeadLocalRuns(store::RunStore& st) {
-  const std::string here = runner::hostName();
-  try {
-    st.markStale(store::nowSeconds(), 2 * runner::kHeartbeatSeconds, [&](const std::string& host, long long pid) {
-      return host != here || processAlive(host, pid);
-    });
-  } catch (const store::StoreError&) {
-  }
-}
-
 int listRuns(store::RunStore& st, const RunsOptions& o) {
-  markDeadLocalRuns(st);
+  runner::markDeadLocalRuns(st);
   std::vector<store::RunRecord> runs;
   std::vector<store::RunRecord> all;
   if (int code = selectRuns(st, {}, o.where, runs, "runs", &all)) return code;
@@ -240,7 +226,7 @@ std::string number(double v) {
 
 int showRun(store::RunStore& st, const RunsOptions& o) {
   if (o.positional.size() != 1) return usage("`runs show` takes one run (its number or name)");
-  markDeadLocalRuns(st);
+  runner::markDeadLocalRuns(st);
   auto r = store::findRun(st, o.positional[0]);
   if (!r) {
     std::cerr << "ipu runs: " << noSuchRun(st, o.positional[0]) << "\n";

@@ -13,6 +13,7 @@
 #include "interpreter/base/diagnostic.h"
 #include "interpreter/report/runs_html.h"
 #include "interpreter/report/sweep_html.h"
+#include "interpreter/runner/dead_runs.h"
 #include "interpreter/runner/measured_run.h"
 #include "interpreter/store/filter.h"
 #include "interpreter/store/run_analysis.h"
@@ -79,7 +80,9 @@ Reply Dashboard::config() const {
 Reply Dashboard::runs(const Query& q) const {
   return guarded([&]() -> Reply {
     auto st = store::openStore(store_, store::OpenMode::Existing);
-    const std::vector<store::RunRecord> all = st->listRuns();
+    std::vector<store::RunRecord> all = st->listRuns();
+    // Shown as `ipu runs` shows them: a run of this host whose process died is killed.
+    if (!runner::markDeadLocalRuns(*st, &all).empty()) all = st->listRuns();
     store::FieldResolver names(all);
     std::vector<store::RunRecord> selected;
     const std::string where = param(q, "where");
@@ -151,6 +154,8 @@ Reply Dashboard::run(const std::string& id) const {
     auto st = store::openStore(store_, store::OpenMode::Existing);
     auto r = store::findRun(*st, id);
     if (!r) return errorReply(404, "there is no run `" + id + "` in `" + st->location() + "`");
+    if (const std::vector<store::RunRecord> one{*r}; !runner::markDeadLocalRuns(*st, &one).empty())
+      r = store::findRun(*st, std::to_string(r->id));
     return jsonReply(store::runJson(*r, true));
   });
 }
@@ -209,7 +214,8 @@ Reply Dashboard::reportData(const Query& q) const {
 Reply Dashboard::comparison(const Query& q) const {
   return guarded([&]() -> Reply {
     auto st = store::openStore(store_, store::OpenMode::Existing);
-    const auto all = st->listRuns();  // the estimates to pair runs with
+    auto all = st->listRuns();  // the estimates to pair runs with
+    if (!runner::markDeadLocalRuns(*st, &all).empty()) all = st->listRuns();
     auto found = findRuns(*st, &all, q);
     if (auto* reply = std::get_if<Reply>(&found)) return *reply;
     const auto& runs = std::get<std::vector<store::RunRecord>>(found);

@@ -26,6 +26,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 import urllib.parse
 
 ipu, fixture, root = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -277,6 +278,32 @@ try:
         os.rename(os.path.join(moved, f), os.path.join(tmp, f))
     status, doc, _ = get(port, "/api/runs")
     check(status == 200 and doc["total"] == total, "the store back: 200", doc)
+
+    # ---- a run killed with -9: shown killed, as `ipu runs` shows it, once
+    # two heartbeats (10 s) have passed without one
+    doomed = subprocess.Popen([ipu, "run", tiny, "--steps", "5000", "--threads", "1", "--runs-dir", os.path.join(tmp, "runs")],
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    doomed_id = None
+    for _ in range(300):
+        status, doc, _ = get(port, "/api/runs?where=" + q("status = running AND training = tiny_pretrain"))
+        if status == 200 and doc["runs"]:
+            doomed_id = doc["runs"][0]["id"]
+            break
+        time.sleep(0.1)
+    check(doomed_id is not None, "the training run is listed as running")
+    doomed.kill()
+    doomed.wait()
+    seen = None
+    for _ in range(60):
+        status, doc, _ = get(port, "/api/runs?where=" + q("id = %s" % doomed_id))
+        seen = doc["runs"][0]["status"] if status == 200 and doc["runs"] else None
+        if seen == "killed":
+            break
+        time.sleep(0.5)
+    check(seen == "killed", "a run of this host killed with -9 is shown killed by the dashboard", seen)
+    shown = json.loads(subprocess.run([ipu, "runs", "show", str(doomed_id), "--json"], env=env, capture_output=True, text=True).stdout)
+    check(shown["status"] == "killed" and "no heartbeat" in shown["stop_reason"], "and so recorded in the store", shown)
+    total += 1
 
     server.send_signal(signal.SIGINT)
     check(server.wait(timeout=30) == 130, "Ctrl-C ends the server with 130")
