@@ -198,7 +198,7 @@ grep -q "did you mean \`check\`" "$TMP/err" || { echo "FAIL: a misspelt command 
 # has its own help, by `ipu help NAME` and by `ipu NAME --help`, naming it.
 expect 0 "ipu --help" -- "$IPU" --help
 commands=$(sed -n '/^commands:/,/^$/p' "$TMP/out" | grep -E '^  [a-z]' | awk '{print $1}')
-[ "$(echo $commands)" = "check plan fmt estimate search calibrate run repl runs report sweep agent lsp" ] || { echo "FAIL: ipu --help lists: $commands"; fail=1; }
+[ "$(echo $commands)" = "check plan fmt estimate search calibrate run repl runs report sweep agent ui lsp" ] || { echo "FAIL: ipu --help lists: $commands"; fail=1; }
 for c in $commands; do
   expect 0 "ipu help $c" -- "$IPU" help "$c"
   head -1 "$TMP/out" | grep -q "^usage: ipu $c" || { echo "FAIL: ipu help $c is not its own help"; head -3 "$TMP/out"; fail=1; }

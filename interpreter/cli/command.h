@@ -31,6 +31,6 @@ const Command* findCommand(const std::string& name);
 
 // The rows, one per file.
 extern const Command kCheckCommand, kPlanCommand, kFmtCommand, kEstimateCommand, kSearchCommand,
-    kCalibrateCommand, kRunCommand, kReplCommand, kRunsCommand, kReportCommand, kSweepCommand, kAgentCommand, kLspCommand;
+    kCalibrateCommand, kRunCommand, kReplCommand, kRunsCommand, kReportCommand, kSweepCommand, kAgentCommand, kLspCommand, kUiCommand;
 
 }  // namespace ipu::cli

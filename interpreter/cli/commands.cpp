@@ -7,7 +7,7 @@ const std::vector<Command>& commands() {
   static const std::vector<Command> table{
       kCheckCommand,     kPlanCommand, kFmtCommand,  kEstimateCommand, kSearchCommand,
       kCalibrateCommand, kRunCommand,  kReplCommand, kRunsCommand,     kReportCommand,
-      kSweepCommand,     kAgentCommand, kLspCommand,
+      kSweepCommand,     kAgentCommand, kUiCommand,  kLspCommand,
   };
   return table;
 }

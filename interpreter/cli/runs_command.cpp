@@ -21,11 +21,13 @@
 #include "interpreter/base/terminal.h"
 #include "interpreter/cli/arguments.h"
 #include "interpreter/cli/output_file.h"
+#include "interpreter/runner/dead_runs.h"
 #include "interpreter/runner/estimate_record.h"
 #include "interpreter/runner/measured_run.h"
 #include "interpreter/runner/run_import.h"
 #include "interpreter/runner/store_recorder.h"
 #include "interpreter/store/filter.h"
+#include "interpreter/store/run_analysis.h"
 #include "interpreter/store/run_json.h"
 
 #include "interpreter/cli/command.h"
@@ -107,21 +109,6 @@ std::string styleStatus(const base::Painter& p, store::RunStatus s, const std::s
   }
 }
 
-// Parameters whose values differ among `runs` (the interesting columns).
-std::vector<std::string> differingParameters(const std::vector<store::RunRecord>& runs) {
-  std::map<std::string, std::set<std::string>> values;
-  std::map<std::string, std::size_t> seen;
-  for (const auto& r : runs)
-    for (const auto& [k, v] : r.parameters) {
-      values[k].insert(v);
-      ++seen[k];
-    }
-  std::vector<std::string> out;
-  for (const auto& [k, vs] : values)
-    if (vs.size() > 1 || seen[k] != runs.size()) out.push_back(k);
-  return out;
-}
-
 // Stored text (names, tags, notes, parameters, paths, reasons) reaches the
 // terminal only through base::printable: a tag holding an escape sequence is
 // shown as `\x1b[...`, never run.
@@ -151,54 +138,21 @@ void printTable(std::ostream& os, const std::vector<std::string>& header, const 
 
 using runner::processAlive;
 
-// A run of this host whose process is gone (killed with -9, or by the
-// machine's OOM killer) is shown as killed at once, not as running until
-// `ipu runs gc`: its silence is no longer needed to tell. Another host's
-// processes cannot be seen; their heartbeat decides, in gc. A store that
-// cannot be written (read-only) is listed as it is.
-void markDeadLocalRuns(store::RunStore& st) {
-  const std::string here = runner::hostName();
-  try {
-    st.markStale(store::nowSeconds(), 2 * runner::kHeartbeatSeconds, [&](const std::string& host, long long pid) {
-      return host != here || processAlive(host, pid);
-    });
-  } catch (const store::StoreError&) {
-  }
-}
-
 int listRuns(store::RunStore& st, const RunsOptions& o) {
-  markDeadLocalRuns(st);
+  runner::markDeadLocalRuns(st);
   std::vector<store::RunRecord> runs;
   std::vector<store::RunRecord> all;
   if (int code = selectRuns(st, {}, o.where, runs, "runs", &all)) return code;
   store::FieldResolver names(all);
   if (!o.sort.empty()) {
-    std::string key = o.sort;
     bool descending = false;
-    if (key[0] == '-') {
-      descending = true;
-      key = key.substr(1);
-    }
-    for (const char* suffix : {":desc", ":asc"}) {
-      std::string s = suffix;
-      if (key.size() > s.size() && key.compare(key.size() - s.size(), s.size(), s) == 0) {
-        descending = s == ":desc";
-        key = key.substr(0, key.size() - s.size());
-      }
-    }
+    const std::string key = store::sortKey(o.sort, descending);
     auto field = names.resolve(key);
     if (!field) {
       std::cerr << "ipu runs: --sort: no run has `" << key << "`\n  help: " << names.unknownNameHelp(key) << "\n";
       return kUsage;
     }
-    std::stable_sort(runs.begin(), runs.end(), [&](const store::RunRecord& a, const store::RunRecord& b) {
-      store::FieldValue x = store::FieldResolver::value(a, *field), y = store::FieldResolver::value(b, *field);
-      if (x.present != y.present) return x.present;  // missing values last, either way
-      if (!x.present) return false;
-      bool less = x.numeric && y.numeric ? x.number < y.number : x.text < y.text;
-      bool greater = x.numeric && y.numeric ? x.number > y.number : x.text > y.text;
-      return descending ? greater : less;
-    });
+    store::sortRuns(runs, *field, descending);
   }
   if (o.limit > 0 && runs.size() > static_cast<std::size_t>(o.limit)) runs.resize(static_cast<std::size_t>(o.limit));
 
@@ -227,16 +181,7 @@ int listRuns(store::RunStore& st, const RunsOptions& o) {
     }
   } else {
     for (const char* b : {"id", "name", "kind", "status", "started", "duration", "tags"}) columns.push_back(*names.resolve(b));
-    // Up to four parameters that differ among the listed runs: the plain
-    // ones first, then per-phase ones (a value the phases do not share).
-    auto differing = differingParameters(runs);
-    std::vector<std::string> chosen;
-    for (bool perPhase : {false, true})
-      for (const auto& k : differing)
-        if ((k.rfind("phases.", 0) == 0) == perPhase && k != "training" && chosen.size() < 4) chosen.push_back(k);
-    for (const auto& k : chosen) columns.push_back(*names.resolve(k));
-    for (const char* m : {"loss", "samples_per_s"})
-      if (names.resolve(m)) columns.push_back(*names.resolve(m));
+    for (auto& f : store::tellingColumns(runs, names)) columns.push_back(std::move(f));
   }
   std::vector<std::string> header;
   int statusColumn = -1;
@@ -281,7 +226,7 @@ std::string number(double v) {
 
 int showRun(store::RunStore& st, const RunsOptions& o) {
   if (o.positional.size() != 1) return usage("`runs show` takes one run (its number or name)");
-  markDeadLocalRuns(st);
+  runner::markDeadLocalRuns(st);
   auto r = store::findRun(st, o.positional[0]);
   if (!r) {
     std::cerr << "ipu runs: " << noSuchRun(st, o.positional[0]) << "\n";
@@ -331,17 +276,6 @@ int showRun(store::RunStore& st, const RunsOptions& o) {
   return kOk;
 }
 
-double meanOf(const std::vector<store::MetricPoint>& points) {
-  double sum = 0;
-  long long n = 0;
-  for (const auto& pt : points)
-    if (std::isfinite(pt.value)) {
-      sum += pt.value;
-      ++n;
-    }
-  return n > 0 ? sum / static_cast<double>(n) : std::nan("");
-}
-
 int compareRuns(store::RunStore& st, const RunsOptions& o) {
   if (o.positional.size() < 2) return usage("`runs compare` takes two runs or more");
   std::vector<store::RunRecord> all = st.listRuns();
@@ -356,20 +290,8 @@ int compareRuns(store::RunStore& st, const RunsOptions& o) {
   }
   // Predicted against measured: for each run of kind `run`, the newest
   // estimate of the same plan (compared or not).
-  struct Pairing {
-    const store::RunRecord* run;
-    store::RunRecord estimate;
-  };
-  std::vector<Pairing> pairs;
-  for (const auto& r : runs) {
-    if (r.kind != store::RunKind::Run) continue;
-    for (const auto& e : all)  // newest first
-      if (e.kind == store::RunKind::Estimate && e.planHash == r.planHash) {
-        pairs.push_back({&r, e});
-        break;
-      }
-  }
-  auto differing = differingParameters(runs);
+  const std::vector<store::EstimatePairing> pairs = store::pairWithEstimates(st, runs, all);
+  auto differing = store::differingParameters(runs);
   std::set<std::string> metricKeys;
   for (const auto& r : runs)
     for (const auto& [k, s] : r.metrics) metricKeys.insert(k);
@@ -386,13 +308,11 @@ int compareRuns(store::RunStore& st, const RunsOptions& o) {
       x["estimate"] = pr.estimate.id;
       x["plan_hash"] = pr.run->planHash;
       nlohmann::json keys = nlohmann::json::object();
-      for (const auto& [k, s] : pr.estimate.metrics) {
-        if (!pr.run->metrics.count(k)) continue;
-        double measured = meanOf(st.metricHistory(pr.run->id, k));
+      for (const auto& m : pr.metrics) {
         nlohmann::json y;
-        jsonNumberOrNull(s.last, y["predicted"]);
-        jsonNumberOrNull(measured, y["measured_mean"]);
-        keys[k] = y;
+        jsonNumberOrNull(m.predicted, y["predicted"]);
+        jsonNumberOrNull(m.measuredMean, y["measured_mean"]);
+        keys[m.key] = y;
       }
       x["metrics"] = keys;
       j["predicted_vs_measured"].push_back(x);
@@ -446,12 +366,9 @@ int compareRuns(store::RunStore& st, const RunsOptions& o) {
                                                 std::to_string(pr.run->id) + "), same plan " + pr.run->planHash)
               << "\n";
     std::vector<std::vector<std::string>> lines;
-    for (const auto& [k, s] : pr.estimate.metrics) {
-      if (!pr.run->metrics.count(k)) continue;
-      double measured = meanOf(st.metricHistory(pr.run->id, k));
-      lines.push_back({"  " + k, number(s.last), number(measured),
-                       std::isfinite(measured) && measured != 0 ? number(s.last / measured) : "-"});
-    }
+    for (const auto& m : pr.metrics)
+      lines.push_back({"  " + m.key, number(m.predicted), number(m.measuredMean),
+                       std::isfinite(m.measuredMean) && m.measuredMean != 0 ? number(m.predicted / m.measuredMean) : "-"});
     if (lines.empty()) std::cout << "  no metric in common\n";
     else printTable(std::cout, {"  metric", "predicted", "measured (mean)", "ratio"}, lines, nullptr, -1, p);
     // A measured run (logged from a real training, docs/python.md) ran where
