@@ -21,23 +21,32 @@ fail=0
 q() { python3 -c "import sqlite3,sys; print('\n'.join('|'.join('' if v is None else str(v) for v in row) for row in sqlite3.connect(sys.argv[1]).execute(sys.argv[2])))" "$S" "$1"; }
 T="$TMP/trial.ipu"
 cp "$ROOT/examples/tiny_bert_sweep.ipu" "$T"
-run() { "$IPU" run "$T" --steps 40 --checkpoint-every 8 --threads 1 --store "$S" --runs-dir "$R" --artifacts store --color never "$@"; }
+run() { "$IPU" run "$T" --checkpoint-every 8 --threads 1 --store "$S" --runs-dir "$R" --artifacts store --color never "$@"; }
 dir_of() { q "select path from artifacts a join runs r on r.id = a.run_id where a.kind = 'run_directory' and r.name = '$1'"; }
 id_of() { q "select id from runs where name = '$1'"; }
-# interrupted NAME: a run stopped by Ctrl-C after 12 steps.
+# interrupted NAME: a run of all 150 steps stopped by Ctrl-C after 12
+# (resumed with --steps 40, it ends where the reference run ends).
 interrupted() {
-  run --name "$1" >/dev/null 2>"$TMP/$1.err" &
+  # Not through `run`: a function in the background is a subshell, and the
+  # Ctrl-C must reach ipu itself.
+  "$IPU" run "$T" --checkpoint-every 8 --threads 1 --store "$S" --runs-dir "$R" --artifacts store --color never \
+    --name "$1" --steps 150 >/dev/null 2>"$TMP/$1.err" &
   local pid=$!
+  local known; known=$(ls -d "$R"/tiny_trial/* 2>/dev/null)
   for _ in $(seq 1 600); do
-    local f; f=$(ls "$R"/tiny_trial/*/metrics.jsonl 2>/dev/null | while read -r m; do [ "$(wc -l <"$m")" -ge 12 ] && [ ! -f "$(dirname "$m")/summary.json" ] && echo "$m"; done | head -1)
+    local f=""
+    for m in "$R"/tiny_trial/*/metrics.jsonl; do
+      case "$known" in *"$(dirname "$m")"*) continue ;; esac
+      [ -f "$m" ] && [ "$(wc -l <"$m")" -ge 12 ] && f="$m"
+    done
     [ -n "$f" ] && break
-    sleep 0.1
+    sleep 0.05
   done
   kill -INT "$pid"; wait "$pid"
 }
 
 # 1. Every checkpoint recorded, with its checksum, and kept in the store.
-run --name ref >/dev/null 2>"$TMP/ref.err" || { echo "FAIL: the reference run"; tail -5 "$TMP/ref.err"; exit 1; }
+run --name ref --steps 40 >/dev/null 2>"$TMP/ref.err" || { echo "FAIL: the reference run"; tail -5 "$TMP/ref.err"; exit 1; }
 REF="$(dir_of ref)"
 files=$(cd "$REF" && find checkpoints -name '*.ipt' | sort)
 recorded=$(q "select path from artifacts where kind = 'checkpoint' and run_id = $(id_of ref) order by path")
@@ -82,7 +91,7 @@ interrupted cut
 [ "$(q "select status from runs where name = 'cut'")" = cancelled ] || { echo "FAIL: the interrupted run is $(q "select status from runs where name = 'cut'")"; fail=1; }
 CUT="$(dir_of cut)"
 rm -rf "$CUT/checkpoints"
-run --resume="$CUT" >/dev/null 2>"$TMP/resume.err" || { echo "FAIL: resume without the checkpoint files"; tail -5 "$TMP/resume.err"; fail=1; }
+run --resume="$CUT" --steps 40 >/dev/null 2>"$TMP/resume.err" || { echo "FAIL: resume without the checkpoint files"; tail -5 "$TMP/resume.err"; fail=1; }
 grep -q "fetched checkpoints/short/step-000000.*.ipt of run cut from the store" "$TMP/resume.err" \
   || { echo "FAIL: the resume did not say it fetched the checkpoint"; cat "$TMP/resume.err"; fail=1; }
 [ "$(q "select status from runs where name = 'cut'")" = finished ] || { echo "FAIL: the resumed run is not finished"; fail=1; }
@@ -95,7 +104,7 @@ DMG="$(dir_of damaged)"
 q "select count(*) from artifacts where run_id = $(id_of damaged) and content is not null" >/dev/null
 python3 -c "import sqlite3,sys; db=sqlite3.connect(sys.argv[1]); db.execute(\"update artifact_contents set data = X'5A' || substr(data, 2) where id in (select content from artifacts where run_id = $(id_of damaged))\"); db.commit()" "$S"
 rm -rf "$DMG/checkpoints"
-run --resume="$DMG" >/dev/null 2>"$TMP/damaged.err"
+run --resume="$DMG" --steps 40 >/dev/null 2>"$TMP/damaged.err"
 rc=$?
 [ "$rc" = 1 ] || { echo "FAIL: resuming from a damaged copy: exit $rc"; fail=1; }
 grep -q "checkpoint \`checkpoints/short/step-.*\.ipt\` of run damaged kept in the store is damaged" "$TMP/damaged.err" \
