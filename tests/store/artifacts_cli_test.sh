@@ -8,17 +8,47 @@
 # what to do; a sweep's `from:` starts from a run whose directory is gone;
 # `ipu runs gc --keep-checkpoints last` prunes (a dry run first) and keeps
 # what an unfinished sweep starts from; system metrics are recorded.
-# Usage: artifacts_cli_test.sh IPU ROOT
+# With `postgres`, the same on a PostgreSQL server started here (as
+# postgres_cli_test.sh does): large objects in place of BLOBs.
+# Usage: artifacts_cli_test.sh IPU ROOT [sqlite|postgres]
 set -uo pipefail
 IPU="$1"
 ROOT="$2"
+BACKEND="${3:-sqlite}"
 TMP="$(mktemp -d)"
-trap 'rm -rf "$TMP"' EXIT
+PG=""
+cleanup() {
+  [ -n "$PG" ] && "${AS[@]}" "$BIN/pg_ctl" -D "$PG/data" -m fast -w stop >/dev/null 2>&1
+  [ -n "$PG" ] && rm -rf "$PG"
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
 export IPU_NO_CACHE=1
-S="$TMP/ipu.db"
 R="$TMP/runs"
 fail=0
-q() { python3 -c "import sqlite3,sys; print('\n'.join('|'.join('' if v is None else str(v) for v in row) for row in sqlite3.connect(sys.argv[1]).execute(sys.argv[2])))" "$S" "$1"; }
+if [ "$BACKEND" = postgres ]; then
+  BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+  [ -x "$BIN/initdb" ] || { echo "FAIL: no PostgreSQL server (Debian package postgresql; ./dev installs it)"; exit 1; }
+  PG="$(mktemp -d /tmp/ipu-pgart-XXXXXX)"
+  AS=()
+  if [ "$(id -u)" -eq 0 ]; then chown nobody "$PG"; AS=(runuser -u nobody --); fi
+  "${AS[@]}" "$BIN/initdb" -D "$PG/data" -U ipu --auth=trust -E UTF8 --no-sync >"$TMP/initdb.log" 2>&1 \
+    || { echo "FAIL: initdb"; cat "$TMP/initdb.log"; exit 1; }
+  "${AS[@]}" "$BIN/pg_ctl" -D "$PG/data" -l "$PG/server.log" -w -t 60 \
+    -o "-k $PG -c listen_addresses='' -c fsync=off" start >/dev/null 2>&1 || { echo "FAIL: server start"; cat "$PG/server.log"; exit 1; }
+  S="postgresql://ipu@/postgres?host=$PG"
+  q() { psql -h "$PG" -U ipu -d postgres -At -c "$1"; }
+  CONTENTS="pg_largeobject_metadata"
+  # damage RUN: one byte of each of the run's checkpoints in the store changed.
+  damage() { q "select lo_put(content::oid, 0, '\\x5a'::bytea) from artifacts where run_id = $1 and content is not null" >/dev/null; }
+else
+  S="$TMP/ipu.db"
+  q() { python3 -c "import sqlite3,sys; print('\n'.join('|'.join('' if v is None else str(v) for v in row) for row in sqlite3.connect(sys.argv[1]).execute(sys.argv[2])))" "$S" "$1"; }
+  CONTENTS="artifact_contents"
+  damage() {
+    python3 -c "import sqlite3,sys; db=sqlite3.connect(sys.argv[1]); db.execute(\"update artifact_contents set data = X'5A' || substr(data, 2) where id in (select content from artifacts where run_id = $1)\"); db.commit()" "$S"
+  }
+fi
 T="$TMP/trial.ipu"
 cp "$ROOT/examples/tiny_bert_sweep.ipu" "$T"
 run() { "$IPU" run "$T" --checkpoint-every 8 --threads 1 --store "$S" --runs-dir "$R" --artifacts store --color never "$@"; }
@@ -101,8 +131,7 @@ cmp -s "$CUT/checkpoints/short/final.ipt" "$REF/checkpoints/short/final.ipt" \
 # 3. A damaged copy is refused, with what to do, and never put in place.
 interrupted damaged
 DMG="$(dir_of damaged)"
-q "select count(*) from artifacts where run_id = $(id_of damaged) and content is not null" >/dev/null
-python3 -c "import sqlite3,sys; db=sqlite3.connect(sys.argv[1]); db.execute(\"update artifact_contents set data = X'5A' || substr(data, 2) where id in (select content from artifacts where run_id = $(id_of damaged))\"); db.commit()" "$S"
+damage "$(id_of damaged)"
 rm -rf "$DMG/checkpoints"
 run --resume="$DMG" --steps 40 >/dev/null 2>"$TMP/damaged.err"
 rc=$?
@@ -150,7 +179,7 @@ sweep from_cut for tiny_trial {
 IPU
 "$IPU" sweep create "$T" from_cut --store "$S" >/dev/null 2>&1 || { echo "FAIL: sweep create from_cut"; fail=1; }
 before=$(q "select count(*) from artifacts where kind = 'checkpoint'")
-blobs=$(q "select count(*) from artifact_contents")
+blobs=$(q "select count(*) from $CONTENTS")
 "$IPU" runs gc --keep-checkpoints last --dry-run --store "$S" >"$TMP/dry.out" || fail=1
 [ "$(q "select count(*) from artifacts where kind = 'checkpoint'")" = "$before" ] || { echo "FAIL: gc --dry-run removed records"; fail=1; }
 grep -q "^would remove ref checkpoints/short/step-00000008.ipt (.*, store)$" "$TMP/dry.out" || { echo "FAIL: the dry run does not list ref's step 8"; cat "$TMP/dry.out"; fail=1; }
@@ -162,9 +191,9 @@ grep -q "would remove cut " "$TMP/dry.out" && { echo "FAIL: gc would prune the r
 [ "$(q "select count(*) from artifacts where kind = 'checkpoint' and run_id = $(id_of ref)")" = 1 ] \
   || { echo "FAIL: ref keeps $(q "select count(*) from artifacts where kind = 'checkpoint' and run_id = $(id_of ref)") checkpoints, expected its final one"; fail=1; }
 [ "$(q "select count(*) from artifacts where kind = 'checkpoint' and run_id = $(id_of cut)")" -ge 5 ] || { echo "FAIL: gc pruned cut"; fail=1; }
-[ "$(q "select count(*) from artifact_contents")" -lt "$blobs" ] || { echo "FAIL: gc left the store's bytes"; fail=1; }
+[ "$(q "select count(*) from $CONTENTS")" -lt "$blobs" ] || { echo "FAIL: gc left the store's bytes"; fail=1; }
 [ -f "$(dir_of filesonly)/checkpoints/short/step-00000004.ipt" ] && { echo "FAIL: gc left a pruned file of this host"; fail=1; }
 [ -f "$(dir_of filesonly)/checkpoints/short/final.ipt" ] || { echo "FAIL: gc removed a final checkpoint"; fail=1; }
 
-[ "$fail" = 0 ] && echo "artifacts: ok"
+[ "$fail" = 0 ] && echo "artifacts ($BACKEND): ok"
 exit "$fail"
