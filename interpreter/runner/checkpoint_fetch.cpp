@@ -49,6 +49,13 @@ bool fileDigest(const std::string& path, std::string& sha256, long long& size, s
   return true;
 }
 
+bool staysInside(const std::string& relative) {
+  if (relative.empty() || relative.front() == '/') return false;
+  for (const auto& part : fs::path(relative))
+    if (part == "..") return false;
+  return true;
+}
+
 namespace {
 
 std::string whose(const store::RunRecord& run, const store::Artifact& a) {
@@ -159,6 +166,8 @@ CheckpointFile localCheckpoint(store::RunStore& store, const store::RunRecord& r
   // host's runs directory, never over a file that is not this checkpoint.
   std::string relative = a.path;
   while (!relative.empty() && relative.front() == '/') relative.erase(0, 1);
+  // A path that would climb out of the cache keeps its file name only.
+  if (!staysInside(relative)) relative = fs::path(relative).filename().string();
   const std::string cached =
       (fs::path(cacheRoot) / "store-artifacts" / std::to_string(run.id) / fs::path(relative).lexically_normal()).string();
   return ensureCheckpoint(store, run, a, cached);

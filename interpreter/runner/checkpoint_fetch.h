@@ -17,6 +17,11 @@ namespace ipu::runner {
 // `error` when it cannot be read.
 bool fileDigest(const std::string& path, std::string& sha256, long long& size, std::string& error);
 
+// Whether a recorded relative path stays inside the directory it is relative
+// to (no `..` component, not absolute): a record is never a way to write
+// elsewhere.
+bool staysInside(const std::string& relative);
+
 struct CheckpointFile {
   bool ok = false;
   std::string path;     // ok: the file to read

@@ -129,8 +129,10 @@ bool restoreCheckpoints(store::RunStore& st, long long runId, const RunDirectory
   }
   if (latest != nullptr && std::find(needed.begin(), needed.end(), latest) == needed.end()) needed.push_back(latest);
   for (const store::Artifact* a : needed) {
-    if (!a->stored) continue;
-    const std::string destination = (!a->path.empty() && a->path[0] == '/') ? a->path : dir.path() + "/" + a->path;
+    // Only into the run directory: a checkpoint the store keeps is named
+    // relative to it.
+    if (!a->stored || !staysInside(a->path)) continue;
+    const std::string destination = dir.path() + "/" + a->path;
     const CheckpointFile f = ensureCheckpoint(st, *record, *a, destination);
     if (!f.ok) {
       problem = f.problem;
