@@ -176,6 +176,28 @@ TEST_P(ArtifactStoreTest, FetchesACheckpointThatIsMissingOrDifferentIntoPlace) {
   EXPECT_EQ(readAll(f.path), original);
 }
 
+TEST_P(ArtifactStoreTest, AFetchedCopyStaysInTheCache) {
+  // A record whose path climbs out (`..`): its copy goes under the cache, by its file name.
+  const long long id = newRun(RunStatus::Finished, "climber");
+  Artifact a = checkpoint(id, "checkpoints/one/final.ipt", 1000, 2, false);
+  const std::string file = artifactFile(a);
+  a.path = "../../outside.ipt";
+  store_->addArtifact(id, a, file);
+  auto r = store_->run(id);
+  ASSERT_TRUE(r);
+  const Artifact* climbing = nullptr;
+  for (const auto& x : r->artifacts)
+    if (x.path == "../../outside.ipt") climbing = &x;
+  ASSERT_NE(climbing, nullptr);
+  runner::CheckpointFile f = runner::localCheckpoint(*store_, *r, *climbing, (dir_ / "cache").string());
+  ASSERT_TRUE(f.ok) << f.problem;
+  EXPECT_EQ(f.path, (dir_ / "cache" / "store-artifacts" / std::to_string(id) / "outside.ipt").string());
+  EXPECT_FALSE(runner::staysInside("../x.ipt"));
+  EXPECT_FALSE(runner::staysInside("/abs/x.ipt"));
+  EXPECT_FALSE(runner::staysInside("checkpoints/../../x.ipt"));
+  EXPECT_TRUE(runner::staysInside("checkpoints/one/final.ipt"));
+}
+
 TEST_P(ArtifactStoreTest, ADamagedCopyIsRefusedAndNeverPutInPlace) {
   const long long id = newRun(RunStatus::Finished, "damaged_run");
   const Artifact a = checkpoint(id, "checkpoints/one/step-00000004.ipt", 100000, 4, true);
