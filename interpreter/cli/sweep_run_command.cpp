@@ -16,7 +16,6 @@
 #include "interpreter/cli/arguments.h"
 #include "interpreter/cli/command.h"
 #include "interpreter/cli/instances.h"
-#include "interpreter/cli/session_output.h"
 #include "interpreter/cli/runs_command.h"
 #include "interpreter/runner/sweep_agent.h"
 #include "interpreter/runner/sweep_start.h"
@@ -63,6 +62,8 @@ or cancelled, after --count trials, or on Ctrl-C.
                      instances on this host (mpirun; `mpirun -n N ipu agent`
                      spans hosts); the trial is recorded once (docs/sweeps.md)
   --stale-after S    seconds without a heartbeat before a trial is presumed dead (default 60)
+  --color auto|always|never
+                     colour of the progress line (default auto: only on a terminal)
   --max-attempts N   claims of a trial whose agents keep dying before it is failed (default 3)
 )usage";
 
