@@ -287,6 +287,9 @@ class PostgresConnection : public SqlConnection {
   }
 
   void deleteContent(long long id) override {
+    // One removed by hand (lo_unlink) is gone already: unlinking it again
+    // would fail the transaction that deletes its record.
+    if (query("SELECT 1 FROM pg_largeobject_metadata WHERE oid = ?", {id}).empty()) return;
     BlockingWhile blocking(*this);
     if (lo_unlink(conn_, static_cast<Oid>(id)) < 0) largeObjectFailed("cannot remove large object " + std::to_string(id));
   }

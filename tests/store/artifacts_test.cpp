@@ -247,6 +247,13 @@ TEST_P(ArtifactStoreTest, RemovingArtifactsOrTheirRunRemovesTheirBytes) {
   EXPECT_EQ(store_->run(id)->artifacts.size(), 1u);
   EXPECT_TRUE(store_->deleteRun(id));
   EXPECT_EQ(contents(), 0);
+  // Bytes removed behind the store's back do not stop a run from being deleted.
+  const long long other = newRun();
+  checkpoint(other, "checkpoints/one/final.ipt", 5000, 4, true);
+  raw()->execute(GetParam() == Backend::Sqlite ? "DELETE FROM artifact_contents"
+                                               : "SELECT lo_unlink(content::oid) FROM artifacts WHERE content IS NOT NULL");
+  EXPECT_TRUE(store_->deleteRun(other));
+  EXPECT_FALSE(store_->run(other));
 }
 
 TEST_P(ArtifactStoreTest, PruningKeepsTheLastAndTheFinalsAndWhatIsNeeded) {
