@@ -67,10 +67,12 @@ class ArtifactStoreTest : public ::testing::TestWithParam<Backend> {
                        .at(0)[0]);
   }
 
-  long long newRun(RunStatus status = RunStatus::Finished, const std::string& name = "") {
+  long long newRun(RunStatus status = RunStatus::Finished, const std::string& name = "",
+                   std::map<std::string, std::string> parameters = {}) {
     NewRun r;
     r.training = "t";
     r.name = name;
+    r.parameters = std::move(parameters);
     r.script = "run t { }\n";
     r.host = "h";
     r.startedAt = nowSeconds() - 100;
@@ -307,6 +309,42 @@ TEST_P(ArtifactStoreTest, PruningKeepsTheLastAndTheFinalsAndWhatIsNeeded) {
   // Once the sweep is finished, `source` is pruned like any run.
   sweeps->setSweepState(sweeps->sweep("from_source")->id, SweepState::Cancelled);
   EXPECT_EQ(runner::planPrune(*store_, *sweeps, rule, nowSeconds()).checkpoints.size(), 2u);
+}
+
+TEST_P(ArtifactStoreTest, PruningTheBestKeepsOnlyTheBestTrialsCheckpoints) {
+  auto sweeps = openSweepStore(location_, OpenMode::Existing);
+  const SweepRecord sw = sweeps->createOrResumeSweep(testing::gridSpec("grid"), "script", nowSeconds()).sweep;
+  auto trialRun = [&](const std::string& name, double metric) {
+    const long long id = newRun(RunStatus::Finished, name, {{"sweep", "grid"}});
+    checkpoint(id, "checkpoints/one/step-00000002.ipt", 100, 2, true);
+    checkpoint(id, "checkpoints/one/final.ipt", 100, 4, true);
+    ClaimOptions o;
+    o.agent = "test:1";
+    Claim c = sweeps->claimTrial(sw.id, o, testing::nextGridCell, nowSeconds());
+    EXPECT_EQ(c.outcome, ClaimOutcome::Trial);
+    TrialOutcome out;
+    out.state = TrialState::Finished;
+    out.metric = metric;
+    out.runId = id;
+    EXPECT_TRUE(sweeps->endTrial(c.lease, out, nowSeconds()));
+    return id;
+  };
+  trialRun("better", 1.0);
+  trialRun("worse", 2.0);
+  const long long alone = newRun(RunStatus::Finished, "alone");
+  checkpoint(alone, "checkpoints/one/step-00000002.ipt", 100, 2, true);
+  checkpoint(alone, "checkpoints/one/final.ipt", 100, 4, true);
+  runner::RetentionRule rule;
+  rule.keep = runner::KeepCheckpoints::Best;
+  std::vector<std::string> pruned;
+  for (const auto& p : runner::planPrune(*store_, *sweeps, rule, nowSeconds()).checkpoints)
+    pruned.push_back(p.runName + ":" + p.artifact.path);
+  std::sort(pruned.begin(), pruned.end());
+  // The worse trial keeps nothing; the best and a run of no sweep keep their last.
+  EXPECT_EQ(pruned, (std::vector<std::string>{"alone:checkpoints/one/step-00000002.ipt",
+                                              "better:checkpoints/one/step-00000002.ipt",
+                                              "worse:checkpoints/one/final.ipt",
+                                              "worse:checkpoints/one/step-00000002.ipt"}));
 }
 
 INSTANTIATE_TEST_SUITE_P(Sqlite, ArtifactStoreTest, ::testing::Values(Backend::Sqlite));
