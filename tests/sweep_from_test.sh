@@ -121,7 +121,8 @@ nxt = json.load(open(sys.argv[3]))
 runs = [json.loads(l) for l in open(sys.argv[4])]
 
 def artifacts(run, kind):
-    return [a["path"] for a in run["artifacts"] if a["kind"] == kind]
+    # A checkpoint's path is relative to its run directory (docs/tracking.md, "Artifacts").
+    return [os.path.join(a.get("run_directory") or "", a["path"]) for a in run["artifacts"] if a["kind"] == kind]
 
 def losses(run):
     d = artifacts(run, "run_directory")[0]

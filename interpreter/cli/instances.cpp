@@ -24,18 +24,18 @@ bool underMpirun() {
 #endif
 }
 
-int launchInstances(int n, const std::vector<std::string>& args) {
+int launchInstances(int n, const std::vector<std::string>& args, const std::string& command) {
 #ifndef IPU_HAVE_MPI
   (void)n;
   (void)args;
-  std::cerr << "ipu run: error: this ipu was built without MPI, so it cannot run instances\n"
+  std::cerr << "ipu " << command << ": error: this ipu was built without MPI, so it cannot run instances\n"
                "  help: install openmpi-bin and libopenmpi-dev (`./dev`), then rebuild (CMake finds MPI: IPU_MPI=AUTO)\n";
   return kUserError;
 #else
   char self[4096];
   const ssize_t len = ::readlink("/proc/self/exe", self, sizeof self - 1);
   if (len <= 0) {
-    std::cerr << "ipu run: error: cannot find this program's path to start its instances\n";
+    std::cerr << "ipu " << command << ": error: cannot find this program's path to start its instances\n";
     return kUserError;
   }
   self[len] = '\0';
@@ -46,7 +46,7 @@ int launchInstances(int n, const std::vector<std::string>& args) {
   // Open MPI refuses root without being told; a container's user often is root.
   if (::geteuid() == 0) argv.push_back("--allow-run-as-root");
   argv.push_back(self);
-  argv.push_back("run");
+  argv.push_back(command);
   bool threads = false, color = false;
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--color" || args[i].rfind("--color=", 0) == 0) color = true;
@@ -77,8 +77,8 @@ int launchInstances(int n, const std::vector<std::string>& args) {
   std::cout.flush();
   std::cerr.flush();
   ::execvp("mpirun", cargs.data());
-  std::cerr << "ipu run: error: cannot start `mpirun` for --instances " << n << "\n  help: install openmpi-bin (Debian), or start `mpirun -n "
-            << n << " ipu run ...` yourself\n";
+  std::cerr << "ipu " << command << ": error: cannot start `mpirun` for --instances " << n
+            << "\n  help: install openmpi-bin (Debian), or start `mpirun -n " << n << " ipu " << command << " ...` yourself\n";
   return kUserError;
 #endif
 }

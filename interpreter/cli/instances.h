@@ -15,11 +15,12 @@ namespace ipu::cli {
 // Whether mpirun (or another PMI launcher) started this process.
 bool underMpirun();
 
-// `ipu run ARGS --instances N`: replaces this process with `mpirun -n N
-// --oversubscribe` running `ipu run ARGS` on this host (each instance with
-// hardware threads / N host threads unless --threads says otherwise).
-// Returns only on failure: the exit code, with the reason printed.
-int launchInstances(int n, const std::vector<std::string>& args);
+// `ipu COMMAND ARGS --instances N` (`run`, `agent`): replaces this process
+// with `mpirun -n N --oversubscribe` running `ipu COMMAND ARGS` on this host
+// (each instance with hardware threads / N host threads unless --threads
+// says otherwise). Returns only on failure: the exit code, with the reason
+// printed.
+int launchInstances(int n, const std::vector<std::string>& args, const std::string& command = "run");
 
 // The job this process belongs to; null when mpirun did not start it (or
 // the build has no MPI), or when MPI failed to start (`error` then says why).

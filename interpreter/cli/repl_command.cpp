@@ -26,6 +26,9 @@ options (for :run, as `ipu run` takes them):
   --steps N              at most N steps per phase
   --threads N            host threads for the virtual IPUs (default: all)
   --checkpoint-every N   steps between checkpoints (default: 100)
+  --artifacts store|files
+                         checkpoints' bytes in the run store too, or only in
+                         the run directory (default: store on PostgreSQL)
   --store PATH|URI       the run store (default: $IPU_STORE, else DIR/ipu.db)
   --no-store             record nothing in the run store
   --color auto|always|never

@@ -34,6 +34,11 @@ options:
   --instances N          run the replicas as N MPI instances on this host
                          (mpirun; `mpirun -n N ipu run` spans hosts; docs/run.md)
   --checkpoint-every N   steps between checkpoints (default: 100)
+  --artifacts store|files
+                         keep the checkpoints' bytes in the run store too
+                         (`store`, the default for a PostgreSQL store), or
+                         only in the run directory (`files`, the default for
+                         SQLite); every checkpoint is recorded either way
   --set PATH=VALUE       run with VALUE in place of what the script writes at
                          PATH (repeatable); paths as in a sweep's parameters
                          (lr, phase.NAME.micro_batch, optimizer.weight_decay,

@@ -21,6 +21,7 @@
 #include "interpreter/base/terminal.h"
 #include "interpreter/cli/arguments.h"
 #include "interpreter/cli/output_file.h"
+#include "interpreter/runner/artifact_gc.h"
 #include "interpreter/runner/dead_runs.h"
 #include "interpreter/runner/estimate_record.h"
 #include "interpreter/runner/measured_run.h"
@@ -29,6 +30,7 @@
 #include "interpreter/store/filter.h"
 #include "interpreter/store/run_analysis.h"
 #include "interpreter/store/run_json.h"
+#include "interpreter/store/sweep_store.h"
 
 #include "interpreter/cli/command.h"
 
@@ -42,7 +44,8 @@ const char* kRunsUsage = R"usage(usage: ipu runs [list] [--where FILTER] [--sort
        ipu runs compare ID ID... [--json]
        ipu runs tag ID TAG...          ipu runs untag ID TAG...
        ipu runs note ID TEXT           ipu runs delete ID...
-       ipu runs gc [--grace SECONDS]   ipu runs import DIR...
+       ipu runs gc [--grace SECONDS] [--keep-checkpoints last|best|all] [--older-than DAYS] [--dry-run]
+       ipu runs import DIR...
        ipu runs export [ID...] [--where FILTER] [--keys K,...] [--jsonl] [-o FILE]
 
 Runs and estimates recorded in the run store (docs/tracking.md). ID is a run's
@@ -55,6 +58,15 @@ else runs/ipu.db (under --runs-dir DIR).
   --columns LIST   columns of the table / CSV (built-ins, parameters, metrics)
   --json, --csv    machine-readable output
   --grace SECONDS  gc: a running run silent this long is marked killed (default 30)
+  --keep-checkpoints last|best|all
+                   gc: prune recorded checkpoints (records, bytes in the
+                   store, files on this host): `last` keeps each run's last
+                   and its phases' final ones, `best` also drops every
+                   checkpoint of a sweep's trials but its best's; `all`
+                   (the default) prunes nothing
+  --older-than DAYS
+                   gc: prune only runs that ended at least DAYS ago
+  --dry-run        gc: say what would be pruned, and how many bytes, and change nothing
   export           every recorded point of the runs (all, or those given or
                    filtered): CSV (run_id,run_name,training,kind,key,step,
                    value,time), or JSON Lines with --jsonl; --keys keeps only
@@ -74,6 +86,8 @@ struct RunsOptions {
   bool json = false, csv = false, jsonl = false;
   std::string keys, output;  // export: --keys a,b; -o FILE
   double grace = runner::kHeartbeatGraceSeconds;
+  runner::RetentionRule retention;  // gc: --keep-checkpoints, --older-than
+  bool dryRun = false;
   base::ColorMode color = base::ColorMode::Auto;
 };
 
@@ -81,6 +95,15 @@ std::string jsonNumberOrNull(double v, nlohmann::json& slot) {
   if (std::isfinite(v)) slot = v;
   else slot = nullptr;
   return {};
+}
+
+std::string bytesText(long long bytes) {
+  char buf[48];
+  if (bytes >= (1LL << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / (1LL << 30));
+  else if (bytes >= (1LL << 20)) std::snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(bytes) / (1LL << 20));
+  else if (bytes >= 1024) std::snprintf(buf, sizeof buf, "%.1f KiB", static_cast<double>(bytes) / 1024);
+  else std::snprintf(buf, sizeof buf, "%lld bytes", bytes);
+  return buf;
 }
 
 std::string csvCell(const std::string& s) {
@@ -257,9 +280,29 @@ int showRun(store::RunStore& st, const RunsOptions& o) {
   if (!r->note.empty()) std::cout << "  note       " << text(r->note) << "\n";
   for (const auto& a : r->artifacts)
     if (a.kind == "run_directory") std::cout << "  directory  " << text(a.path) << "\n";
-  std::size_t checkpoints = std::count_if(r->artifacts.begin(), r->artifacts.end(),
-                                          [](const store::Artifact& a) { return a.kind == "checkpoint"; });
-  if (checkpoints > 0) std::cout << "  checkpoints " << checkpoints << " (--json lists them)\n";
+  std::size_t checkpoints = 0, stored = 0;
+  long long bytes = 0;
+  const store::Artifact* last = nullptr;
+  for (const auto& a : r->artifacts) {
+    if (a.kind != "checkpoint") continue;
+    ++checkpoints;
+    if (a.stored) ++stored;
+    if (a.size > 0) bytes += a.size;
+    if (a.step >= 0 && (last == nullptr || a.step >= last->step)) last = &a;
+  }
+  if (checkpoints > 0) {
+    std::cout << "  checkpoints " << checkpoints << " (" << bytesText(bytes) << ", " << stored << " kept in the store)";
+    if (last != nullptr) std::cout << "; last " << text(last->path) << " at step " << last->step;
+    std::cout << " (--json lists them)\n";
+  }
+  // What the process used of its host (the recorder's `system.*` metrics).
+  const auto system = [&](const char* key) {
+    auto it = r->metrics.find(key);
+    return it == r->metrics.end() ? std::numeric_limits<double>::quiet_NaN() : it->second.max;
+  };
+  if (std::isfinite(system("system.cpu_s")))
+    std::cout << "  system     CPU " << number(system("system.cpu_s")) << " s, peak RSS " << number(system("system.peak_rss_mb"))
+              << " MiB, threads up to " << number(system("system.threads")) << "\n";
   if (!r->metrics.empty()) {
     std::cout << p.paint(base::Style::Bold, "metrics") << "\n";
     std::vector<std::vector<std::string>> rows;
@@ -438,15 +481,37 @@ int deleteRuns(store::RunStore& st, const RunsOptions& o) {
   return kOk;
 }
 
-int gcRuns(store::RunStore& st, const RunsOptions& o) {
-  auto ids = st.markStale(store::nowSeconds(), o.grace, processAlive);
-  if (ids.empty()) {
-    std::cout << "no running run has a lapsed heartbeat\n";
-    return kOk;
+int gcRuns(store::RunStore& st, const RunsOptions& o, const std::string& location) {
+  if (!o.dryRun) {
+    auto ids = st.markStale(store::nowSeconds(), o.grace, processAlive);
+    if (ids.empty()) {
+      std::cout << "no running run has a lapsed heartbeat\n";
+    } else {
+      std::cout << "marked killed (no heartbeat for " << number(o.grace) << " s):";
+      for (long long id : ids) std::cout << " " << id;
+      std::cout << "\n";
+    }
   }
-  std::cout << "marked killed (no heartbeat for " << number(o.grace) << " s):";
-  for (long long id : ids) std::cout << " " << id;
+  if (o.retention.keep == runner::KeepCheckpoints::All) return kOk;
+  std::unique_ptr<store::SweepStore> sweeps = store::openSweepStore(location, store::OpenMode::Existing);
+  const runner::PrunePlan plan = runner::planPrune(st, *sweeps, o.retention, store::nowSeconds());
+  const auto text = [](const std::string& stored) { return base::printable(stored); };
+  for (const auto& why : plan.protectedRuns) std::cout << "kept whole: " << text(why) << "\n";
+  for (const auto& p : plan.checkpoints) {
+    std::string where = p.artifact.stored ? "store" : "";
+    if (p.fileHere) where += where.empty() ? "file" : " + file";
+    if (where.empty()) where = "record only" + (p.artifact.host.empty() ? std::string() : " (file on " + p.artifact.host + ")");
+    std::cout << (o.dryRun ? "would remove " : "removed ") << text(p.runName) << " " << text(p.artifact.path) << " ("
+              << bytesText(p.bytes) << ", " << where << ")\n";
+  }
+  std::vector<std::string> problems;
+  if (!o.dryRun) problems = runner::prune(st, plan);
+  std::cout << (o.dryRun ? "would remove " : "removed ") << plan.checkpoints.size() << " checkpoint"
+            << (plan.checkpoints.size() == 1 ? "" : "s") << " (--keep-checkpoints " << runner::name(o.retention.keep) << "): "
+            << bytesText(plan.storeBytes) << " in the store, " << bytesText(plan.fileBytes) << " of files on this host";
+  if (plan.elsewhere > 0) std::cout << "; " << plan.elsewhere << " files on other hosts are left there";
   std::cout << "\n";
+  for (const auto& problem : problems) std::cerr << "ipu runs: warning: " << problem << "\n";
   return kOk;
 }
 
@@ -607,6 +672,16 @@ int runsCommand(const std::vector<std::string>& args) {
       char* end = nullptr;
       o.grace = std::strtod(v.c_str(), &end);
       if (v.empty() || *end != '\0' || !(o.grace >= 0)) return usage("`--grace` needs a number of seconds");
+    } else if (in.value("--keep-checkpoints", v)) {
+      const auto keep = runner::parseKeepCheckpoints(v);
+      if (!keep) return usage("`--keep-checkpoints` takes `last`, `best` or `all`");
+      o.retention.keep = *keep;
+    } else if (in.value("--older-than", v)) {
+      char* end = nullptr;
+      o.retention.olderThanDays = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end != '\0' || !(o.retention.olderThanDays >= 0)) return usage("`--older-than` needs a number of days");
+    } else if (in.flag("--dry-run")) {
+      o.dryRun = true;
     } else if (in.value("--color", v)) {
       if (!parseColor(v, o.color)) return usage("--color takes `auto`, `always` or `never`");
     } else if (in.isOption() && !(subSeen && (o.sub == "note" || o.sub == "tag" || o.sub == "untag"))) {
@@ -627,6 +702,10 @@ int runsCommand(const std::vector<std::string>& args) {
   if ((o.jsonl || !o.keys.empty() || !o.output.empty()) && o.sub != "export")
     return usage("`--jsonl`, `--keys` and `-o` are options of `runs export`");
   if (o.jsonl && o.csv) return usage("choose one of --csv and --jsonl");
+  if ((o.dryRun || o.retention.keep != runner::KeepCheckpoints::All || o.retention.olderThanDays > 0) && o.sub != "gc")
+    return usage("`--keep-checkpoints`, `--older-than` and `--dry-run` are options of `runs gc`");
+  if ((o.dryRun || o.retention.olderThanDays > 0) && o.retention.keep == runner::KeepCheckpoints::All)
+    return usage("`--older-than` and `--dry-run` go with `--keep-checkpoints last|best` (what to prune)");
   if ((o.sub == "list" || o.sub == "ls") && !o.positional.empty())
     return usage("`runs` lists runs; to see one, `ipu runs show " + o.positional[0] + "`");
 
@@ -642,7 +721,7 @@ int runsCommand(const std::vector<std::string>& args) {
     if (o.sub == "untag") return tagRun(*st, o, true);
     if (o.sub == "note") return noteRun(*st, o);
     if (o.sub == "delete") return deleteRuns(*st, o);
-    if (o.sub == "gc") return gcRuns(*st, o);
+    if (o.sub == "gc") return gcRuns(*st, o, location);
     if (o.sub == "export") return exportRuns(*st, o);
     return importRuns(*st, o);
   } catch (const store::StoreError& e) {

@@ -15,6 +15,7 @@
 #include "interpreter/base/terminal.h"
 #include "interpreter/cli/arguments.h"
 #include "interpreter/cli/command.h"
+#include "interpreter/cli/instances.h"
 #include "interpreter/cli/runs_command.h"
 #include "interpreter/runner/sweep_agent.h"
 #include "interpreter/runner/sweep_start.h"
@@ -53,7 +54,16 @@ or cancelled, after --count trials, or on Ctrl-C.
   --threads N        host threads for training (default: all)
   --script-dir DIR   (agent) the directory the sweep's script is checked in,
                      for its imports (default: the current directory)
+  --artifacts store|files
+                     keep trained trials' checkpoints in the run store too
+                     (default for a PostgreSQL store) or only in their run
+                     directories (default for SQLite); docs/tracking.md
+  --instances N      (agent) run each trained trial as an MPI job of N
+                     instances on this host (mpirun; `mpirun -n N ipu agent`
+                     spans hosts); the trial is recorded once (docs/sweeps.md)
   --stale-after S    seconds without a heartbeat before a trial is presumed dead (default 60)
+  --color auto|always|never
+                     colour of the progress line (default auto: only on a terminal)
   --max-attempts N   claims of a trial whose agents keep dying before it is failed (default 3)
 )usage";
 
@@ -64,6 +74,8 @@ struct RunOptions {
   std::vector<std::string> positional;
   std::string store, runsDir = "runs", scriptDir;
   runner::AgentSettings agent;
+  std::optional<store::ArtifactStorage> artifacts;  // --artifacts; none: the store's default
+  int instances = 1;                                // --instances N (agent)
   bool help = false;
 };
 
@@ -110,6 +122,15 @@ int parse(const std::string& command, const std::vector<std::string>& args, RunO
       long long n = 0;
       if (!parseCount(v, n) || n > 1000) return usage(command, "`--max-attempts` takes a whole number from 1 to 1000");
       o.agent.maxAttempts = static_cast<int>(n);
+    } else if (in.value("--artifacts", v)) {
+      o.artifacts = store::parseArtifactStorage(v);
+      if (!o.artifacts) return usage(command, "`--artifacts` takes `store` or `files`");
+    } else if (command == "agent" && in.value("--instances", v)) {
+      long long n = 0;
+      if (!parseCount(v, n) || n > 4096) return usage(command, "`--instances` takes a whole number from 1 to 4096");
+      o.instances = static_cast<int>(n);
+    } else if (in.value("--color", v)) {
+      if (!parseColor(v, o.agent.color)) return usage(command, "--color takes `auto`, `always` or `never`");
     } else if (command == "agent" && in.value("--script-dir", v)) {
       if (v.empty()) return usage(command, "`--script-dir` needs a directory");
       o.scriptDir = v;
@@ -128,7 +149,9 @@ int agent(store::SweepStore& sweepStore, const std::string& location, const stor
   std::unique_ptr<store::RunStore> runStore = store::openStore(location, store::OpenMode::Existing);
   gInterrupt = false;
   settings.interrupt = &gInterrupt;
-  settings.progressIsTerminal = ::isatty(2) != 0;
+  // Under mpirun standard error is a pseudo-terminal whatever the user's is:
+  // one line redrawn in place only when `--instances` saw a terminal.
+  settings.progressIsTerminal = settings.instances != nullptr ? settings.color == base::ColorMode::Always : ::isatty(2) != 0;
   auto previous = std::signal(SIGINT, onSweepInterrupt);
   runner::AgentResult r;
   try {
@@ -172,6 +195,8 @@ void printDiagnostics(session::Session& s) {
   std::string summary = base::summaryLine(s.diagnostics(), painter);
   if (!summary.empty()) std::cerr << summary << "\n";
 }
+
+int agentOnce(RunOptions& o);
 
 }  // namespace
 
@@ -244,6 +269,7 @@ int sweepRunCommand(const std::vector<std::string>& args, SweepAgent agentToRun)
                 << c.sweep.name << "`\n";
       return kOk;
     }
+    o.agent.artifacts = o.artifacts.value_or(store::defaultArtifactStorage(location));
     return agent(*st, location, c.sweep, o.agent, "sweep");
   } catch (const store::StoreError& e) {
     std::cerr << "ipu sweep: error: " << e.what() << "\n";
@@ -262,6 +288,40 @@ int agentCommand(const std::vector<std::string>& args) {
     return kOk;
   }
   if (o.positional.size() != 1) return usage("agent", "`ipu agent SWEEP` takes the name of one sweep of the store");
+  if (o.instances > 1 && !underMpirun()) return launchInstances(o.instances, args, "agent");
+  std::string mpiError;
+  const std::shared_ptr<emu::Instances> job = joinInstances(mpiError);
+  if (!mpiError.empty()) {
+    std::cerr << "ipu agent: error: " << mpiError << "\n";
+    return kUserError;
+  }
+  if (job == nullptr) return agentOnce(o);
+  // One MPI job: instance 0 is the agent, the others train its trials with it.
+  if (o.agent.threads == 0) o.agent.threads = defaultInstanceThreads();
+  if (o.agent.color == base::ColorMode::Auto) o.agent.color = base::ColorMode::Never;
+  std::signal(SIGTERM, onSweepInterrupt);  // how mpirun passes a Ctrl-C on
+  if (job->rank() != 0) {
+    std::signal(SIGINT, onSweepInterrupt);
+    o.agent.interrupt = &gInterrupt;
+    runner::followTrials(*job, o.agent);
+    return finishInstances(*job, kOk, "");
+  }
+  o.agent.instances = job;
+  int code = kUserError;
+  {
+    // The others leave with this instance, however it leaves.
+    struct EndTrials {
+      emu::Instances& job;
+      ~EndTrials() { runner::endTrials(job); }
+    } end{*job};
+    code = agentOnce(o);
+  }
+  return finishInstances(*job, code, "");
+}
+
+namespace {
+
+int agentOnce(RunOptions& o) {
   const std::string location = storeLocation(o.store, o.runsDir);
   try {
     auto st = store::openSweepStore(location, store::OpenMode::Existing);
@@ -278,6 +338,7 @@ int agentCommand(const std::vector<std::string>& args) {
     const std::string dir = o.scriptDir.empty() ? std::string(".") : o.scriptDir;
     o.agent.scriptPath = (std::filesystem::path(dir) / (sw->name + ".ipu")).string();
     o.agent.runsRoot = o.runsDir;
+    o.agent.artifacts = o.artifacts.value_or(store::defaultArtifactStorage(location));
     return agent(*st, location, *sw, o.agent, "agent");
   } catch (const store::StoreError& e) {
     std::cerr << "ipu agent: error: " << e.what() << "\n";
@@ -287,6 +348,8 @@ int agentCommand(const std::vector<std::string>& args) {
     return kUserError;
   }
 }
+
+}  // namespace
 
 const Command kAgentCommand{"agent", "agent SWEEP", "run one more agent on a sweep of the run store (docs/sweeps.md)",
                             kSweepRunUsage, agentCommand};

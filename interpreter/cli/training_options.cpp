@@ -85,6 +85,14 @@ bool readTrainingOption(ArgumentReader& in, TrainingOptions& o, std::string& err
     if (o.resumeFrom.empty()) error = "`--resume=` needs a run directory";
     return true;
   }
+  {
+    std::string v;
+    if (in.value("--artifacts", v)) {
+      o.artifacts = store::parseArtifactStorage(v);
+      if (!o.artifacts) error = "`--artifacts` takes `store` (checkpoints' bytes in the run store too) or `files` (in the run directory only)";
+      return true;
+    }
+  }
   for (const char* name : {"--threads", "--steps", "--checkpoint-every"}) {
     std::string v;
     if (!in.value(name, v)) continue;
@@ -135,6 +143,7 @@ runner::TrainSettings trainSettings(const TrainingOptions& o, const std::string&
   t.threads = o.threads;
   t.stepLimit = o.steps;
   t.checkpointEvery = o.checkpointEvery;
+  t.artifacts = o.artifacts.value_or(store::defaultArtifactStorage(storeLocation(o.store.store, o.store.runsDir)));
   t.scriptText = scriptText;
   t.scriptDirectory = scriptDir;
   t.color = color;

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "interpreter/base/terminal.h"
@@ -29,6 +30,8 @@ struct TrainingOptions {
   int threads = 0;           // --threads N (0: all)
   long long steps = 0;       // --steps N (0: no limit)
   long long checkpointEvery = 100;
+  // --artifacts store|files; none: the store's default (store::defaultArtifactStorage)
+  std::optional<store::ArtifactStorage> artifacts;
 };
 
 // Reads `--instances N` when it is the current word (as readStoreOption):

@@ -1,5 +1,7 @@
 #include "interpreter/runner/run_import.h"
 
+#include "interpreter/runner/checkpoint_fetch.h"
+
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -184,8 +186,21 @@ store::RunContents contentsOf(const fs::path& dir, double startedAt, bool& said,
   c.points = pointsOfRunDirectory(dir.string(), std::numeric_limits<long long>::max(), &skipped);
   if (skipped > 0) warning = leftOutWarning(skipped);
   std::error_code ec;
-  for (const auto& e : fs::recursive_directory_iterator(dir / "checkpoints", ec))
-    if (e.path().extension() == ".ipt") c.artifacts.push_back({"checkpoint", artifactPath(e.path().string())});
+  // Recorded as the run's recorder records them (store_recorder.h): relative
+  // to the run directory, with their checksum; the global step of each is
+  // not known here.
+  const std::string directory = artifactPath(dir.string());
+  for (const auto& e : fs::recursive_directory_iterator(dir / "checkpoints", ec)) {
+    if (e.path().extension() != ".ipt") continue;
+    const std::string file = artifactPath(e.path().string());
+    store::Artifact a("checkpoint", file.rfind(directory + "/", 0) == 0 ? file.substr(directory.size() + 1) : file);
+    a.runDirectory = directory;
+    a.phase = e.path().parent_path().filename().string();
+    a.host = hostName();
+    std::string error;
+    if (!fileDigest(file, a.sha256, a.size, error)) a.sha256.clear();
+    c.artifacts.push_back(std::move(a));
+  }
   const Ending ending = endingOf(dir, startedAt);
   c.status = ending.status;
   c.reason = ending.reason;

@@ -8,6 +8,8 @@
 
 #include "interpreter/runner/estimate_record.h"
 #include "interpreter/runner/run_import.h"
+#include "interpreter/runner/checkpoint_fetch.h"
+#include "interpreter/runner/system_usage.h"
 
 namespace ipu::runner {
 
@@ -32,9 +34,9 @@ Clock::duration seconds(double s) { return std::chrono::duration_cast<Clock::dur
 }  // namespace
 
 StoreRecorder::StoreRecorder(store::RunStore& store, long long runId, std::string runDirectory, bool resumed,
-                             std::ostream* notices)
+                             std::ostream* notices, store::ArtifactStorage artifacts)
     : store_(store), runId_(runId), runDirectory_(std::move(runDirectory)), resumed_(resumed), notices_(notices),
-      lastFlush_(Clock::now()) {
+      artifacts_(artifacts), lastFlush_(Clock::now()) {
   thread_ = std::thread([this] { writer(); });
 }
 
@@ -69,7 +71,19 @@ void StoreRecorder::perform(Write& w) {
       if (w.again) store_.replaceMetrics(runId_, w.points);
       else store_.appendMetrics(runId_, w.points);
       break;
-    case Write::Kind::Artifact: store_.addArtifact(runId_, w.artifact); break;
+    case Write::Kind::Artifact: {
+      // Hashed here, off the training's thread. A file gone since it was
+      // written (removed by hand) is recorded without its checksum.
+      std::string file = w.artifactFile;
+      if (!file.empty() && w.artifact.sha256.empty()) {
+        std::string error;
+        if (!fileDigest(file, w.artifact.sha256, w.artifact.size, error)) file.clear();
+      }
+      std::error_code ec;
+      if (!file.empty() && !std::filesystem::is_regular_file(file, ec)) file.clear();
+      store_.addArtifact(runId_, w.artifact, artifacts_ == store::ArtifactStorage::Store ? file : std::string());
+      break;
+    }
     case Write::Kind::Finish: store_.finishRun(runId_, w.status, w.reason, w.endedAt); break;
   }
 }
@@ -216,18 +230,43 @@ train::StopRequest StoreRecorder::phaseEnd(train::Source, const train::PhaseInfo
   // The held-out evaluation, at the step the phase ended on.
   for (const auto& [k, v] : info.metrics) add("eval." + k, lastGlobalStep_, v, now);
   flush();
-  if (!info.checkpoint.empty()) {
-    Write w;
-    w.kind = Write::Kind::Artifact;
-    w.artifact = {"checkpoint", artifactPath(info.checkpoint)};
-    enqueue(std::move(w));
-  }
   return {};
+}
+
+void StoreRecorder::checkpointWritten(train::Source, const train::CheckpointInfo& c) {
+  // The points up to the checkpoint go first: a record never lists a
+  // checkpoint past its last point.
+  flush();
+  Write w;
+  w.kind = Write::Kind::Artifact;
+  const std::string directory = artifactPath(runDirectory_);
+  const std::string file = artifactPath(c.path);
+  w.artifact.kind = "checkpoint";
+  w.artifact.path = file.rfind(directory + "/", 0) == 0 ? file.substr(directory.size() + 1) : file;
+  w.artifact.runDirectory = directory;
+  w.artifact.phase = c.phase;
+  w.artifact.step = c.globalStep;
+  w.artifact.host = hostName();
+  w.artifact.createdAt = store::nowSeconds();
+  w.artifactFile = file;
+  enqueue(std::move(w));
+}
+
+void StoreRecorder::addSystemUsage(double now) {
+  if (lastGlobalStep_ <= 0 || lastGlobalStep_ == lastSystemStep_) return;
+  lastSystemStep_ = lastGlobalStep_;
+  const SystemUsage u = systemUsage();
+  add("system.cpu_s", lastGlobalStep_, u.cpuSeconds, now);
+  add("system.rss_mb", lastGlobalStep_, u.rssMb, now);
+  add("system.peak_rss_mb", lastGlobalStep_, u.peakRssMb, now);
+  add("system.threads", lastGlobalStep_, u.threads, now);
 }
 
 void StoreRecorder::flush() {
   lastFlush_ = Clock::now();
   if (buffer_.empty()) return;
+  // What the process uses, at the recorder's cadence: once per batch.
+  addSystemUsage(store::nowSeconds());
   Write w;
   w.kind = Write::Kind::Points;
   w.points = std::move(buffer_);

@@ -16,6 +16,11 @@
 // When the training ends the recorder waits up to kStoreWaitSeconds for a
 // store that still fails; then failed() says what the store missed and how
 // to complete it from the run directory (`ipu runs import`).
+//
+// It also records every checkpoint the training writes (with its SHA-256,
+// and its bytes with `--artifacts store`), and, with each batch of points,
+// what the process uses of the host: `system.cpu_s`, `system.rss_mb`,
+// `system.peak_rss_mb`, `system.threads` (system_usage.h).
 #pragma once
 
 #include <chrono>
@@ -51,8 +56,10 @@ class StoreRecorder : public train::Observer {
   // `resumed`: the run continues from a checkpoint; the store's points are
   // then made those of its metrics.jsonl before the first step run now.
   // `notices`: where a wait for the store is said (null: nowhere).
+  // `artifacts`: whether checkpoints' bytes are kept in the store too
+  // (`--artifacts store`) or only their records (`files`).
   StoreRecorder(store::RunStore& store, long long runId, std::string runDirectory, bool resumed,
-                std::ostream* notices = nullptr);
+                std::ostream* notices = nullptr, store::ArtifactStorage artifacts = store::ArtifactStorage::Files);
   // Stops the writer; what it has not written is dropped (finish() writes it).
   ~StoreRecorder() override;
   StoreRecorder(const StoreRecorder&) = delete;
@@ -60,6 +67,9 @@ class StoreRecorder : public train::Observer {
 
   train::StopRequest step(train::Source, const train::StepInfo&, std::map<std::string, double>& logged) override;
   train::StopRequest phaseEnd(train::Source, const train::PhaseInfo&) override;
+  // Every checkpoint is recorded (its SHA-256 and size computed, and its
+  // bytes kept with `--artifacts store`, on the writer's thread).
+  void checkpointWritten(train::Source, const train::CheckpointInfo&) override;
 
   // Writes everything still to write (waiting up to kStoreWaitSeconds for a
   // failing store), records how the run ended, stops the writer.
@@ -76,6 +86,7 @@ class StoreRecorder : public train::Observer {
     enum class Kind { Reopen, Points, Artifact, Finish } kind = Kind::Points;
     std::vector<store::MetricPoint> points;  // Reopen: the run directory's; Points: a batch
     store::Artifact artifact;
+    std::string artifactFile;  // Artifact: the file (hashed when written; its bytes kept with --artifacts store)
     store::RunStatus status = store::RunStatus::Finished;
     std::string reason;
     double endedAt = 0;
@@ -83,6 +94,7 @@ class StoreRecorder : public train::Observer {
   };
 
   void add(const std::string& key, long long step, double value, double now);
+  void addSystemUsage(double now);
   void flush();
   void enqueue(Write w);
   void writer();
@@ -95,7 +107,9 @@ class StoreRecorder : public train::Observer {
   bool resumed_;
   std::ostream* notices_;
   bool reopened_ = false;
+  store::ArtifactStorage artifacts_;
   long long lastGlobalStep_ = 0;
+  long long lastSystemStep_ = 0;  // the step system metrics were last recorded at
   std::vector<store::MetricPoint> buffer_;  // the training thread's, until flushed
   std::chrono::steady_clock::time_point lastFlush_;
 

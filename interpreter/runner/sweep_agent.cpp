@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "interpreter/check/sweeps.h"
+#include "interpreter/store/sweep_records.h"
 #include "interpreter/runner/estimate_record.h"
 #include "interpreter/runner/sweep_start.h"
 #include "interpreter/runner/train.h"
@@ -302,6 +303,25 @@ hooks::SweepTrial hookView(const store::SweepRecord& sw, const store::TrialRecor
   return h;
 }
 
+// What instance 0 sends the other instances of an agent's MPI job before a
+// trial (`ipu agent --instances N`), and in place of one when it leaves.
+constexpr const char* kNoMoreTrials = "\x02";
+
+std::string trialMessage(const store::SweepRecord& sw, const store::TrialRecord& trial, std::optional<double> best,
+                         const std::string& scriptPath, const std::string& initialWeights) {
+  nlohmann::json j;
+  j["sweep"] = sw.name;
+  j["spec"] = store::toJson(sw.spec);
+  j["script"] = sw.script;
+  j["script_path"] = scriptPath;
+  j["index"] = trial.index;
+  j["key"] = trial.key;
+  j["assignment"] = store::toJson(trial.assignment);
+  j["best"] = best ? nlohmann::json(*best) : nlohmann::json();
+  j["initial_weights"] = initialWeights;
+  return j.dump();
+}
+
 // `start`: where the trial's weights start (a sweep with `from:`), else null.
 TrialRun runTrial(store::SweepStore& sweepStore, store::RunStore& runStore, const store::SweepRecord& sw,
                   const store::Claim& claim, const AgentSettings& settings, const TrialStart* start,
@@ -385,6 +405,7 @@ TrialRun runTrial(store::SweepStore& sweepStore, store::RunStore& runStore, cons
     t.scriptDirectory = std::filesystem::absolute(settings.scriptPath).parent_path().string();
     t.color = base::ColorMode::Never;
     t.store = &runStore;
+    t.artifacts = settings.artifacts;
     t.parameters["sweep"] = sw.name;
     t.parameters["sweep.trial"] = std::to_string(claim.trial.index);
     if (start != nullptr) {
@@ -401,6 +422,11 @@ TrialRun runTrial(store::SweepStore& sweepStore, store::RunStore& runStore, cons
     // trial trains, one more line redrawn in place (erased at the end).
     std::ostream quiet(nullptr);
     TrainResult r;
+    if (settings.instances != nullptr && settings.instances->count() > 1) {
+      // The other instances train it with this one (followTrials).
+      settings.instances->broadcast(trialMessage(sw, claim.trial, best, settings.scriptPath, t.initialWeights));
+      t.instances = settings.instances;
+    }
     if (settings.progressIsTerminal) {
       t.progressLine = "trial " + std::to_string(claim.trial.index) + " [" + assignmentText(claim.trial.assignment) + "]";
       t.color = settings.color;
@@ -463,6 +489,65 @@ TrialRun runTrial(store::SweepStore& sweepStore, store::RunStore& runStore, cons
 }
 
 }  // namespace
+
+void endTrials(emu::Instances& instances) { instances.broadcast(kNoMoreTrials); }
+
+void followTrials(emu::Instances& instances, const AgentSettings& settings) {
+  static const std::atomic<bool> never{false};
+  for (;;) {
+    const std::string message = instances.broadcast(std::string());
+    if (message == kNoMoreTrials) return;
+    store::SweepRecord sw;
+    store::TrialRecord trial;
+    std::optional<double> best;
+    std::string scriptPath, initialWeights;
+    try {
+      const nlohmann::json j = nlohmann::json::parse(message);
+      sw.name = j.at("sweep").get<std::string>();
+      sw.spec = store::specFromJson(j.at("spec"), "the trial instance 0 sent");
+      sw.script = j.at("script").get<std::string>();
+      scriptPath = j.at("script_path").get<std::string>();
+      trial.index = j.at("index").get<long long>();
+      trial.key = j.at("key").get<std::string>();
+      trial.assignment = store::assignmentFromJson(j.at("assignment"), "the trial instance 0 sent");
+      if (j.at("best").is_number()) best = j.at("best").get<double>();
+      initialWeights = j.at("initial_weights").get<std::string>();
+    } catch (const std::exception& e) {
+      instances.fail(std::string("cannot read the trial instance 0 sent: ") + e.what());
+    }
+    // The trial as instance 0 plans it: the same script, values and start.
+    session::Session s;
+    const base::FileId file = s.addSource(scriptPath, sw.script);
+    check::Overrides overrides;
+    overrides.training = sw.spec.training;
+    overrides.values = trial.assignment;
+    s.setOverrides(overrides);
+    s.setPurpose(session::Purpose::Run);
+    const ir::ExecutionPlan* plan = s.plan(file, /*requireRuns=*/true);
+    if (s.diagnostics().hasErrors() || plan == nullptr)
+      instances.fail("trial " + std::to_string(trial.index) + " does not plan here: " + firstError(s.diagnostics()));
+    auto run = std::find_if(plan->runs.begin(), plan->runs.end(),
+                            [&](const ir::RunPlan& r) { return r.name == sw.spec.training; });
+    if (run == plan->runs.end()) instances.fail("the trial's script does not `run " + sw.spec.training + "`");
+    TrainSettings t;
+    t.threads = settings.threads;
+    t.stepLimit = settings.stepLimit;
+    // Instance 0 decides when a trial stops (its heartbeat, hyperband,
+    // Ctrl-C): every instance stops at the same step with it.
+    t.cancel = settings.interrupt != nullptr ? settings.interrupt : &never;
+    t.scriptText = sw.script;
+    t.scriptDirectory = std::filesystem::absolute(scriptPath).parent_path().string();
+    t.initialWeights = initialWeights;
+    const hooks::SweepTrial view = hookView(sw, trial, best, initialWeights);
+    t.sweepTrial = &view;
+    // Held by the caller's shared pointer for the job's length.
+    t.instances = std::shared_ptr<emu::Instances>(&instances, [](emu::Instances*) {});
+    std::string error;
+    const TrainResult r = trainInstance(s, *run, t, error);
+    if (r.status == TrainResult::Status::Failed && !error.empty())
+      instances.fail("trial " + std::to_string(trial.index) + ": " + error);
+  }
+}
 
 bool isPredictedMetric(const std::string& name) {
   return std::find(std::begin(kPredicted), std::end(kPredicted), name) != std::end(kPredicted);
@@ -548,7 +633,11 @@ AgentResult runAgent(store::SweepStore& sweepStore, store::RunStore& runStore, l
     // Where its weights start, resolved now: the best trial of the sweep it
     // starts from may have changed since the last trial.
     std::optional<TrialStart> start;
-    if (sw->spec.from) start = resolveTrialStart(*sw->spec.from, sweepStore, runStore);
+    if (sw->spec.from) {
+      start = resolveTrialStart(*sw->spec.from, sweepStore, runStore);
+      // Its file on this host, fetched from the store if it is not here.
+      fetchTrialStart(*start, runStore, settings.runsRoot);
+    }
     TrialRun tr = runTrial(sweepStore, runStore, *sw, claim, settings, start ? &*start : nullptr,
                            current.best ? std::optional<double>(current.best->metric) : std::nullopt, progress);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

@@ -26,12 +26,14 @@
 #pragma once
 
 #include <atomic>
+#include <memory>
 #include <ostream>
 #include <string>
 
 #include "interpreter/base/terminal.h"
 #include "interpreter/store/run_store.h"
 #include "interpreter/store/sweep_store.h"
+#include "runtime/emulator/instances.h"
 
 namespace ipu::runner {
 
@@ -59,6 +61,11 @@ struct AgentSettings {
   // its step, loss and ETA, redrawn in place and replaced by the trial's line.
   bool progressIsTerminal = false;
   base::ColorMode color = base::ColorMode::Auto;
+  // Whether trained trials keep their checkpoints' bytes in the store (`--artifacts`).
+  store::ArtifactStorage artifacts = store::ArtifactStorage::Files;
+  // An MPI job's instances (`ipu agent --instances N`): each trained trial
+  // runs on all of them, instance 0 running this agent; null: one process.
+  std::shared_ptr<emu::Instances> instances;
 };
 
 struct AgentResult {
@@ -81,5 +88,18 @@ const char* endingName(AgentResult::Ending e);
 // std::runtime_error when the sweep's method cannot search its spec.
 AgentResult runAgent(store::SweepStore& sweepStore, store::RunStore& runStore, long long sweepId,
                      const AgentSettings& settings, std::ostream& progress);
+
+// An agent whose trials are MPI jobs (`ipu agent --instances N`, docs/sweeps.md):
+// instance 0 runs runAgent with AgentSettings::instances set, and before each
+// trial it trains sends the others what to train; they run their replicas of
+// it (runner::trainInstance), writing nothing, until instance 0 calls
+// endTrials. Estimated trials run on instance 0 alone.
+//
+// The other instances: trains what instance 0 sends until it ends. `settings`
+// gives threads, steps per phase and the interrupt. Returns when instance 0
+// ends; a trial this instance cannot set up stops the job (Instances::fail).
+void followTrials(emu::Instances& instances, const AgentSettings& settings);
+// Instance 0: no more trials (the others' followTrials returns). Once.
+void endTrials(emu::Instances& instances);
 
 }  // namespace ipu::runner

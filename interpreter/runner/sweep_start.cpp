@@ -3,6 +3,8 @@
 #include <filesystem>
 #include <system_error>
 
+#include "interpreter/runner/checkpoint_fetch.h"
+
 namespace ipu::runner {
 
 namespace fs = std::filesystem;
@@ -18,28 +20,56 @@ TrialStart lastCheckpoint(const store::RunRecord& r) {
   }
   std::string newest, missing, notAFile;
   fs::file_time_type newestTime{};
+  const store::Artifact* chosen = nullptr;
+  bool chosenHere = false;
+  // Records with a step (schema version 4) are ordered by it; older ones by
+  // their files' times.
   for (const auto& a : r.artifacts) {
     if (a.kind != "checkpoint") continue;
+    const std::string file = store::artifactFile(a);
+    const bool final = fs::path(a.path).filename() == "final.ipt";
     std::error_code ec;
-    const fs::file_status st = fs::status(a.path, ec);
-    if (!ec && fs::exists(st) && !fs::is_regular_file(st)) {
+    const fs::file_status st = fs::status(file, ec);
+    const bool here = !ec && fs::is_regular_file(st);
+    if (!ec && fs::exists(st) && !here && !a.stored) {
       // There, but a FIFO, a directory or a device: not a checkpoint to read
       // (and not one on another host).
-      notAFile = a.path;
+      notAFile = file;
       continue;
     }
-    const fs::file_time_type t = fs::last_write_time(a.path, ec);
-    if (ec || !fs::is_regular_file(st)) {
-      missing = a.path;
+    if (a.step >= 0) {
+      if (!here && !a.stored) {
+        missing = file;
+        continue;
+      }
+      if (chosen == nullptr || a.step > chosen->step || (a.step == chosen->step && final)) {
+        chosen = &a;
+        chosenHere = here;
+      }
+      continue;
+    }
+    const fs::file_time_type t = fs::last_write_time(file, ec);
+    if (ec || !here) {
+      missing = file;
       continue;
     }
     // On equal times, a phase's final checkpoint is later than its steps'.
-    const bool later = newest.empty() || t > newestTime ||
-                       (t == newestTime && fs::path(a.path).filename() == "final.ipt");
+    const bool later = newest.empty() || t > newestTime || (t == newestTime && final);
     if (later) {
-      newest = a.path;
+      newest = file;
       newestTime = t;
     }
+  }
+  if (chosen != nullptr) {
+    out.status = TrialStart::Status::Ready;
+    out.artifact = *chosen;
+    // A file here is checked against its checksum before it is used; one
+    // that is not here comes from the store.
+    out.fetch = !chosenHere || !chosen->sha256.empty();
+    out.checkpoint = chosenHere ? store::artifactFile(*chosen) : std::string();
+    out.runId = r.id;
+    out.runName = r.name;
+    return out;
   }
   if (newest.empty()) {
     if (!notAFile.empty()) {
@@ -50,7 +80,8 @@ TrialStart lastCheckpoint(const store::RunRecord& r) {
     }
     out.problem = missing.empty() ? "run " + r.name + " recorded no checkpoint"
                                   : "the checkpoints of run " + r.name + " are not on this host (such as `" + missing +
-                                        "`); an agent needs them on a file system it shares with the run's host";
+                                        "`), and their bytes are not in the store: an agent needs them on a file system it shares with the run's "
+                                        "host, or the run recorded with --artifacts store";
     return out;
   }
   out.status = TrialStart::Status::Ready;
@@ -102,6 +133,22 @@ TrialStart resolveTrialStart(const sweep::StartFrom& from, store::SweepStore& sw
   if (out.status != TrialStart::Status::Ready)
     out.problem = "the best trial (" + std::to_string(st.best->index) + ") of sweep `" + from.name + "`: " + out.problem;
   return out;
+}
+
+void fetchTrialStart(TrialStart& start, store::RunStore& runs, const std::string& runsRoot) {
+  if (start.status != TrialStart::Status::Ready || !start.fetch) return;
+  store::RunRecord owner;
+  owner.id = start.runId;
+  owner.name = start.runName;
+  const CheckpointFile f = localCheckpoint(runs, owner, start.artifact, runsRoot);
+  if (!f.ok) {
+    start.status = TrialStart::Status::Unavailable;
+    start.problem = f.problem;
+    start.checkpoint.clear();
+    return;
+  }
+  start.checkpoint = f.path;
+  start.fetch = false;
 }
 
 std::string describeStart(const sweep::StartFrom& from, const TrialStart& start) {

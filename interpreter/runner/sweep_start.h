@@ -8,9 +8,11 @@
 // - `from: checkpoint("RUN")`: the last checkpoint of that recorded run (by
 //   its id, `12`, or its name, `tiny_trial-12`).
 //
-// A run's last checkpoint is the newest of the checkpoint files it recorded
-// (the emulator writes them in the order it trains), of those present on
-// this host.
+// A run's last checkpoint is the one at the highest global step of those it
+// recorded (for records older than schema version 4, which have no step, the
+// newest file), of those present on this host or kept in the store
+// (`--artifacts store`). One kept in the store and not here is fetched when
+// the trial starts (fetchTrialStart, checkpoint_fetch.h).
 #pragma once
 
 #include <string>
@@ -32,7 +34,17 @@ struct TrialStart {
   std::string runName;     // Ready: its name (`tiny_trial-12`)
   long long trial = -1;    // best(S), Ready: the index of S's best trial
   std::string problem;     // Wait, Unavailable: a sentence saying why
+  // Ready: the checkpoint's record, and whether its file must still be
+  // found or fetched on this host (`checkpoint` is then "").
+  store::Artifact artifact;
+  bool fetch = false;
 };
+
+// A Ready start whose checkpoint is to be fetched (or its file checked
+// against its recorded SHA-256): its file on this host, fetched from the
+// store under `runsRoot` when needed. Unavailable, with the problem, when
+// it cannot be (not here and not in the store, or a damaged copy).
+void fetchTrialStart(TrialStart& start, store::RunStore& runs, const std::string& runsRoot);
 
 TrialStart resolveTrialStart(const sweep::StartFrom& from, store::SweepStore& sweeps, store::RunStore& runs);
 

@@ -1,5 +1,6 @@
 #include "interpreter/runner/train.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include "interpreter/hooks/run_hooks.h"
+#include "interpreter/runner/checkpoint_fetch.h"
 #include "interpreter/runner/progress.h"
 #include "interpreter/runner/estimate_record.h"
 #include "interpreter/runner/run_directory.h"
@@ -55,6 +57,9 @@ class FanOut : public train::Observer {
     }
     return out;
   }
+  void checkpointWritten(train::Source src, const train::CheckpointInfo& info) override {
+    for (auto* o : all_) o->checkpointWritten(src, info);
+  }
 
  private:
   std::vector<train::Observer*> all_;
@@ -95,6 +100,47 @@ emu::Options emulatorOptions(const TrainSettings& settings) {
   options.initialWeights = settings.initialWeights;
   if (!settings.corpus.empty()) options.builtinCorpus = settings.corpus;
   return options;
+}
+
+// The checkpoints a resume of `dir` needs, from the store where the run
+// directory lacks them (or holds another file): the latest at or before
+// global step `atMost` (-1: any), and every phase's final checkpoint (a
+// phase with `from` starts from it). A copy in the store that is damaged is
+// an error, never loaded; a checkpoint whose bytes the store does not keep
+// is left to the emulator, which resumes from what the directory has.
+bool restoreCheckpoints(store::RunStore& st, long long runId, const RunDirectory& dir, long long atMost,
+                        std::ostream& progress, std::string& problem) {
+  std::optional<store::RunRecord> record;
+  try {
+    record = st.run(runId);
+  } catch (const store::StoreError& e) {
+    problem = "the checkpoints of this run could not be read from the store: " + std::string(e.what());
+    return false;
+  }
+  if (!record) return true;
+  const store::Artifact* latest = nullptr;
+  std::vector<const store::Artifact*> needed;
+  for (const auto& a : record->artifacts) {
+    if (a.kind != "checkpoint" || a.step < 0) continue;
+    const bool final = fs::path(a.path).filename() == "final.ipt";
+    if (final) needed.push_back(&a);
+    if (atMost >= 0 && a.step > atMost) continue;
+    if (latest == nullptr || a.step > latest->step || (a.step == latest->step && final)) latest = &a;
+  }
+  if (latest != nullptr && std::find(needed.begin(), needed.end(), latest) == needed.end()) needed.push_back(latest);
+  for (const store::Artifact* a : needed) {
+    // Only into the run directory: a checkpoint the store keeps is named
+    // relative to it.
+    if (!a->stored || !staysInside(a->path)) continue;
+    const std::string destination = dir.path() + "/" + a->path;
+    const CheckpointFile f = ensureCheckpoint(st, *record, *a, destination);
+    if (!f.ok) {
+      problem = f.problem;
+      return false;
+    }
+    if (f.fetched) progress << "fetched " << a->path << " of run " << record->name << " from the store\n";
+  }
+  return true;
 }
 
 }  // namespace
@@ -214,12 +260,23 @@ TrainResult train(session::Session& session, const ir::RunPlan& run, const Train
         settings.store->addArtifact(*id, {"run_directory", absolute});
         if (!settings.tags.empty()) settings.store->addTags(*id, settings.tags);
       }
-      recorder = std::make_unique<StoreRecorder>(*settings.store, *id, dir->path(), dir->resumed(), &progress);
+      recorder = std::make_unique<StoreRecorder>(*settings.store, *id, dir->path(), dir->resumed(), &progress,
+                                                 settings.artifacts);
       result.storeRunId = *id;
     } catch (const store::StoreError& e) {
       result.storeFailure = "the run store could not start this run's record (" + std::string(e.what()) +
                             "); the run directory has every step: `ipu runs import " + dir->path() +
                             "` records it once the store works again";
+    }
+  }
+
+  // Resuming where the run directory lacks the checkpoints it continues
+  // from (another host, no shared file system): fetched from the store.
+  if (dir->resumed() && result.storeRunId != 0) {
+    std::string problem;
+    if (!restoreCheckpoints(*settings.store, result.storeRunId, *dir, options.resumeAtMost, progress, problem)) {
+      session.diagnostics().error(emu::code::kCheckpoint, session.spanOf(run.source), problem);
+      return result;
     }
   }
 

@@ -47,6 +47,10 @@ struct TrainSettings {
   std::string corpus;              // the built-in corpus ("": the emulator's default)
   base::ColorMode color = base::ColorMode::Auto;
   store::RunStore* store = nullptr; // where the run is also recorded (docs/tracking.md); null: nowhere
+  // Whether the checkpoints' bytes are kept in the store too (`--artifacts`);
+  // a resumed run fetches from the store the checkpoints it needs that are
+  // not in its run directory (checkpoint_fetch.h), whatever this says.
+  store::ArtifactStorage artifacts = store::ArtifactStorage::Files;
   // The checkpoint of another run whose weights the phases without `from`
   // start from (a sweep's `from:`, emu::Options::initialWeights); "": none.
   std::string initialWeights;

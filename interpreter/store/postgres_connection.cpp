@@ -3,6 +3,7 @@
 // the server infers their types from the columns. A batch of inserts becomes
 // multi-row INSERTs of up to 1,000 rows, one round trip each.
 #include <libpq-fe.h>
+#include <libpq/libpq-fs.h>
 #include <poll.h>
 
 #include <algorithm>
@@ -240,6 +241,59 @@ class PostgresConnection : public SqlConnection {
     }
   }
 
+  // Large objects (libpq's lo_* calls) are written and read in chunks, each
+  // call one round trip. libpq makes those calls blocking whatever the
+  // connection's mode (a non-blocking connection could leave one half
+  // sent), so the connection is blocking for their while; the server's
+  // statement timeout still bounds each.
+  long long writeContent(std::uint64_t size, const ChunkSource& source) override {
+    BlockingWhile blocking(*this);
+    const Oid oid = lo_creat(conn_, INV_READ | INV_WRITE);
+    if (oid == InvalidOid) largeObjectFailed("cannot create a large object");
+    const int fd = lo_open(conn_, oid, INV_WRITE);
+    if (fd < 0) largeObjectFailed("cannot open large object " + std::to_string(oid));
+    std::vector<char> buffer(kContentChunkBytes);
+    std::uint64_t at = 0;
+    for (;;) {
+      const std::size_t n = source(buffer.data(), buffer.size());
+      if (n == 0) break;
+      if (at + n > size)
+        throw StoreError("store `" + uri_ + "`: more than the " + std::to_string(size) + " bytes announced came to be kept");
+      for (std::size_t done = 0; done < n;) {
+        const int wrote = lo_write(conn_, fd, buffer.data() + done, n - done);
+        if (wrote <= 0) largeObjectFailed("cannot write large object " + std::to_string(oid));
+        done += static_cast<std::size_t>(wrote);
+      }
+      at += n;
+    }
+    if (lo_close(conn_, fd) != 0) largeObjectFailed("cannot close large object " + std::to_string(oid));
+    if (at != size)
+      throw StoreError("store `" + uri_ + "`: " + std::to_string(at) + " bytes came of the " + std::to_string(size) + " announced");
+    return static_cast<long long>(oid);
+  }
+
+  void readContent(long long id, const ChunkSink& sink) override {
+    BlockingWhile blocking(*this);
+    const int fd = lo_open(conn_, static_cast<Oid>(id), INV_READ);
+    if (fd < 0) largeObjectFailed("cannot open large object " + std::to_string(id));
+    std::vector<char> buffer(kContentChunkBytes);
+    for (;;) {
+      const int n = lo_read(conn_, fd, buffer.data(), buffer.size());
+      if (n < 0) largeObjectFailed("cannot read large object " + std::to_string(id));
+      if (n == 0) break;
+      sink(buffer.data(), static_cast<std::size_t>(n));
+    }
+    lo_close(conn_, fd);
+  }
+
+  void deleteContent(long long id) override {
+    // One removed by hand (lo_unlink) is gone already: unlinking it again
+    // would fail the transaction that deletes its record.
+    if (query("SELECT 1 FROM pg_largeobject_metadata WHERE oid = ?", {id}).empty()) return;
+    BlockingWhile blocking(*this);
+    if (lo_unlink(conn_, static_cast<Oid>(id)) < 0) largeObjectFailed("cannot remove large object " + std::to_string(id));
+  }
+
   // A transaction starts on a live connection: one lost (a server restarted,
   // a statement given up on) is made again first. Within a transaction a
   // lost connection is an error: what it did is gone with it.
@@ -275,6 +329,26 @@ class PostgresConnection : public SqlConnection {
       lost_ = false;
     }
     execute("BEGIN");
+  }
+
+  // The connection in blocking mode for as long as it lives.
+  class BlockingWhile {
+   public:
+    explicit BlockingWhile(PostgresConnection& c) : c_(c) {
+      if (c_.lost_ || PQstatus(c_.conn_) != CONNECTION_OK) c_.lose("the connection to the server was lost");
+      PQsetnonblocking(c_.conn_, 0);
+    }
+    ~BlockingWhile() { PQsetnonblocking(c_.conn_, 1); }
+    BlockingWhile(const BlockingWhile&) = delete;
+    BlockingWhile& operator=(const BlockingWhile&) = delete;
+
+   private:
+    PostgresConnection& c_;
+  };
+
+  [[noreturn]] void largeObjectFailed(const std::string& what) {
+    if (PQstatus(conn_) != CONNECTION_OK) lost_ = true;
+    throw StoreError("store `" + uri_ + "`: " + what + ": " + scrubbed(trimmed(PQerrorMessage(conn_)), secrets_));
   }
 
   [[noreturn]] void lose(const std::string& why) {

@@ -45,7 +45,19 @@ nlohmann::json runJson(const RunRecord& r, bool full) {
   if (full) {
     j["script"] = r.script;
     nlohmann::json a = nlohmann::json::array();
-    for (const auto& art : r.artifacts) a.push_back({{"kind", art.kind}, {"path", art.path}});
+    for (const auto& art : r.artifacts) {
+      nlohmann::json x = {{"kind", art.kind}, {"path", art.path}};
+      if (art.kind == "checkpoint") {
+        x["phase"] = art.phase.empty() ? nlohmann::json() : nlohmann::json(art.phase);
+        x["step"] = art.step >= 0 ? nlohmann::json(art.step) : nlohmann::json();
+        x["size"] = art.size >= 0 ? nlohmann::json(art.size) : nlohmann::json();
+        x["sha256"] = art.sha256.empty() ? nlohmann::json() : nlohmann::json(art.sha256);
+        x["host"] = art.host;
+        x["run_directory"] = art.runDirectory.empty() ? nlohmann::json() : nlohmann::json(art.runDirectory);
+        x["stored"] = art.stored;
+      }
+      a.push_back(std::move(x));
+    }
     j["artifacts"] = a;
   }
   return j;

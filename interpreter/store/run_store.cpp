@@ -5,6 +5,23 @@
 
 namespace ipu::store {
 
+std::string artifactFile(const Artifact& a) {
+  if (a.runDirectory.empty() || (!a.path.empty() && a.path.front() == '/')) return a.path;
+  return a.runDirectory + "/" + a.path;
+}
+
+const char* name(ArtifactStorage s) { return s == ArtifactStorage::Store ? "store" : "files"; }
+
+std::optional<ArtifactStorage> parseArtifactStorage(const std::string& text) {
+  if (text == "store") return ArtifactStorage::Store;
+  if (text == "files") return ArtifactStorage::Files;
+  return std::nullopt;
+}
+
+ArtifactStorage defaultArtifactStorage(const std::string& location) {
+  return isPostgresLocation(location) ? ArtifactStorage::Store : ArtifactStorage::Files;
+}
+
 const char* name(RunKind k) { return k == RunKind::Run ? "run" : "estimate"; }
 
 const char* name(RunStatus s) {

@@ -27,7 +27,7 @@ namespace ipu::store {
 
 // Bumped whenever the tables change; a store with a higher version is refused,
 // never modified (an older `ipu` cannot know what a newer one relies on).
-constexpr int kSchemaVersion = 3;
+constexpr int kSchemaVersion = 4;
 
 class StoreError : public std::runtime_error {
  public:
@@ -73,9 +73,45 @@ struct MetricSummary {
   long long count = 0;  // points recorded, finite or not
 };
 
+// A file a run wrote (docs/tracking.md, "Artifacts"). A checkpoint's `path`
+// is relative to `runDirectory` (the run directory's absolute location on
+// `host`); records made before schema version 4 have an absolute `path` and
+// no run directory. A run directory's `path` is its absolute location.
 struct Artifact {
+  Artifact() = default;
+  Artifact(std::string kind_, std::string path_) : kind(std::move(kind_)), path(std::move(path_)) {}
   std::string kind;  // "run_directory", "checkpoint"
   std::string path;
+  std::string phase;          // a checkpoint's phase ("" unknown)
+  long long step = -1;        // a checkpoint's global step (from 1; -1 unknown)
+  long long size = -1;        // bytes (-1 unknown)
+  std::string sha256;         // 64 hex digits ("" unknown)
+  std::string host;           // where it was written
+  std::string runDirectory;   // a checkpoint's run directory (absolute, on `host`)
+  bool stored = false;        // its bytes are kept in the store (`--artifacts store`)
+  double createdAt = kNoTime;
+};
+
+// Where a run's checkpoint bytes are kept (`ipu run --artifacts`,
+// docs/tracking.md "Artifacts"): in its run directory only, or in the
+// store as well, so that another host can fetch them.
+enum class ArtifactStorage { Files, Store };
+const char* name(ArtifactStorage s);
+std::optional<ArtifactStorage> parseArtifactStorage(const std::string& text);
+// The default for a store: Store for PostgreSQL (shared between hosts that
+// need not share a file system), Files for SQLite (a file beside the run
+// directories, on the same disk: a copy there would only double them).
+ArtifactStorage defaultArtifactStorage(const std::string& location);
+
+// Where an artifact's file is on the host that wrote it: `runDirectory` /
+// `path`, or `path` when it is absolute.
+std::string artifactFile(const Artifact& a);
+
+// The bytes of an artifact kept in the store did not read back as recorded
+// (their SHA-256 differs): damaged, never to be used.
+class ArtifactDamaged : public StoreError {
+ public:
+  using StoreError::StoreError;
 };
 
 // What a run is when it starts.
@@ -145,7 +181,20 @@ class RunStore {
   // liveness gc and listing check from now on), points from `fromStep` on
   // dropped (they are about to be recorded again), summaries recomputed.
   virtual void reopenRun(long long run, long long fromStep, const std::string& host, long long pid) = 0;
-  virtual void addArtifact(long long run, const Artifact& artifact) = 0;
+  // Records an artifact (replacing the record of the same run and path).
+  // With `contentFile`, its bytes are kept in the store too, read from that
+  // file in chunks in the same transaction; their SHA-256 must be
+  // `artifact.sha256` (the file changed since it was hashed: StoreError).
+  virtual void addArtifact(long long run, const Artifact& artifact, const std::string& contentFile = "") = 0;
+  // The bytes of an artifact kept in the store, in chunks to `sink`, checked
+  // against its recorded SHA-256 as they go: ArtifactDamaged when they
+  // differ (after the last chunk: the sink must not keep them unless this
+  // returns), StoreError when there are none.
+  virtual void readArtifact(long long run, const std::string& path,
+                            const std::function<void(const char*, std::size_t)>& sink) = 0;
+  // Removes artifacts of a run (records and bytes kept in the store), in one
+  // transaction. Returns how many there were.
+  virtual std::size_t removeArtifacts(long long run, const std::vector<std::string>& paths) = 0;
   // A record made whole from its run directory (`ipu runs import` of a run
   // the store recorded only in part): its points become the directory's, its
   // summaries are recomputed, its checkpoints added, and it ends as the

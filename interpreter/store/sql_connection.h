@@ -6,7 +6,9 @@
 // nothing for NULL), the one representation both libraries share.
 #pragma once
 
+#include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -37,7 +39,24 @@ class SqlConnection {
   virtual void beginRead() = 0;
   virtual void commit() = 0;
   virtual void rollback() = 0;
+
+  // Bytes kept in the database (an artifact's contents), moved in chunks so
+  // that a checkpoint of gigabytes is never one allocation: SQLite's
+  // incremental blob I/O on a row of `artifact_contents`, PostgreSQL's large
+  // objects. Inside a transaction (a write one to write or delete).
+  // `source` fills the buffer and returns how many bytes it put there (0:
+  // the end); exactly `size` bytes must come. Returns the contents' id, or
+  // -1 when the database cannot hold `size` bytes in one value (SQLite's
+  // SQLITE_MAX_LENGTH, 1 GB by default), reading nothing.
+  using ChunkSource = std::function<std::size_t(char* buffer, std::size_t capacity)>;
+  using ChunkSink = std::function<void(const char* bytes, std::size_t n)>;
+  virtual long long writeContent(std::uint64_t size, const ChunkSource& source) = 0;
+  virtual void readContent(long long id, const ChunkSink& sink) = 0;
+  virtual void deleteContent(long long id) = 0;
 };
+
+// The size of the chunks contents move in.
+constexpr std::size_t kContentChunkBytes = 1 << 20;
 
 // Reading a cell of a row: 0, NaN and "" for NULL.
 inline long long cellInt(const std::optional<std::string>& v) { return v ? std::atoll(v->c_str()) : 0; }

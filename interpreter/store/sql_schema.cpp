@@ -127,6 +127,23 @@ std::string renamedParametersV3() {
   return sql;
 }
 
+// Version 4: every checkpoint a run writes, with what it is and where
+// (docs/tracking.md, "Artifacts"): its phase and global step, size,
+// SHA-256, the host that wrote it, the run directory its path is relative
+// to, and its bytes when they are kept in the store (`content`: a row of
+// `artifact_contents` on SQLite, a large object's id on PostgreSQL).
+// Artifacts recorded before keep their absolute paths; their host is their
+// run's.
+std::string schemaV4(SqlDialect d) {
+  std::string sql;
+  for (const char* column : {"phase TEXT", "step BIGINT", "size BIGINT", "sha256 TEXT", "host TEXT",
+                             "run_directory TEXT", "content BIGINT", "created_at DOUBLE PRECISION"})
+    sql += std::string("ALTER TABLE artifacts ADD COLUMN ") + column + ";";
+  sql += "UPDATE artifacts SET host = (SELECT host FROM runs WHERE runs.id = artifacts.run_id);";
+  if (d == SqlDialect::Sqlite) sql += "CREATE TABLE artifact_contents (id INTEGER PRIMARY KEY AUTOINCREMENT, data BLOB NOT NULL);";
+  return sql;
+}
+
 bool hasTable(SqlConnection& db, const std::string& table) {
   auto rows = db.dialect() == SqlDialect::Sqlite
                   ? db.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", {table})
@@ -212,6 +229,10 @@ void openSchemaOnce(SqlConnection& db, const std::string& location) {
     if (now == 2) {
       db.execute(renamedParametersV3());
       now = 3;
+    }
+    if (now == 3) {
+      db.execute(schemaV4(db.dialect()));
+      now = 4;
     }
     db.query("UPDATE ipu_meta SET value = ? WHERE key = 'schema_version'", {std::to_string(now)});
   });

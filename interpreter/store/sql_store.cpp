@@ -8,13 +8,20 @@
 //   metrics           (run_id, key, step, value, recorded_at): the full history
 //   metric_summaries  (run_id, key) -> latest, minimum, maximum, count: what listing reads
 //   tags              (run_id, tag)
-//   artifacts         (run_id, kind, path): the run directory, checkpoints
+//   artifacts         (run_id, kind, path, phase, step, size, sha256, host, run_directory, content, created_at):
+//                     the run directory, every checkpoint; `content` its bytes when kept in the store
+//   artifact_contents (id, data): those bytes on SQLite (PostgreSQL keeps them as large objects)
 //
 // Every write is one short transaction (SQLite: BEGIN IMMEDIATE) so that
 // writers queue on the busy timeout instead of failing; metric points come in
 // batches. The sweep tables (sweeps, trials) are sweep_sql_store.cpp's.
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <mutex>
 #include <set>
@@ -23,6 +30,7 @@
 #include "interpreter/store/run_store.h"
 #include "interpreter/store/sql_connection.h"
 #include "interpreter/store/sql_schema.h"
+#include "runtime/ir/sha256.h"
 
 namespace ipu::store {
 
@@ -207,12 +215,53 @@ class SqlStore : public RunStore {
     });
   }
 
-  void addArtifact(long long run, const Artifact& a) override {
+  void addArtifact(long long run, const Artifact& a, const std::string& contentFile) override {
     std::lock_guard<std::mutex> lock(mutex_);
     write([&] {
-      db_->query("INSERT INTO artifacts(run_id, kind, path) VALUES (?, ?, ?) ON CONFLICT (run_id, path) DO NOTHING",
-                 {run, a.kind, a.path});
+      if (db_->query("SELECT 1 FROM runs WHERE id = ?", {run}).empty())
+        throw RunGone("store `" + location_ + "`: run " + std::to_string(run) + " is no longer in the store (it was deleted)");
+      std::optional<long long> content;
+      if (!contentFile.empty()) content = keepContent(contentFile, a.sha256);
+      Artifact kept = a;
+      kept.stored = content.has_value();
+      upsertArtifact(run, kept, content);
     });
+  }
+
+  void readArtifact(long long run, const std::string& path,
+                    const std::function<void(const char*, std::size_t)>& sink) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    read([&] {
+      auto rows = db_->query("SELECT content, sha256 FROM artifacts WHERE run_id = ? AND path = ?", {run, path});
+      if (rows.empty() || !rows[0][0])
+        throw StoreError("store `" + location_ + "`: run " + std::to_string(run) + " has no bytes of `" + path +
+                         "` in the store (it was recorded with --artifacts files)");
+      ir::Sha256 hash;
+      db_->readContent(cellInt(rows[0][0]), [&](const char* bytes, std::size_t n) {
+        hash.add(std::string_view(bytes, n));
+        sink(bytes, n);
+      });
+      const std::string got = hash.hex(), recorded = cellText(rows[0][1]);
+      if (got != recorded)
+        throw ArtifactDamaged("store `" + location_ + "`: the bytes of `" + path + "` of run " + std::to_string(run) +
+                              " are damaged: their SHA-256 is " + got + ", recorded as " + recorded);
+    });
+  }
+
+  std::size_t removeArtifacts(long long run, const std::vector<std::string>& paths) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::size_t removed = 0;
+    write([&] {
+      removed = 0;
+      for (const auto& path : paths) {
+        auto rows = db_->query("SELECT content FROM artifacts WHERE run_id = ? AND path = ?", {run, path});
+        if (rows.empty()) continue;
+        if (rows[0][0]) db_->deleteContent(cellInt(rows[0][0]));
+        db_->query("DELETE FROM artifacts WHERE run_id = ? AND path = ?", {run, path});
+        ++removed;
+      }
+    });
+    return removed;
   }
 
   std::optional<long long> findByRunDirectory(const std::string& path) override {
@@ -273,8 +322,22 @@ class SqlStore : public RunStore {
             MetricSummary{cellDouble(row[1]), cellDouble(row[3]), cellDouble(row[4]), cellInt(row[2]), cellInt(row[5])};
       for (const auto& row : db_->query("SELECT tag FROM tags WHERE run_id = ? ORDER BY tag", {id}))
         out->tags.push_back(cellText(row[0]));
-      for (const auto& row : db_->query("SELECT kind, path FROM artifacts WHERE run_id = ? ORDER BY kind DESC, path", {id}))
-        out->artifacts.push_back({cellText(row[0]), cellText(row[1])});
+      for (const auto& row : db_->query("SELECT kind, path, phase, step, size, sha256, host, run_directory, content, created_at"
+                                        " FROM artifacts WHERE run_id = ? ORDER BY kind DESC, path",
+                                        {id})) {
+        Artifact a;
+        a.kind = cellText(row[0]);
+        a.path = cellText(row[1]);
+        a.phase = cellText(row[2]);
+        a.step = row[3] ? cellInt(row[3]) : -1;
+        a.size = row[4] ? cellInt(row[4]) : -1;
+        a.sha256 = cellText(row[5]);
+        a.host = cellText(row[6]);
+        a.runDirectory = cellText(row[7]);
+        a.stored = row[8].has_value();
+        a.createdAt = cellDouble(row[9]);
+        out->artifacts.push_back(std::move(a));
+      }
     });
     return out;
   }
@@ -348,6 +411,8 @@ class SqlStore : public RunStore {
       existed = !db_->query("SELECT id FROM runs WHERE id = ?", {run}).empty();
       // A sweep's trial keeps its result, without the run.
       db_->query("UPDATE trials SET run_id = NULL WHERE run_id = ?", {run});
+      for (const auto& row : db_->query("SELECT content FROM artifacts WHERE run_id = ? AND content IS NOT NULL", {run}))
+        db_->deleteContent(cellInt(row[0]));
       for (const char* table : {"metrics", "metric_summaries", "params", "tags", "artifacts"})
         db_->query(std::string("DELETE FROM ") + table + " WHERE run_id = ?", {run});
       db_->query("DELETE FROM runs WHERE id = ?", {run});
@@ -389,11 +454,59 @@ class SqlStore : public RunStore {
     std::map<std::string, MetricSummary> all;
     for (const auto& p : c.points) merge(all[p.key], p.step, p.value);
     writeSummaries(run, all);
-    for (const auto& a : c.artifacts)
-      db_->query("INSERT INTO artifacts(run_id, kind, path) VALUES (?, ?, ?) ON CONFLICT (run_id, path) DO NOTHING",
-                 {run, a.kind, a.path});
+    for (const auto& a : c.artifacts) upsertArtifact(run, a, std::nullopt, /*keepExisting=*/true);
     db_->query("UPDATE runs SET status = ?, stop_reason = ?, ended_at = ?, heartbeat_at = ? WHERE id = ?",
                {std::string(name(c.status)), c.reason, orNull(c.endedAt), orNull(c.endedAt), run});
+  }
+
+  // An artifact's row; inside the caller's write transaction. One already
+  // recorded at that path is replaced (its bytes in the store too), or, with
+  // `keepExisting`, kept as it is.
+  void upsertArtifact(long long run, const Artifact& a, std::optional<long long> content, bool keepExisting = false) {
+    auto before = db_->query("SELECT content FROM artifacts WHERE run_id = ? AND path = ?", {run, a.path});
+    if (!before.empty()) {
+      if (keepExisting) return;
+      if (before[0][0] && (!content || cellInt(before[0][0]) != *content)) db_->deleteContent(cellInt(before[0][0]));
+      db_->query("DELETE FROM artifacts WHERE run_id = ? AND path = ?", {run, a.path});
+    }
+    auto text = [](const std::string& v) { return v.empty() ? SqlValue(nullptr) : SqlValue(v); };
+    auto number = [](long long v) { return v < 0 ? SqlValue(nullptr) : SqlValue(v); };
+    db_->query("INSERT INTO artifacts(run_id, kind, path, phase, step, size, sha256, host, run_directory, content, created_at)"
+               " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+               {run, a.kind, a.path, text(a.phase), number(a.step), number(a.size), text(a.sha256), text(a.host),
+                text(a.runDirectory), content ? SqlValue(*content) : SqlValue(nullptr),
+                std::isfinite(a.createdAt) ? SqlValue(a.createdAt) : SqlValue(nowSeconds())});
+  }
+
+  // The bytes of `file` kept in the store, read in chunks; their SHA-256
+  // must be `sha256`. Returns the contents' id (none: the database cannot
+  // hold so many bytes in one value). Inside a write transaction.
+  std::optional<long long> keepContent(const std::string& file, const std::string& sha256) {
+    std::FILE* f = std::fopen(file.c_str(), "rb");
+    if (f == nullptr) throw StoreError("cannot read `" + file + "` to keep it in the store: " + std::strerror(errno));
+    struct stat st {};
+    if (::fstat(::fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+      std::fclose(f);
+      throw StoreError("`" + file + "` is not a regular file: it is not kept in the store");
+    }
+    ir::Sha256 hash;
+    long long id = 0;
+    try {
+      id = db_->writeContent(static_cast<std::uint64_t>(st.st_size), [&](char* buffer, std::size_t capacity) {
+        const std::size_t n = std::fread(buffer, 1, capacity, f);
+        if (n == 0 && std::ferror(f)) throw StoreError("cannot read `" + file + "`: " + std::strerror(errno));
+        hash.add(std::string_view(buffer, n));
+        return n;
+      });
+    } catch (...) {
+      std::fclose(f);
+      throw;
+    }
+    std::fclose(f);
+    if (id < 0) return std::nullopt;  // more than the database holds in one value: recorded without its bytes
+    if (!sha256.empty() && hash.hex() != sha256)
+      throw StoreError("`" + file + "` changed while it was kept in the store (its SHA-256 is no longer the one recorded)");
+    return id;
   }
 
   void insertPoints(long long run, const std::vector<MetricPoint>& points) {

@@ -5,6 +5,7 @@
 // Prepared statements are kept per SQL text, so batches do not re-parse.
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <system_error>
@@ -98,6 +99,70 @@ class SqliteConnection : public SqlConnection {
       sqlite3_reset(stmt);
     }
   }
+
+  long long writeContent(std::uint64_t size, const ChunkSource& source) override {
+    // SQLite holds a value of at most SQLITE_MAX_LENGTH bytes (1 GB by default).
+    const int most = sqlite3_limit(db_, SQLITE_LIMIT_LENGTH, -1);
+    if (size > static_cast<std::uint64_t>(most)) return -1;
+    // A row of zeros of the right size, then written into in place.
+    query("INSERT INTO artifact_contents(data) VALUES (zeroblob(?))", {static_cast<long long>(size)});
+    const sqlite3_int64 row = sqlite3_last_insert_rowid(db_);
+    sqlite3_blob* blob = nullptr;
+    if (sqlite3_blob_open(db_, "main", "artifact_contents", "data", row, /*write=*/1, &blob) != SQLITE_OK) {
+      std::string why = sqlite3_errmsg(db_);
+      sqlite3_blob_close(blob);
+      fail(why);
+    }
+    std::vector<char> buffer(kContentChunkBytes);
+    std::uint64_t at = 0;
+    for (;;) {
+      const std::size_t n = source(buffer.data(), buffer.size());
+      if (n == 0) break;
+      if (at + n > size) {
+        sqlite3_blob_close(blob);
+        throw StoreError("store `" + path_ + "`: more than the " + std::to_string(size) + " bytes announced came to be kept");
+      }
+      if (sqlite3_blob_write(blob, buffer.data(), static_cast<int>(n), static_cast<int>(at)) != SQLITE_OK) {
+        std::string why = sqlite3_errmsg(db_);
+        sqlite3_blob_close(blob);
+        fail(why);
+      }
+      at += n;
+    }
+    if (sqlite3_blob_close(blob) != SQLITE_OK) fail(sqlite3_errmsg(db_));
+    if (at != size)
+      throw StoreError("store `" + path_ + "`: " + std::to_string(at) + " bytes came of the " + std::to_string(size) + " announced");
+    return static_cast<long long>(row);
+  }
+
+  void readContent(long long id, const ChunkSink& sink) override {
+    sqlite3_blob* blob = nullptr;
+    if (sqlite3_blob_open(db_, "main", "artifact_contents", "data", id, /*write=*/0, &blob) != SQLITE_OK) {
+      std::string why = sqlite3_errmsg(db_);
+      sqlite3_blob_close(blob);
+      fail("the artifact contents " + std::to_string(id) + " cannot be read: " + why);
+    }
+    const int size = sqlite3_blob_bytes(blob);
+    std::vector<char> buffer(kContentChunkBytes);
+    for (int at = 0; at < size;) {
+      const int n = std::min(size - at, static_cast<int>(buffer.size()));
+      if (sqlite3_blob_read(blob, buffer.data(), n, at) != SQLITE_OK) {
+        std::string why = sqlite3_errmsg(db_);
+        sqlite3_blob_close(blob);
+        fail(why);
+      }
+      try {
+        sink(buffer.data(), static_cast<std::size_t>(n));
+      } catch (...) {
+        sqlite3_blob_close(blob);
+        throw;
+      }
+      at += n;
+    }
+    sqlite3_blob_close(blob);
+  }
+
+  void deleteContent(long long id) override { query("DELETE FROM artifact_contents WHERE id = ?", {id}); }
 
   void beginWrite() override { execute("BEGIN IMMEDIATE"); }
   void beginRead() override { execute("BEGIN"); }

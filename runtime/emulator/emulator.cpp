@@ -429,6 +429,16 @@ Expected<RunOutcome> run(const ir::RunPlan& plan, const Options& options) {
         if (writer) {
           auto ok = writeTensorFile(path, f);
           if (!ok) return withWhere(ok.error(), ph.source);
+          if (options.observer != nullptr) {
+            train::CheckpointInfo written;
+            written.run = plan.name;
+            written.phase = ph.name;
+            written.path = path;
+            written.step = trainer.stepsDone();
+            written.globalStep = globalStep;
+            written.final = final;
+            options.observer->checkpointWritten(train::Source::Emulator, written);
+          }
         }
         po.checkpoint = path;
         return true;

@@ -62,6 +62,18 @@ struct StepInfo {
   std::map<std::string, double> metrics;  // further metrics of the source (e.g. mlm_accuracy)
 };
 
+// A checkpoint the source has just written (the emulator: every
+// --checkpoint-every steps, at a stop and at each phase's end), so that the
+// run's record lists every one (docs/tracking.md, "Artifacts").
+struct CheckpointInfo {
+  std::string run;
+  std::string phase;
+  std::string path;           // the file, as written
+  long long step = 0;         // within the phase
+  long long globalStep = 0;   // over the whole run
+  bool final = false;         // the phase's final checkpoint (final.ipt)
+};
+
 // A stop request: the run ends cleanly after the current step, keeping what
 // it recorded.
 struct StopRequest {
@@ -86,6 +98,8 @@ class Observer {
     return {};
   }
   virtual StopRequest phaseEnd(Source, const PhaseInfo&) { return {}; }
+  // After the checkpoint's file is complete (written and renamed into place).
+  virtual void checkpointWritten(Source, const CheckpointInfo&) {}
 };
 
 // Decisions a script may take over from the built-in policies (`lr: lua f`,

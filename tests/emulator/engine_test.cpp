@@ -48,6 +48,11 @@ struct Recorder : train::Observer {
     ends.push_back(info);
     return {};
   }
+  std::vector<train::CheckpointInfo> checkpoints;
+  void checkpointWritten(train::Source, const train::CheckpointInfo& c) override {
+    EXPECT_TRUE(fs::is_regular_file(c.path)) << c.path;  // complete when announced
+    checkpoints.push_back(c);
+  }
 };
 
 fs::path scratch(const std::string& name) {
@@ -218,6 +223,38 @@ TEST(Checkpoints, ObserverStopsAndChoosesStartingCheckpoint) {
   EXPECT_FALSE(chosen.tensors[0].second == usual.tensors[0].second);
   fs::remove_all(d);
   fs::remove_all(copy);
+}
+
+// Every checkpoint written is announced to the observer (the run store
+// records each: docs/tracking.md, "Artifacts"), with its phase and steps.
+TEST(Checkpoints, EveryCheckpointWrittenIsAnnounced) {
+  const ir::ExecutionPlan plan = planOf(shortRun().script());
+  const fs::path d = scratch("announced");
+  Recorder r;
+  emu::Options o;
+  o.observer = &r;
+  o.checkpointDirectory = d.string();
+  o.checkpointEvery = 2;
+  o.evaluationSamples = 8;
+  auto out = emu::run(plan.runs[0], o);
+  ASSERT_TRUE(out.ok()) << out.error().message;
+  std::vector<std::string> files, announced;
+  for (const auto& e : fs::recursive_directory_iterator(d))
+    if (e.path().extension() == ".ipt") files.push_back(e.path().string());
+  for (const auto& c : r.checkpoints) {
+    announced.push_back(c.path);
+    EXPECT_EQ(c.path, emu::checkpointPath(d.string(), c.phase, c.step, c.final));
+  }
+  std::sort(files.begin(), files.end());
+  std::sort(announced.begin(), announced.end());
+  EXPECT_EQ(announced, files);
+  ASSERT_FALSE(r.checkpoints.empty());
+  // Global steps grow, and a phase's final checkpoint is at its last step.
+  for (std::size_t i = 1; i < r.checkpoints.size(); ++i)
+    EXPECT_GE(r.checkpoints[i].globalStep, r.checkpoints[i - 1].globalStep);
+  EXPECT_TRUE(r.checkpoints.back().final);
+  EXPECT_EQ(r.checkpoints.back().globalStep, static_cast<long long>(r.steps.size()));
+  fs::remove_all(d);
 }
 
 TEST(Errors, AreValuesPointingIntoTheScript) {

@@ -68,7 +68,7 @@ recorded = sorted(r[0] for r in db.execute(
     "select s.count from metric_summaries s join runs r on r.id = s.run_id where r.kind = 'run' and s.key = 'loss'"))
 if len(steps) != 3 or steps != recorded: problems.append(f"loss points in the store {recorded}, lines of metrics.jsonl {steps}")
 versions = db.execute("select value from ipu_meta where key = 'schema_version'").fetchall()
-if versions != [("3",)]: problems.append(f"schema version rows {versions}")
+if versions != [("4",)]: problems.append(f"schema version rows {versions}")
 for p in problems: print("FAIL: estimates and runs at once:", p)
 sys.exit(1 if problems else 0)
 PY

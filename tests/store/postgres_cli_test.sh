@@ -46,6 +46,26 @@ elif runs[0]["metrics"]["loss"]["count"] != 12 or runs[0]["plan_hash"] != runs[1
 for p in problems: print("FAIL: PostgreSQL store:", p)
 sys.exit(1 if problems else 0)
 PY
+# On PostgreSQL the checkpoints' bytes are kept in the store by default
+# (--artifacts store, docs/tracking.md "Artifacts"): each as a large object
+# that reads back as its file, and a run directory without its checkpoints
+# resumes from them.
+"$IPU" runs show 2 --json --store "$URI" >"$WORK/run.json" || fail=1
+python3 - "$WORK/run.json" <<'PY' || fail=1
+import hashlib, json, os, sys
+r = json.load(open(sys.argv[1]))
+cps = [a for a in r["artifacts"] if a["kind"] == "checkpoint"]
+problems = []
+if len(cps) != 2: problems.append(f"{len(cps)} checkpoints recorded, expected 2 (a final one per phase)")
+for a in cps:
+    data = open(os.path.join(a["run_directory"], a["path"]), "rb").read()
+    if not a["stored"]: problems.append(f"{a['path']} is not kept in the store")
+    if a["sha256"] != hashlib.sha256(data).hexdigest(): problems.append(f"{a['path']}: SHA-256")
+for p in problems: print("FAIL: PostgreSQL artifacts:", p)
+sys.exit(1 if problems else 0)
+PY
+"$IPU" runs gc --keep-checkpoints last --dry-run --store "$URI" >"$WORK/out" || fail=1
+grep -q "would remove 0 checkpoints" "$WORK/out" || { echo "FAIL: gc on PostgreSQL would prune a phase's final checkpoint"; cat "$WORK/out"; fail=1; }
 "$IPU" runs compare 1 2 --store "$URI" >"$WORK/out" || fail=1
 grep -q "predicted (estimate 1) against measured (run 2)" "$WORK/out" || { echo "FAIL: compare on PostgreSQL"; cat "$WORK/out"; fail=1; }
 "$IPU" runs --store "$URI" --where "kind = run AND loss.count = 12" --columns id --csv >"$WORK/out" || fail=1

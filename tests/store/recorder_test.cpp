@@ -43,7 +43,13 @@ class FailingStore : public RunStore {
   void reopenRun(long long run, long long from, const std::string& host, long long pid) override {
     real_.reopenRun(run, from, host, pid);
   }
-  void addArtifact(long long run, const store::Artifact& a) override { real_.addArtifact(run, a); }
+  void addArtifact(long long run, const store::Artifact& a, const std::string& file) override { real_.addArtifact(run, a, file); }
+  void readArtifact(long long run, const std::string& path, const std::function<void(const char*, std::size_t)>& sink) override {
+    real_.readArtifact(run, path, sink);
+  }
+  std::size_t removeArtifacts(long long run, const std::vector<std::string>& paths) override {
+    return real_.removeArtifacts(run, paths);
+  }
   void completeRun(long long run, const store::RunContents& c) override { real_.completeRun(run, c); }
   void checkWritable() override { real_.checkWritable(); }
   std::optional<long long> findByRunDirectory(const std::string& p) override { return real_.findByRunDirectory(p); }

@@ -480,16 +480,27 @@ TEST_P(SweepStoreTest, ConcurrentClaimsNeverProposeOrTakeACellTwice) {
 std::map<std::string, std::vector<SqlRow>> dumpV1(SqlConnection& db) {
   std::map<std::string, std::vector<SqlRow>> out;
   for (const char* table : {"runs", "params", "metrics", "metric_summaries", "tags", "artifacts"}) {
-    auto first = db.query(std::string("SELECT * FROM ") + table + " LIMIT 1");
+    // Version 1's columns: later versions add some to `artifacts`.
+    const std::string columns = std::string(table) == "artifacts" ? "run_id, kind, path" : "*";
+    auto first = db.query("SELECT " + columns + " FROM " + table + " LIMIT 1");
     std::string order;
     for (std::size_t i = 1; i <= (first.empty() ? 1 : first[0].size()); ++i) order += (i > 1 ? ", " : "") + std::to_string(i);
-    out[table] = db.query(std::string("SELECT * FROM ") + table + " ORDER BY " + order);
+    out[table] = db.query("SELECT " + columns + " FROM " + table + " ORDER BY " + order);
   }
   return out;
 }
 
 std::string schemaVersion(SqlConnection& db) {
   return cellText(db.query("SELECT value FROM ipu_meta WHERE key = 'schema_version'").at(0)[0]);
+}
+
+// The statements that add (or drop) version 4's columns of `artifacts`.
+std::string v4Columns(Backend b, const std::string& verb) {
+  std::string sql;
+  for (const char* c : {"phase", "step", "size", "sha256", "host", "run_directory", "content", "created_at"})
+    sql += "ALTER TABLE artifacts " + verb + " " + c + ";";
+  if (b == Backend::Postgres) return sql;
+  return sql + "DROP TABLE artifact_contents;";
 }
 
 TEST_P(SweepStoreTest, MigratesAVersion1StoreKeepingEveryRecord) {
@@ -509,9 +520,11 @@ TEST_P(SweepStoreTest, MigratesAVersion1StoreKeepingEveryRecord) {
     long long id = runs->createRun(r);
     runs->appendMetrics(id, {{"loss", 1, 2.5, 1000}});
     runs->addTags(id, {"baseline"});
+    runs->addArtifact(id, {"checkpoint", "/runs/t/1/checkpoints/p/final.ipt"});
     store_.reset();
     auto db = raw();
     db->execute("DROP TABLE trials; DROP TABLE sweeps; UPDATE ipu_meta SET value = '1' WHERE key = 'schema_version'");
+    db->execute(v4Columns(Backend::Postgres, "DROP COLUMN"));
   }
   std::map<std::string, std::vector<SqlRow>> before;
   {
@@ -567,6 +580,48 @@ TEST_P(SweepStoreTest, MigratesAVersion1StoreKeepingEveryRecord) {
   EXPECT_EQ(claim(s, "a", 1000).outcome, ClaimOutcome::Trial);
   store_ = openSweepStore(location_, OpenMode::Existing);
   EXPECT_EQ(store_->trials(s.id).size(), 1u);
+}
+
+// Version 4 records every checkpoint with what it is and where: a version 3
+// store (this store taken back) gains the columns, keeps every record as it
+// was, and its artifacts get their run's host.
+TEST_P(SweepStoreTest, MigratesAVersion3StoreKeepingItsArtifacts) {
+  auto runs = openStore(location_, OpenMode::Existing);
+  NewRun r;
+  r.training = "t";
+  r.script = "x";
+  r.host = "node07";
+  long long id = runs->createRun(r);
+  runs->appendMetrics(id, {{"loss", 1, 2.5, 1000}});
+  runs->addArtifact(id, {"run_directory", "/runs/t/20261121-085340"});
+  runs->addArtifact(id, {"checkpoint", "/runs/t/20261121-085340/checkpoints/p/final.ipt"});
+  runs.reset();
+  store_.reset();
+  {
+    auto db = raw();
+    db->execute(v4Columns(GetParam(), "DROP COLUMN"));
+    db->execute("UPDATE ipu_meta SET value = '3' WHERE key = 'schema_version'");
+  }
+  std::map<std::string, std::vector<SqlRow>> before;
+  {
+    auto db = raw();
+    before = dumpV1(*db);
+  }
+  ASSERT_EQ(before["artifacts"].size(), 2u);
+  store_ = openSweepStore(location_, OpenMode::Existing);
+  auto db = raw();
+  EXPECT_EQ(schemaVersion(*db), std::to_string(kSchemaVersion));
+  EXPECT_EQ(dumpV1(*db), before);
+  auto again = openStore(location_, OpenMode::Existing)->run(id);
+  ASSERT_TRUE(again);
+  ASSERT_EQ(again->artifacts.size(), 2u);
+  for (const auto& a : again->artifacts) {
+    EXPECT_EQ(a.host, "node07");
+    EXPECT_EQ(a.step, -1);
+    EXPECT_FALSE(a.stored);
+  }
+  EXPECT_EQ(again->artifacts[1].kind, "checkpoint");
+  EXPECT_EQ(artifactFile(again->artifacts[1]), "/runs/t/20261121-085340/checkpoints/p/final.ipt");
 }
 
 // ------------------------------------------------------------------ agents
