@@ -1,9 +1,15 @@
 #include "interpreter/cli/instances.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <iostream>
 #include <thread>
 
@@ -15,6 +21,35 @@
 #endif
 
 namespace ipu::cli {
+
+namespace {
+
+// The file in which instance 0 leaves the job's exit code for the `ipu
+// COMMAND --instances N` that launched it (launchInstances). Every instance
+// then exits 0: Open MPI's mpirun (4.1, Debian 12) treats an instance's
+// non-zero exit as a failure to abort the job, and with the longer SIGKILL
+// grace it is given here that abort hung for two minutes and then crashed in
+// PMIx_Finalize, though the instances had already agreed and ended.
+constexpr const char* kStatusVariable = "IPU_INSTANCES_STATUS";
+
+// The mpirun this process started, for the signal handler below.
+volatile sig_atomic_t gMpirun = 0;
+volatile sig_atomic_t gInterrupts = 0;
+
+// Ctrl-C (or SIGTERM) of `ipu COMMAND --instances N`: the first asks the
+// instances to stop at the next step, through mpirun, which passes SIGUSR2
+// on to them; a second one is mpirun's own Ctrl-C, which ends the job.
+// mpirun runs in a process group of its own, so a terminal's Ctrl-C reaches
+// only this process: mpirun's Ctrl-C would kill the instances a second after
+// asking them to stop, too soon for a checkpoint, and a longer grace
+// (`odls_base_sigkill_timeout`) made Open MPI 4.1's mpirun hang.
+void forwardInterrupt(int) {
+  const pid_t mpirun = static_cast<pid_t>(gMpirun);
+  if (mpirun <= 0) return;
+  ::kill(mpirun, gInterrupts++ == 0 ? SIGUSR2 : SIGINT);
+}
+
+}  // namespace
 
 bool underMpirun() {
 #ifdef IPU_HAVE_MPI
@@ -39,10 +74,9 @@ int launchInstances(int n, const std::vector<std::string>& args, const std::stri
     return kUserError;
   }
   self[len] = '\0';
-  // Ctrl-C: mpirun passes SIGTERM on to the instances, which stop at the
-  // next step and write their last checkpoint; by default it sends SIGKILL a
-  // second later, which a large model's checkpoint may not make.
-  std::vector<std::string> argv{"mpirun", "-n", std::to_string(n), "--oversubscribe", "--mca", "odls_base_sigkill_timeout", "60"};
+  // Ctrl-C: see forwardInterrupt. Standard input goes to no instance: mpirun
+  // runs in a process group of its own, which may not read the terminal.
+  std::vector<std::string> argv{"mpirun", "-n", std::to_string(n), "--oversubscribe", "--stdin", "none", "-x", kStatusVariable};
   // Open MPI refuses root without being told; a container's user often is root.
   if (::geteuid() == 0) argv.push_back("--allow-run-as-root");
   argv.push_back(self);
@@ -74,12 +108,59 @@ int launchInstances(int n, const std::vector<std::string>& args, const std::stri
   std::vector<char*> cargs;
   for (auto& a : argv) cargs.push_back(&a[0]);
   cargs.push_back(nullptr);
+  // Where instance 0 leaves the job's exit code (kStatusVariable).
+  const char* tmp = std::getenv("TMPDIR");
+  std::string status = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/ipu-instances-XXXXXX";
+  const int fd = ::mkstemp(&status[0]);
+  if (fd < 0) {
+    std::cerr << "ipu " << command << ": error: cannot make a file in " << (tmp != nullptr ? tmp : "/tmp")
+              << " for the instances' exit status\n  help: set TMPDIR to a directory you can write\n";
+    return kUserError;
+  }
+  ::close(fd);
+  ::setenv(kStatusVariable, status.c_str(), 1);
   std::cout.flush();
   std::cerr.flush();
-  ::execvp("mpirun", cargs.data());
-  std::cerr << "ipu " << command << ": error: cannot start `mpirun` for --instances " << n
-            << "\n  help: install openmpi-bin (Debian), or start `mpirun -n " << n << " ipu " << command << " ...` yourself\n";
-  return kUserError;
+  // Ctrl-C reaches this process alone (forwardInterrupt); the instances stop
+  // at a step and say so through the status file, while this process waits.
+  struct sigaction forward {}, oldInt{}, oldTerm{};
+  forward.sa_handler = forwardInterrupt;
+  sigemptyset(&forward.sa_mask);
+  gInterrupts = 0;
+  ::sigaction(SIGINT, &forward, &oldInt);
+  ::sigaction(SIGTERM, &forward, &oldTerm);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::setpgid(0, 0);
+    ::sigaction(SIGINT, &oldInt, nullptr);
+    ::sigaction(SIGTERM, &oldTerm, nullptr);
+    ::execvp("mpirun", cargs.data());
+    std::cerr << "ipu " << command << ": error: cannot start `mpirun` for --instances " << n
+              << "\n  help: install openmpi-bin (Debian), or start `mpirun -n " << n << " ipu " << command << " ...` yourself\n";
+    std::_Exit(127);
+  }
+  if (child > 0) {
+    ::setpgid(child, child);   // before the exec too (either may run first)
+    gMpirun = child;
+  }
+  int waited = 0;
+  while (child > 0 && ::waitpid(child, &waited, 0) < 0 && errno == EINTR) {
+  }
+  gMpirun = 0;
+  ::sigaction(SIGINT, &oldInt, nullptr);
+  ::sigaction(SIGTERM, &oldTerm, nullptr);
+  int code = -1;
+  if (std::ifstream in(status); in) in >> code;
+  std::remove(status.c_str());
+  if (code >= 0) return code;
+  // No status: the job did not reach its end (mpirun could not start, an
+  // instance was killed); mpirun said why.
+  if (child < 0) {
+    std::cerr << "ipu " << command << ": error: cannot start `mpirun`: " << std::strerror(errno) << "\n";
+    return kUserError;
+  }
+  if (WIFEXITED(waited)) return WEXITSTATUS(waited) == 127 ? kUserError : std::max(1, WEXITSTATUS(waited));
+  return WIFSIGNALED(waited) ? 128 + WTERMSIG(waited) : kUserError;
 #endif
 }
 
@@ -107,8 +188,17 @@ int finishInstances(emu::Instances& instances, int exitCode, const std::string& 
   const int rank = instances.rank();
   const bool allOk = mpi::finish(instances, ok, message, failures);
   if (rank == 0 && !failures.empty()) std::cerr << "ipu run: error: " << failures;
-  if (rank == 0 && !allOk && exitCode == kOk) return kUserError;
-  return exitCode;
+  const int code = rank == 0 && !allOk && exitCode == kOk ? kUserError : exitCode;
+  // Launched by `--instances` (kStatusVariable): instance 0 hands the code
+  // to the launcher, and every instance leaves mpirun a clean exit.
+  if (const char* status = std::getenv(kStatusVariable); status != nullptr && *status != '\0') {
+    if (rank == 0) {
+      std::ofstream out(status, std::ios::trunc);
+      out << code << "\n";
+    }
+    return kOk;
+  }
+  return code;
 #else
   (void)instances;
   (void)message;

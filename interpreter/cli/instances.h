@@ -15,11 +15,11 @@ namespace ipu::cli {
 // Whether mpirun (or another PMI launcher) started this process.
 bool underMpirun();
 
-// `ipu COMMAND ARGS --instances N` (`run`, `agent`): replaces this process
-// with `mpirun -n N --oversubscribe` running `ipu COMMAND ARGS` on this host
-// (each instance with hardware threads / N host threads unless --threads
-// says otherwise). Returns only on failure: the exit code, with the reason
-// printed.
+// `ipu COMMAND ARGS --instances N` (`run`, `agent`): runs `mpirun -n N
+// --oversubscribe` with `ipu COMMAND ARGS` on this host (each instance with
+// hardware threads / N host threads unless --threads says otherwise), waits
+// for it, and returns the job's exit code as instance 0 left it (130 after
+// Ctrl-C), or mpirun's when the job did not reach its end.
 int launchInstances(int n, const std::vector<std::string>& args, const std::string& command = "run");
 
 // The job this process belongs to; null when mpirun did not start it (or

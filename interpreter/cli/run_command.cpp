@@ -148,7 +148,8 @@ int train(const std::string& path, const TrainingOptions& o, const runner::Expor
 int trainAsInstance(const std::string& path, TrainingOptions o, const runner::ExportRequest& exportRequest,
                     const RunChanges& changes, base::ColorMode color, const std::shared_ptr<emu::Instances>& job) {
   if (o.threads == 0) o.threads = defaultInstanceThreads();
-  std::signal(SIGTERM, onInterrupt);   // how mpirun passes a Ctrl-C on
+  std::signal(SIGTERM, onInterrupt);   // how mpirun passes its Ctrl-C on
+  std::signal(SIGUSR2, onInterrupt);   // how `--instances` passes a Ctrl-C on (cli/instances.cpp)
   if (exportRequest.steps > 0) {
     if (job->rank() == 0) usage("run", "`--export-steps` runs in one process; run it without mpirun or --instances");
     return finishInstances(*job, kUsage, "");

@@ -299,7 +299,8 @@ int agentCommand(const std::vector<std::string>& args) {
   // One MPI job: instance 0 is the agent, the others train its trials with it.
   if (o.agent.threads == 0) o.agent.threads = defaultInstanceThreads();
   if (o.agent.color == base::ColorMode::Auto) o.agent.color = base::ColorMode::Never;
-  std::signal(SIGTERM, onSweepInterrupt);  // how mpirun passes a Ctrl-C on
+  std::signal(SIGTERM, onSweepInterrupt);  // how mpirun passes its Ctrl-C on
+  std::signal(SIGUSR2, onSweepInterrupt);  // how `--instances` passes a Ctrl-C on (cli/instances.cpp)
   if (job->rank() != 0) {
     std::signal(SIGINT, onSweepInterrupt);
     o.agent.interrupt = &gInterrupt;

@@ -96,6 +96,36 @@ if grep -q $'\x1b\|\r' "$TMP/plain/out" "$TMP/plain/err"; then
   echo "FAIL: --instances wrote escape sequences or carriage returns into a file"; fail=1
 fi
 
+# `--instances` ends as the job ends: a script that does not check is exit 1
+# at once (Open MPI's mpirun once hung two minutes on the instances' exits);
+# Ctrl-C of the launcher stops the instances at a step, exit 130, the run
+# cancelled and resumable.
+printf 'import "std/pods"\nmapping x for nosuch on POD4 { replicas: 2 }\n' >"$TMP/bad.ipu"
+start=$(date +%s)
+timeout 60 "$IPU" run "$TMP/bad.ipu" --instances 2 --runs-dir "$TMP/bad-runs" --no-store >"$TMP/bad.out" 2>"$TMP/bad.err"
+rc=$?
+[ "$rc" = 1 ] || { echo "FAIL: --instances 2 of a script with an error: exit $rc, expected 1"; tail -5 "$TMP/bad.err"; fail=1; }
+[ $(( $(date +%s) - start )) -lt 30 ] || { echo "FAIL: --instances 2 of a script with an error took $(( $(date +%s) - start )) s"; fail=1; }
+grep -q "error\[IPU1001\]" "$TMP/bad.err" || { echo "FAIL: --instances 2 did not show the script's error"; fail=1; }
+mkdir -p "$TMP/launched"
+"$IPU" run "$HERE/bert_pipeline.ipu" --instances 2 --runs-dir "$TMP/launched/runs" --store "$TMP/launched/ipu.db" \
+  --steps 300 --checkpoint-every 2 >"$TMP/launched/out" 2>"$TMP/launched/err" &
+pid=$!
+for _ in $(seq 1 600); do
+  m=$(ls "$TMP"/launched/runs/*/*/metrics.jsonl 2>/dev/null | head -1)
+  [ -n "$m" ] && [ "$(wc -l <"$m")" -ge 6 ] && break
+  kill -0 "$pid" 2>/dev/null || break
+  sleep 0.05
+done
+kill -INT "$pid" 2>/dev/null
+start=$(date +%s)
+wait "$pid"
+rc=$?
+[ "$rc" = 130 ] || { echo "FAIL: Ctrl-C of ipu run --instances 2: exit $rc, expected 130"; tail -5 "$TMP/launched/err"; fail=1; }
+[ $(( $(date +%s) - start )) -lt 30 ] || { echo "FAIL: Ctrl-C of ipu run --instances 2 took $(( $(date +%s) - start )) s to end"; fail=1; }
+python3 -c "import json,glob; s=json.load(open(glob.glob('$TMP/launched/runs/*/*/summary.json')[0])); assert s['status']=='cancelled', s" \
+  || { echo "FAIL: Ctrl-C of ipu run --instances 2: the run is not recorded as cancelled"; fail=1; }
+
 # Ctrl-C, then resume with another instance count: 2 instances are
 # interrupted (SIGINT to mpirun) once they recorded 6 steps, with a checkpoint
 # every 2 steps; 4 instances finish; the end is the uninterrupted run's.
