@@ -1,5 +1,5 @@
 // Figures of `ipu ui` (docs/benchmarks.md, "The dashboard"), in Debian's
-// headless Chromium driven by puppeteer-core (tests/ui/package.json):
+// headless Chromium driven by puppeteer-core (tests/browser/package.json):
 //
 //   1. page load of the runs table with 1,000 runs: a store of 1,000 runs
 //      (ipu_ui_bench_writer fill), the page opened fresh 5 times; the time

@@ -1,5 +1,5 @@
 // `ipu ui` in a real browser: Debian's headless Chromium driven by
-// puppeteer-core (tests/ui/package.json; docs/tracking.md, "Live dashboard").
+// puppeteer-core (tests/browser/package.json; docs/tracking.md, "Live dashboard").
 //
 // On a temp store of real runs (two learning rates of tiny_bert, an estimate
 // of the same plan) and the report fixture's sweep (its name holds
