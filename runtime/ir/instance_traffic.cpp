@@ -8,8 +8,9 @@ std::optional<InstancesRefusal> refuseInstances(const PhasePlan& phase, int inst
   const Mapping& m = phase.mapping;
   const int R = std::max(1, m.replicas);
   if (instances >= 1 && R % instances == 0) return std::nullopt;
-  return InstancesRefusal{"mapping `" + m.name + "` has " + std::to_string(R) + " replica" + (R == 1 ? "" : "s") +
-                              ", which do not divide over " + std::to_string(instances) + " instances",
+  return InstancesRefusal{"mapping `" + m.name + "` has " +
+                              (R == 1 ? std::string("1 replica, which cannot be split") : std::to_string(R) + " replicas, which do not divide") +
+                              " over " + std::to_string(instances) + " instances",
                           "every instance runs the same number of replicas: run a number of instances that divides " +
                               std::to_string(R),
                           m.source};
