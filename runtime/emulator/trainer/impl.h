@@ -104,6 +104,10 @@ struct PhaseTrainer::Impl {
   // Its send and receive buffers, kept from step to step: fresh ones cost
   // page faults on every step of a run.
   std::vector<float> gatherMine, gatherAll;
+  // Without RTS: where another instance's replica r's slots of IPU g arrived
+  // in gatherAll ([r * P + g][slot]), which the ring reads in place.
+  std::vector<std::vector<float*>> gathered;
+  float* gradientOf(int r, int g, std::size_t slot);
   void gatherResults();
   void gatherBatchNormStatistics();
 

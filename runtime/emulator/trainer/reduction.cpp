@@ -66,8 +66,8 @@ void PhaseTrainer::Impl::reduceGradients() {
     const int g = work[w].first;
     const std::size_t j = static_cast<std::size_t>(work[w].second);
     std::vector<float*> bufs;
-    for (int r = 0; r < R; ++r) bufs.push_back(group(r, g).slots[j].grad.data());
-    const std::size_t n = static_cast<std::size_t>(group(0, g).slots[j].grad.size());
+    for (int r = 0; r < R; ++r) bufs.push_back(gradientOf(r, g, j));
+    const std::size_t n = static_cast<std::size_t>(group(firstLocal, g).slots[j].grad.size());
     RoundFn fn = round ? [](float* d, std::size_t k, void*) { roundToHalf(d, k, false, 0); } : RoundFn(nullptr);
     if (rts) ringReduceScatter(bufs, n, fn, nullptr);
     else ringAllReduce(bufs, n, fn, nullptr);
@@ -98,17 +98,31 @@ void PhaseTrainer::Impl::gatherGradients() {
         at += static_cast<std::size_t>(s.grad.size());
       }
   instances->allGather(mine.data(), perInstance, all.data());
+  // Without RTS the ring reads another instance's replicas where they
+  // arrived (gathered), and what it leaves there is not read again: this
+  // instance updates, checks and measures its own replicas only. With RTS
+  // every replica keeps its reduced chunk, which this instance updates too.
+  gathered.assign(static_cast<std::size_t>(R * P), {});
   at = 0;
   for (int r = 0; r < R; ++r)
     for (int g = 0; g < P; ++g)
       for (auto& s : group(r, g).slots) {
         const std::size_t n = static_cast<std::size_t>(s.rows * s.cols);
         if (!local(r)) {
-          s.grad.resize(s.rows, s.cols);
-          std::copy(all.data() + at, all.data() + at + n, s.grad.data());
+          if (rts) {
+            s.grad.resize(s.rows, s.cols);
+            std::copy(all.data() + at, all.data() + at + n, s.grad.data());
+          } else {
+            gathered[static_cast<std::size_t>(r * P + g)].push_back(all.data() + at);
+          }
         }
         at += n;
       }
+}
+
+float* PhaseTrainer::Impl::gradientOf(int r, int g, std::size_t j) {
+  if (instances != nullptr && !rts && !local(r)) return gathered[static_cast<std::size_t>(r * P + g)][j];
+  return group(r, g).slots[j].grad.data();
 }
 
 void PhaseTrainer::Impl::countCollective(std::vector<std::vector<double>>& into, double bytesPerElement) const {
@@ -149,6 +163,7 @@ bool anyNonFinite(const float* x, std::size_t n) {
 bool PhaseTrainer::Impl::overflowed() const {
   for (const auto& gr : groups)
     for (const auto& s : gr.slots)
+      if (rts || local(gr.replica))   // another instance's replicas reduce to the same values (gatherGradients)
       if (anyNonFinite(s.grad.data() + s.owned.begin, s.owned.end - s.owned.begin)) return true;
   return false;
 }
@@ -157,7 +172,7 @@ double PhaseTrainer::Impl::gradientNorm() const {
   // Each canonical element once: primary copies, replica 0 (or every
   // replica's own chunk with RTS), in canonical order.
   double sum = 0;
-  for (int r = 0; r < (rts ? R : 1); ++r)
+  for (int r = rts ? 0 : firstLocal; r < (rts ? R : firstLocal + 1); ++r)
     for (int g = 0; g < P; ++g)
       for (const auto& s : group(r, g).slots) {
         if (!s.primary) continue;
