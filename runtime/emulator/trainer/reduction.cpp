@@ -161,16 +161,17 @@ bool anyNonFinite(const float* x, std::size_t n) {
 }  // namespace
 
 bool PhaseTrainer::Impl::overflowed() const {
+  // Another instance's replicas reduce to the same values (gatherGradients).
   for (const auto& gr : groups)
     for (const auto& s : gr.slots)
-      if (rts || local(gr.replica))   // another instance's replicas reduce to the same values (gatherGradients)
-      if (anyNonFinite(s.grad.data() + s.owned.begin, s.owned.end - s.owned.begin)) return true;
+      if ((rts || local(gr.replica)) && anyNonFinite(s.grad.data() + s.owned.begin, s.owned.end - s.owned.begin)) return true;
   return false;
 }
 
 double PhaseTrainer::Impl::gradientNorm() const {
-  // Each canonical element once: primary copies, replica 0 (or every
-  // replica's own chunk with RTS), in canonical order.
+  // Each canonical element once: primary copies, this instance's first
+  // replica (replica 0 in one process; or every replica's own chunk with
+  // RTS), in canonical order.
   double sum = 0;
   for (int r = rts ? 0 : firstLocal; r < (rts ? R : firstLocal + 1); ++r)
     for (int g = 0; g < P; ++g)
