@@ -42,6 +42,18 @@ for line in open(sys.argv[1]):
     print(json.dumps({k: v for k, v in d.items() if not (k.endswith("_s") or "time" in k)}, sort_keys=True))
 PY
 }
+# interrupt_after_6_steps PID DIR: Ctrl-C (SIGINT) to PID once the run in
+# DIR/runs recorded 6 steps (or PID ended).
+interrupt_after_6_steps() {
+  local pid="$1" dir="$2" m
+  for _ in $(seq 1 600); do
+    m=$(ls "$dir"/runs/*/*/metrics.jsonl 2>/dev/null | head -1)
+    [ -n "$m" ] && [ "$(wc -l <"$m")" -ge 6 ] && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  kill -INT "$pid" 2>/dev/null
+}
 same_as_one() {  # same_as_one NAME REFERENCE
   local a b
   if [ "$(cat "$TMP/$1/rc")" != 0 ]; then
@@ -111,13 +123,7 @@ mkdir -p "$TMP/launched"
 "$IPU" run "$HERE/bert_pipeline.ipu" --instances 2 --runs-dir "$TMP/launched/runs" --store "$TMP/launched/ipu.db" \
   --steps 300 --checkpoint-every 2 >"$TMP/launched/out" 2>"$TMP/launched/err" &
 pid=$!
-for _ in $(seq 1 600); do
-  m=$(ls "$TMP"/launched/runs/*/*/metrics.jsonl 2>/dev/null | head -1)
-  [ -n "$m" ] && [ "$(wc -l <"$m")" -ge 6 ] && break
-  kill -0 "$pid" 2>/dev/null || break
-  sleep 0.05
-done
-kill -INT "$pid" 2>/dev/null
+interrupt_after_6_steps "$pid" "$TMP/launched"
 start=$(date +%s)
 wait "$pid"
 rc=$?
@@ -134,13 +140,7 @@ mkdir -p "$TMP/resume"
 mpirun -n 2 --oversubscribe "$IPU" run "$HERE/bert_pipeline.ipu" --runs-dir "$TMP/resume/runs" --store "$TMP/resume/ipu.db" \
   --threads 1 --steps 300 --checkpoint-every 2 >"$TMP/resume/out" 2>"$TMP/resume/err" &
 pid=$!
-for _ in $(seq 1 600); do
-  m=$(ls "$TMP"/resume/runs/*/*/metrics.jsonl 2>/dev/null | head -1)
-  [ -n "$m" ] && [ "$(wc -l <"$m")" -ge 6 ] && break
-  kill -0 "$pid" 2>/dev/null || break
-  sleep 0.05
-done
-kill -INT "$pid" 2>/dev/null
+interrupt_after_6_steps "$pid" "$TMP/resume"
 wait "$pid"
 a="$(rundir resume)"
 python3 -c "import json; s=json.load(open('$a/summary.json')); assert s['status']=='cancelled', s" \
