@@ -22,6 +22,7 @@
 
 namespace ipu::cli {
 
+#ifdef IPU_HAVE_MPI
 namespace {
 
 // The file in which instance 0 leaves the job's exit code for the `ipu
@@ -50,6 +51,7 @@ void forwardInterrupt(int) {
 }
 
 }  // namespace
+#endif
 
 bool underMpirun() {
 #ifdef IPU_HAVE_MPI

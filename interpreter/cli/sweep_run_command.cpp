@@ -17,6 +17,7 @@
 #include "interpreter/cli/command.h"
 #include "interpreter/cli/instances.h"
 #include "interpreter/cli/runs_command.h"
+#include "interpreter/cli/training_options.h"
 #include "interpreter/runner/sweep_agent.h"
 #include "interpreter/runner/sweep_start.h"
 #include "interpreter/session/session.h"
@@ -125,10 +126,8 @@ int parse(const std::string& command, const std::vector<std::string>& args, RunO
     } else if (in.value("--artifacts", v)) {
       o.artifacts = store::parseArtifactStorage(v);
       if (!o.artifacts) return usage(command, "`--artifacts` takes `store` or `files`");
-    } else if (command == "agent" && in.value("--instances", v)) {
-      long long n = 0;
-      if (!parseCount(v, n) || n > 4096) return usage(command, "`--instances` takes a whole number from 1 to 4096");
-      o.instances = static_cast<int>(n);
+    } else if (std::string error; command == "agent" && readInstancesOption(in, o.instances, error)) {
+      if (!error.empty()) return usage(command, error);
     } else if (in.value("--color", v)) {
       if (!parseColor(v, o.agent.color)) return usage(command, "--color takes `auto`, `always` or `never`");
     } else if (command == "agent" && in.value("--script-dir", v)) {
