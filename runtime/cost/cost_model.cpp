@@ -608,6 +608,22 @@ std::string familyOf(const ir::PhasePlan& phase) {
   return out;
 }
 
+namespace {
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string percent(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%+.0f%%", 100 * x);
+  return buf;
+}
+
+}  // namespace
+
 ComparableErrors comparableErrors(const std::vector<hw::Calibration::Row>& rows, const std::string& family, double ipus,
                                   double accumulation, std::size_t skip) {
   ComparableErrors out;
@@ -632,6 +648,13 @@ ComparableErrors comparableErrors(const std::vector<hw::Calibration::Row>& rows,
       if (i != skip) out.errors.push_back(rows[i].logoError);
     out.basis = "the leave-one-group-out errors of all " + std::to_string(others) + " rows of the calibration, nominally " +
                 nominal(out.errors.size()) + "%";
+    for (const auto& [distance, i] : near) out.kindErrors.push_back(rows[i].logoError);
+    if (!out.kindErrors.empty()) {
+      const auto [low, high] = std::minmax_element(out.kindErrors.begin(), out.kindErrors.end());
+      const std::size_t n = out.kindErrors.size();
+      out.basis += ", and spanning the " + (n == 1 ? std::string("one row") : std::to_string(n) + " rows") + " of this model's kind (" +
+                   (n == 1 ? percent(*low) : percent(*low) + " to " + percent(*high)) + ")";
+    }
     return out;
   }
   std::stable_sort(near.begin(), near.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -659,21 +682,15 @@ ErrorRange likelyErrorRange(std::vector<double> errors) {
   return r;
 }
 
-namespace {
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
+ErrorRange likelyErrorRange(const ComparableErrors& comparable) {
+  ErrorRange r = likelyErrorRange(comparable.errors);
+  for (double e : comparable.kindErrors) {
+    r.low = std::min(r.low, e);
+    r.high = std::max(r.high, e);
+  }
+  return r;
 }
 
-std::string percent(double x) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%+.0f%%", 100 * x);
-  return buf;
-}
-
-}  // namespace
 
 Configuration configurationOf(const ir::PhasePlan& phase) {
   Configuration c;
@@ -817,7 +834,7 @@ ErrorRange worstErrors(const std::vector<hw::Calibration::Row>& rows) {
 
 double leastErrorHigh(const Configuration& c, const std::vector<hw::Calibration::Row>& rows) {
   if (rows.empty()) return 0;
-  double high = likelyErrorRange(comparableErrors(rows, c.family, c.ipus, std::max(1.0, c.accumulation)).errors).high;
+  double high = likelyErrorRange(comparableErrors(rows, c.family, c.ipus, std::max(1.0, c.accumulation))).high;
   for (const auto& f : regimesOf(c, rows))
     if (widensToWorstErrors(f.regime)) return std::max(high, worstErrors(rows).high);
   return high;
@@ -832,7 +849,7 @@ void placeInCalibration(const ir::PhasePlan& phase, PhaseEstimate& e) {
   if (rows.empty() || !(e.samplesPerSecond > 0)) return;
   const Configuration config = configurationOf(phase);
   const ComparableErrors comparable = comparableErrors(rows, config.family, config.ipus, config.accumulation);
-  ErrorRange range = likelyErrorRange(comparable.errors);
+  ErrorRange range = likelyErrorRange(comparable);
   e.intervalBasis = comparable.basis;
   // A regime the model flagged already (a framework without a fitted cost) is said once.
   for (auto& f : regimesOf(config, rows)) {

@@ -179,10 +179,18 @@ inline constexpr std::size_t kIntervalRows = 9;   // min to max of 9: nominal 80
 inline constexpr std::size_t kFewestIntervalRows = 3;
 struct ComparableErrors {
   std::vector<double> errors;   // their leave-one-group-out errors
+  // When the kind has rows but too few to make the interval alone: their
+  // errors, which the interval always spans. Trimmed among every row's, the
+  // one row of a kind the model misses most would fall outside the range of
+  // a configuration just like it.
+  std::vector<double> kindErrors;
   std::string basis;            // which rows, in words
 };
 ComparableErrors comparableErrors(const std::vector<hw::Calibration::Row>& rows, const std::string& family, double ipus,
                                   double accumulation, std::size_t skip = static_cast<std::size_t>(-1));
+// likelyErrorRange of the comparable errors, widened to span the kind's own
+// rows' errors (kindErrors).
+ErrorRange likelyErrorRange(const ComparableErrors& comparable);
 
 // The kinds of layers of a phase's model ("attention+embedding+ffn+..."): what
 // makes two rows of a calibration table comparable.

@@ -166,7 +166,7 @@ TEST(Calibration, LeaveOneOutErrorOnThePublishedTable) {
     for (std::size_t i = 0; i < cal.rows.size(); ++i) {
       const auto& row = cal.rows[i];
       const cost::ErrorRange range =
-          cost::likelyErrorRange(cost::comparableErrors(cal.rows, row.family, row.ipus, row.accumulation, i).errors);
+          cost::likelyErrorRange(cost::comparableErrors(cal.rows, row.family, row.ipus, row.accumulation, i));
       covered += row.logoError >= range.low && row.logoError <= range.high;
       ++total;
     }
@@ -210,6 +210,17 @@ TEST(Calibration, IntervalsFromComparableRows) {
   EXPECT_NE(c.basis.find("nominally 80%"), std::string::npos) << c.basis;
   c = cost::comparableErrors(rows, "resnet", 16, 1);
   EXPECT_EQ(c.errors.size(), rows.size());        // too few of its kind: every row
+  {
+    // Trimmed among 19 errors (j = 2), the kind's one row (+90%) would be
+    // cut off; the interval spans it, and the basis says so.
+    std::vector<hw::Calibration::Row> many(rows);
+    for (int i = 0; i < 6; ++i) many.push_back(row("bert", 16, 32, 0.01));
+    const cost::ComparableErrors one = cost::comparableErrors(many, "resnet", 16, 1);
+    ASSERT_EQ(one.errors.size(), 19u);
+    EXPECT_NEAR(cost::likelyErrorRange(one.errors).high, 0.11, 1e-12);
+    EXPECT_NEAR(cost::likelyErrorRange(one).high, 0.9, 1e-12);
+    EXPECT_NE(one.basis.find("the one row of this model's kind (+90%)"), std::string::npos) << one.basis;
+  }
   c = cost::comparableErrors(rows, "resnet", 16, 1, 12);
   EXPECT_EQ(c.errors.size(), rows.size() - 1);    // the skipped row left out
   for (int i = 0; i < 4; ++i) rows.push_back(row("vit", 64, 8, -0.02 * i));
