@@ -120,6 +120,8 @@ hw::Pod Resolver::pod(const Record& rec) {
     p.machine.hostBandwidth = num(mr, "host_bandwidth");
     p.machine.hostNetworkBandwidth = num(mr, "host_network_bandwidth");
     p.machine.hostNetworkLatencySeconds = num(mr, "host_network_latency");
+    p.machine.hostCores = static_cast<int>(num(mr, "host_cores"));
+    p.machine.hostStorageBandwidth = num(mr, "host_storage_bandwidth");
     if (const Value* c = mr.get("chip"); c != nullptr && c->kind == ValueKind::Record) {
       const Record& cr = *c->record;
       hw::Chip& chip = p.machine.chip;
@@ -570,6 +572,8 @@ ir::Dataset Resolver::dataset(const Value* v) {
   d.packing = flag(r, "packing", false);
   d.sequencesPerPack = r.get("sequences_per_pack") ? num(r, "sequences_per_pack") : d.packing ? 2 : 1;
   d.maskProbability = num(r, "mask_probability", 0.15);
+  d.hostWorkSeconds = num(r, "host_work", 0);
+  d.sampleBytes = num(r, "sample_bytes", 0);
   if (d.kind != ir::DatasetKind::Synthetic && d.path.empty())
     ev_.error(code::kMissingField, r.span, "dataset `" + r.name + "` of kind `" + ir::nameOf(d.kind) + "` needs a `path`",
               "add `path: \"data/corpus.txt\"` (relative to the script)");

@@ -267,6 +267,12 @@ struct Schemas {
             "(`ipu estimate --instances`; an assumption)"),
         opt("host_network_latency", number(dims::seconds()), Value::num(0, dims::seconds()),
             "latency of one step of a collective's ring between host servers (an assumption)"),
+        opt("host_cores", whole(false, Dim::none(), kMaxCount), Value::integral(0),
+            "CPU cores of the host that prepare this machine's input samples (read, decode, augment) for a dataset "
+            "that states its `host_work` (an assumption: the hosts are not part of the IPU-POD)"),
+        opt("host_storage_bandwidth", number(dims::bandwidth()), Value::num(0, dims::bandwidth()),
+            "read bandwidth of the dataset's storage for this machine's samples, for a dataset that states its "
+            "`sample_bytes` (an assumption)"),
     };
 
     pod.kind = "pod";
@@ -393,6 +399,14 @@ struct Schemas {
         opt("sequences_per_pack", number(Dim::none(), true), Value(), "average sequences per packed sample",
             "2 when packing, else 1"),
         opt("mask_probability", simple(TypeKind::Fraction), Value::num(0.15), "share of tokens masked for MLM"),
+        opt("host_work", number(dims::seconds(), true), Value(),
+            "host CPU time, on one core, to read, decode and augment one sample: `ipu estimate` bounds the step by "
+            "the machine's `host_cores` preparing its samples",
+            "not priced"),
+        opt("sample_bytes", number(dims::bytes(), true), Value(),
+            "bytes of one sample in storage: `ipu estimate` bounds the step by the machine's `host_storage_bandwidth` "
+            "reading its samples",
+            "not priced"),
     };
 
     Type sched = simple(TypeKind::Schedule);

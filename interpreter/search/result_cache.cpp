@@ -116,6 +116,8 @@ void putPod(KeyWriter& k, const hw::Pod& pod) {
   k.put("machine.host_bandwidth", m.hostBandwidth);
   k.put("machine.host_network_bandwidth", m.hostNetworkBandwidth);
   k.put("machine.host_network_latency", m.hostNetworkLatencySeconds);
+  k.put("machine.host_cores", m.hostCores);
+  k.put("machine.host_storage_bandwidth", m.hostStorageBandwidth);
   const hw::Chip& c = m.chip;
   k.put("chip", c.name);
   k.put("chip.clock", c.clockHz);
@@ -223,6 +225,8 @@ void putPhase(KeyWriter& k, const check::PhaseSpec& ph) {
   k.put("dataset.packing", d.packing);
   k.put("dataset.sequences_per_pack", d.sequencesPerPack);
   k.put("dataset.mask_probability", d.maskProbability);
+  k.put("dataset.host_work", d.hostWorkSeconds);
+  k.put("dataset.sample_bytes", d.sampleBytes);
 }
 
 void putMapping(KeyWriter& k, const check::MappingSpec& m) {

@@ -34,9 +34,29 @@ std::string gbps(double bytesPerSecond) {
   return buf;
 }
 
-std::string microseconds(double seconds) {
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string percent(double x) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g us", seconds * 1e6);
+  std::snprintf(buf, sizeof buf, "%+.0f%%", 100 * x);
+  return buf;
+}
+
+// A duration as the report prints it: milliseconds below a second.
+std::string seconds(double s) {
+  char buf[32];
+  if (s < 1) std::snprintf(buf, sizeof buf, "%.3g ms", s * 1e3);
+  else std::snprintf(buf, sizeof buf, "%.3g s", s);
+  return buf;
+}
+
+std::string microseconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g us", s * 1e6);
   return buf;
 }
 
@@ -273,7 +293,7 @@ class Model {
 
     collectives(b, e, cal);
     optimizerAndStreaming(b, e, pipelineTime);
-    hostIo(b, pipelineTime, gad);
+    hostIo(b, e, pipelineTime, gad);
     // The host-side cost of a step: a round trip to the host (the
     // calibration's `step_overhead`, or a framework's own where a user's
     // calibration states one), which the device makes once per
@@ -543,12 +563,50 @@ class Model {
     }
   }
 
-  // Each replica's data arrives over its machine's host link while the
-  // previous step computes; only what is not hidden counts.
-  void hostIo(Breakdown& b, double pipelineTime, double ga) {
-    if (p_.layers.empty() || !(links_.host > 0)) return;
-    const double bytes = ga * p_.layers.front().inputElements * bc_;
-    b.hostIo = std::max(0.0, bytes / links_.host - pipelineTime);
+  // The input pipeline runs ahead of the device (the frameworks prefetch):
+  // while a step computes, each machine's host reads the next step's samples
+  // from storage, decodes and augments them on its cores, and sends each
+  // replica's input over the machine's host link. The slowest of the three
+  // bounds the step; only what the pipeline's compute does not hide counts.
+  // Reading and preparing are priced only for a dataset that states its
+  // `sample_bytes` and `host_work`.
+  void hostIo(Breakdown& b, PhaseEstimate& e, double pipelineTime, double ga) {
+    if (p_.layers.empty()) return;
+    double bound = 0;
+    if (links_.host > 0) bound = ga * p_.layers.front().inputElements * bc_ / links_.host;
+    const hw::Machine& m = p_.pod.machine;
+    const ir::Dataset& d = p_.dataset;
+    if (d.hostWorkSeconds > 0 || d.sampleBytes > 0) {
+      const double machines = std::max(1.0, static_cast<double>(p_.ipusUsed) / std::max(1, m.ipus));
+      const double perMachine = static_cast<double>(p_.batch.globalBatch) / machines;   // samples each host prepares per step
+      std::string said = "the host prepares " + fmt("%.4g", perMachine) + " samples per step for each machine:";
+      if (d.hostWorkSeconds > 0) {
+        if (m.hostCores <= 0) {
+          problem(code::kMissingHardware,
+                  "machine `" + m.name + "` has no `host_cores`, which pricing dataset `" + d.name + "`'s `host_work` needs",
+                  "give the machine `host_cores` (std/pods states 32), or leave `host_work` out of the dataset");
+          return;
+        }
+        const double cpu = perMachine * d.hostWorkSeconds / m.hostCores;
+        bound = std::max(bound, cpu);
+        said += " " + seconds(cpu) + " of host CPU (" + seconds(d.hostWorkSeconds) + " per sample on " + std::to_string(m.hostCores) + " cores)";
+      }
+      if (d.sampleBytes > 0) {
+        if (!(m.hostStorageBandwidth > 0)) {
+          problem(code::kMissingHardware,
+                  "machine `" + m.name + "` has no `host_storage_bandwidth`, which pricing dataset `" + d.name + "`'s `sample_bytes` needs",
+                  "give the machine `host_storage_bandwidth` (std/pods states 1.5 GB/s), or leave `sample_bytes` out of the dataset");
+          return;
+        }
+        const double read = perMachine * d.sampleBytes / m.hostStorageBandwidth;
+        bound = std::max(bound, read);
+        said += std::string(d.hostWorkSeconds > 0 ? "," : "") + " " + seconds(read) + " of storage reads at " + gbps(m.hostStorageBandwidth);
+      }
+      e.assumptions.push_back(said + (bound > pipelineTime ? ", longer than the pipeline's " + seconds(pipelineTime) + ": the host bounds the step"
+                                                            : ", hidden behind the pipeline's " + seconds(pipelineTime)) +
+                              " (the machine's `host_cores` and `host_storage_bandwidth`, assumptions)");
+    }
+    b.hostIo = std::max(0.0, bound - pipelineTime);
   }
 
   double samples() const { return static_cast<double>(p_.batch.globalBatch) * std::max(1.0, p_.dataset.sequencesPerPack); }
@@ -608,21 +666,6 @@ std::string familyOf(const ir::PhasePlan& phase) {
   return out;
 }
 
-namespace {
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
-std::string percent(double x) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%+.0f%%", 100 * x);
-  return buf;
-}
-
-}  // namespace
 
 ComparableErrors comparableErrors(const std::vector<hw::Calibration::Row>& rows, const std::string& family, double ipus,
                                   double accumulation, std::size_t skip) {

@@ -155,6 +155,8 @@ Json pod(const hw::Pod& p) {
   j["host_bandwidth_per_machine"] = p.machine.hostBandwidth;
   j["host_network_bandwidth_per_host"] = p.machine.hostNetworkBandwidth;
   j["host_network_latency_s"] = p.machine.hostNetworkLatencySeconds;
+  j["host_cores"] = p.machine.hostCores;
+  j["host_storage_bandwidth_per_machine"] = p.machine.hostStorageBandwidth;
   j["machines_per_rack"] = p.machinesPerRack;
   j["power_of_two_replicas"] = p.powerOfTwoReplicas;
   return j;
@@ -240,6 +242,8 @@ Json toJson(const PhasePlan& ph) {
   ds["kind"] = nameOf(ph.dataset.kind);
   ds["samples"] = ph.dataset.samples > 0 ? Json(ph.dataset.samples) : Json();
   ds["packing"] = ph.dataset.packing;
+  ds["host_work_s"] = ph.dataset.hostWorkSeconds > 0 ? Json(ph.dataset.hostWorkSeconds) : Json();
+  ds["sample_bytes"] = ph.dataset.sampleBytes > 0 ? Json(ph.dataset.sampleBytes) : Json();
   j["dataset"] = std::move(ds);
 
   Json layers = Json::array();

@@ -205,6 +205,11 @@ struct Dataset {
   bool packing = false;
   double sequencesPerPack = 1;  // average real sequences in one packed sample
   double maskProbability = 0.15;
+  // The host's input pipeline, per sample (0: not stated, not priced):
+  // CPU time on one core to read, decode and augment it, and the bytes it
+  // takes in storage.
+  double hostWorkSeconds = 0;
+  double sampleBytes = 0;
 };
 
 // What one optimizer step moves, per replica (the replicas are identical),

@@ -101,6 +101,11 @@ struct Machine {
   // several host instances (`ipu estimate --instances N`).
   double hostNetworkBandwidth = 0;   // bytes/s per host, to the others
   double hostNetworkLatencySeconds = 0;  // per step of a collective's ring between hosts
+  // The host's side of the input pipeline, per machine (assumptions: the
+  // host servers are not part of the IPU-POD). Priced only for a dataset
+  // that states its `host_work` or `sample_bytes`.
+  int hostCores = 0;                 // CPU cores preparing the machine's samples (read, decode, augment)
+  double hostStorageBandwidth = 0;   // bytes/s the machine's share of the host's storage reads
 };
 
 struct Pod {
