@@ -62,7 +62,7 @@ with ipu.start_run(tiny, phase="long", store=STORE) as run:  # its last phase (s
         time.sleep(0.01)  # the step
         run.log(step, loss=5.0 / step, samples_per_s=16 / (time.perf_counter() - started))
 print(run, run.plan_hash == ipu.Store(STORE).run(recorded)["plan_hash"])
-# > <ipu.Run tiny_pretrain-2 plan f880ccf3507b8168 in /tmp/walkthrough.db> True
+# > <ipu.Run tiny_pretrain-2 plan 8935fbae4bdd5160 in /tmp/walkthrough.db> True
 
 # %% 7. The store: runs as dicts or a pandas DataFrame, filtered as `ipu runs --where` filters.
 store = ipu.Store(STORE)
@@ -74,7 +74,7 @@ print(store.runs(where="kind = run", frame=True)[["id", "kind", "status", "mappi
 out = subprocess.run([os.environ.get("IPU", "build/ipu"), "runs", "compare", str(recorded), str(run.id), "--store", STORE, "--color", "never"],
                      capture_output=True, text=True).stdout
 print(out[out.index("predicted ("):].rstrip())
-# > predicted (estimate 1) against measured (run 2), same plan f880ccf3507b8168
+# > predicted (estimate 1) against measured (run 2), same plan 8935fbae4bdd5160
 # >   metric         predicted  measured (mean)  ratio
 # >   samples_per_s  5011.32    1468.85          2.4079
 # >   (measured by the training that logged it, on its own hardware)

@@ -242,6 +242,10 @@ Json toJson(const PhasePlan& ph) {
   ds["kind"] = nameOf(ph.dataset.kind);
   ds["samples"] = ph.dataset.samples > 0 ? Json(ph.dataset.samples) : Json();
   ds["packing"] = ph.dataset.packing;
+  // What the estimate counts per sample (throughput in real sequences) and
+  // what the emulator masks: a plan that differs in them is another plan.
+  ds["sequences_per_pack"] = ph.dataset.sequencesPerPack;
+  ds["mask_probability"] = ph.dataset.maskProbability;
   ds["host_work_s"] = ph.dataset.hostWorkSeconds > 0 ? Json(ph.dataset.hostWorkSeconds) : Json();
   ds["sample_bytes"] = ph.dataset.sampleBytes > 0 ? Json(ph.dataset.sampleBytes) : Json();
   j["dataset"] = std::move(ds);

@@ -152,6 +152,13 @@ TEST(PlanHash, ChangesOfThePlanChangeIt) {
       [](ir::RunPlan& r) { r.phases[0].pod.machine.hostBandwidth *= 2; },
       [](ir::RunPlan& r) { r.phases[0].pod.machine.streamingBandwidth *= 2; },
       [](ir::RunPlan& r) { r.phases[0].pod.machinesPerRack += 1; },
+      [](ir::RunPlan& r) { r.phases[0].pod.machine.hostCores += 1; },
+      [](ir::RunPlan& r) { r.phases[0].pod.machine.hostStorageBandwidth += 1e9; },
+      // The dataset: what a sample counts for and what the host does for it.
+      [](ir::RunPlan& r) { r.phases[0].dataset.sequencesPerPack += 0.5; },
+      [](ir::RunPlan& r) { r.phases[0].dataset.maskProbability += 0.05; },
+      [](ir::RunPlan& r) { r.phases[0].dataset.hostWorkSeconds += 0.001; },
+      [](ir::RunPlan& r) { r.phases[0].dataset.sampleBytes += 1000; },
       [](ir::RunPlan& r) {
         auto& c = r.phases[0].pod.machine.chip.calibration;
         c.present = true;
