@@ -481,6 +481,28 @@ printf 'import "lib"\nrun imported\n' > "$TMP/imported/runs_lib.ipu"
 expect 1 "search --write of a phase declared in a module" -- "$IPU" search "$TMP/imported/runs_lib.ipu" --top 1 --write "$TMP/imported/lib_written.ipu"
 grep -q "is written in .*lib.ipu., not in" "$TMP/err" || { echo "FAIL: a phase of a module is not refused with its reason"; cat "$TMP/err"; fail=1; }
 
+# `ipu search` of a mapping with a `search { }` block searches as the block
+# asks (its objective, max_ipus, headroom and the settings beside it), so its
+# best is what `ipu estimate` of the script uses; an option overrides the block.
+expect 0 "search of a searched mapping, as its block asks" -- "$IPU" search "$ROOT/tests/scripts/search/declared_search.ipu" --top 1 --json
+cp "$TMP/out" "$TMP/block_search.json"
+expect 0 "estimate of a searched mapping" -- "$IPU" estimate "$ROOT/tests/scripts/search/declared_search.ipu" --json --no-store
+python3 -c "
+import json
+p = json.load(open('$TMP/block_search.json'))['phases'][0]
+assert (p['max_ipus'], p['headroom'], p['objective']) == (8, 0.1, 'throughput'), p
+assert p['top'][0]['recompute'] == 'every_layer', p['top'][0]
+got = json.load(open('$TMP/out'))['runs'][0]['phases'][0]['throughput_samples_per_s']
+assert abs(got - p['top'][0]['samples_per_s']) <= 1e-9 * got, (got, p['top'][0]['samples_per_s'])
+" || { echo "FAIL: ipu search of a searched mapping does not search as its block asks"; fail=1; }
+expect 0 "search of a searched mapping, overriding its block" -- "$IPU" search "$ROOT/tests/scripts/search/declared_search.ipu" --top 1 --json --max-ipus 16 --headroom 0 --fix recompute=none
+python3 -c "
+import json
+p = json.load(open('$TMP/out'))['phases'][0]
+assert (p['max_ipus'], p['headroom']) == (16, 0.0), p
+assert p['top'][0]['recompute'] == 'none', p['top'][0]
+" || { echo "FAIL: options do not override a search block's settings"; fail=1; }
+
 # The results of `search { }` are kept in the user's cache ($XDG_CACHE_HOME/ipu/search)
 # and read back; a damaged file is searched again and rewritten; IPU_NO_CACHE=1
 # keeps nothing (docs/search.md, "Cached results").

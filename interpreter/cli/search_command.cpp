@@ -249,6 +249,9 @@ struct Args {
   bool json = false;
   bool apply = false;  // --apply: the script itself is the file written
   search::Options options;
+  // Which of the options a mapping's `search { }` block also sets were given:
+  // those override the block's (search::optionsOf).
+  bool objectiveGiven = false, maxIpusGiven = false, headroomGiven = false;
   base::ColorMode color = base::ColorMode::Auto;
 };
 
@@ -404,6 +407,7 @@ int searchCommand(const std::vector<std::string>& args) {
       auto o = search::objectiveNamed(v);
       if (!o) return usage("--objective takes throughput, time_to_train or throughput_per_ipu (cost), not `" + v + "`");
       a.options.objective = *o;
+      a.objectiveGiven = true;
     } else if (name == "--rank") {
       auto r = search::rankNamed(v);
       if (!r) return usage("--rank takes conservative or expected, not `" + v + "`");
@@ -415,6 +419,7 @@ int searchCommand(const std::vector<std::string>& args) {
       if (*end != '\0' || n < 1 || n > most)
         return usage(name + " takes a whole number from 1 to " + std::to_string(most) + ", not `" + v + "`");
       (name == "--top" ? a.options.top : name == "--threads" ? a.options.threads : a.options.maxIpus) = static_cast<int>(n);
+      a.maxIpusGiven = a.maxIpusGiven || name == "--max-ipus";
     } else if (name == "--time-limit") {
       std::string t = v;
       double unit = 1;
@@ -437,6 +442,7 @@ int searchCommand(const std::vector<std::string>& args) {
       if (percent) x /= 100;
       if (x < 0 || x >= 1) return usage("--headroom must be at least 0 and below 100%, not `" + v + "`");
       a.options.headroom = x;
+      a.headroomGiven = true;
     } else if (name == "--fix") {
       if (auto problem = search::applyFix(a.options.fixed, v)) return usage(*problem);
     } else if (name == "--color") {
@@ -505,6 +511,16 @@ int searchCommand(const std::vector<std::string>& args) {
     for (const auto& ph : run.phases) {
       if (!a.phase.empty() && ph.name != a.phase) continue;
       search::Options o = a.options;
+      if (ph.mapping != nullptr && ph.mapping->search) {
+        // The mapping's `search { }` block: its objective, limits and fixed
+        // settings, as `ipu check` searched it, unless given here.
+        const search::Options block = search::optionsOf(*ph.mapping);
+        if (!a.objectiveGiven) o.objective = block.objective;
+        if (!a.maxIpusGiven) o.maxIpus = block.maxIpus;
+        if (!a.headroomGiven) o.headroom = block.headroom;
+        o.fixed = block.fixed;
+        o.fixed.merge(a.options.fixed);
+      }
       o.deadline = deadline;
       o.interrupt = &gSearchInterrupt;
       bool drew = false;
@@ -552,7 +568,8 @@ int searchCommand(const std::vector<std::string>& args) {
         j["pod_ipus"] = r.podIpus;
         j["max_ipus"] = r.maxIpus;
         j["global_batch"] = r.globalBatch;
-        j["headroom"] = a.options.headroom;
+        j["objective"] = search::name(o.objective);
+        j["headroom"] = o.headroom;
         j["counts"] = {{"space", r.counts.space},
                        {"evaluated", r.counts.evaluated},
                        {"pruned_by_bound", r.counts.pruned},
@@ -604,7 +621,8 @@ int searchCommand(const std::vector<std::string>& args) {
                 << ph.model->name << " on " << ph.mapping->pod.name << " (" << r.podIpus << " IPUs"
                 << (r.maxIpus < r.podIpus ? ", at most " + std::to_string(r.maxIpus) + " used" : "") << "), global batch "
                 << commas(static_cast<double>(r.globalBatch)) << ", objective " << search::name(r.objective)
-                << (a.options.headroom > 0 ? ", headroom " + fixed(a.options.headroom * 100, 0) + "%" : "")
+                << (o.headroom > 0 ? ", headroom " + fixed(o.headroom * 100, 0) + "%" : "")
+                << (ph.mapping->search ? ", as the `search` block of `" + ph.mapping->name + "` asks" : std::string())
                 << (r.rank == search::Rank::Conservative ? ", ranked by the likely range's lower end"
                                                          : ", ranked by the estimate")
                 << "\n";

@@ -83,6 +83,27 @@ void Fixed::fix(ir::MappingField field, const ir::Mapping& from) {
   fields.insert(field);
 }
 
+void Fixed::merge(const Fixed& other) {
+  for (ir::MappingField f : other.fields) fix(f, other.values);
+  if (other.microBatch) microBatch = other.microBatch;
+  if (other.split) split = other.split;
+}
+
+Options optionsOf(const check::MappingSpec& m) {
+  Options o;
+  if (!m.search) return o;
+  o.objective = objectiveNamed(m.search->objective).value_or(Objective::Throughput);
+  o.maxIpus = m.search->maxIpus;
+  o.headroom = m.search->headroom;
+  // The settings written beside `search` stay as written: every field of
+  // the table the user wrote, and the pipeline's IPUs when it is not Lua.
+  for (const auto& row : ir::mappingFields())
+    if (row.written == ir::FieldWritten::ByUser && m.fieldSpans.count(row.name) > 0) o.fixed.fix(row.field, m.mapping);
+  if (m.fieldSpans.count("pipeline") > 0 && m.pipelineKind != check::MappingSpec::PipelineKind::Lua)
+    o.fixed.fix(ir::MappingField::PipelineIpus, m.mapping);
+  return o;
+}
+
 bool Fixed::admits(const ir::Mapping& m) const {
   for (ir::MappingField f : fields) {
     const ir::MappingFieldRow& row = ir::mappingField(f);

@@ -75,6 +75,8 @@ struct Fixed {
   void fix(ir::MappingField field, const ir::Mapping& from);
   // Whether `m` has every fixed setting's value.
   bool admits(const ir::Mapping& m) const;
+  // Fixes what `other` fixes too, to `other`'s values where both fix a setting.
+  void merge(const Fixed& other);
 };
 // Parses one `key=value`: a mapping field of the table (`pipeline` is
 // `pipeline_ipus`, the IPUs of a balanced or explicit pipeline; `rts` is
@@ -221,5 +223,12 @@ std::vector<int> optimalCuts(const std::vector<double>& w, double tail, int part
 // name, spans and search), its batch figures, and its layers costed for the
 // candidate's micro batch. False when the layers cannot be costed.
 bool applyCandidate(check::PhaseSpec& phase, check::Evaluator& evaluator, const Candidate& c);
+
+// What a mapping's `search { }` block asks for: its objective, `max_ipus`
+// and `headroom`, and every setting written beside it fixed (with the
+// pipeline's IPUs, unless a Lua function places the layers). `ipu check`,
+// `plan`, `estimate` and `run` search with these; `ipu search` starts from
+// them, and its options override them.
+Options optionsOf(const check::MappingSpec& m);
 
 }  // namespace ipu::search

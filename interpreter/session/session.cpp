@@ -135,17 +135,8 @@ void Session::resolveSearches() {
                      "chooses micro batch, accumulation and replicas");
         continue;
       }
-      search::Options o;
-      o.objective = search::objectiveNamed(spec.objective).value_or(search::Objective::Throughput);
-      o.maxIpus = spec.maxIpus;
-      o.headroom = spec.headroom;
+      search::Options o = search::optionsOf(m);
       o.top = 1;
-      // The settings written beside `search` stay as written: every field of
-      // the table the user wrote, and the pipeline's IPUs when it is not Lua.
-      for (const auto& row : ir::mappingFields())
-        if (row.written == ir::FieldWritten::ByUser && m.fieldSpans.count(row.name) > 0) o.fixed.fix(row.field, m.mapping);
-      if (m.fieldSpans.count("pipeline") > 0 && m.pipelineKind != check::MappingSpec::PipelineKind::Lua)
-        o.fixed.fix(ir::MappingField::PipelineIpus, m.mapping);
       // Searched again only when something it depends on changed (result_cache.h).
       search::PhaseResult r = search::searchPhaseCached(phase, checker_->evaluator(), sources_, o, searchCache_);
       if (!r.error.empty()) {
