@@ -663,17 +663,27 @@ const page = JSON.parse(document.getElementById("ipu-page").textContent);
 let shown = document.getElementById("ipu-data").textContent;
 render(JSON.parse(shown));
 // A live page asks its server for the document again and redraws when it
-// changed; a failed request is retried at the next tick, never fatal.
+// changed; a failed request is retried at the next tick, never fatal. A page
+// of a fixed set of runs (stopsWhenEnded) stops asking once none of them is
+// running: nothing on it changes then but tags and notes (body[data-live]
+// says which).
 if (page.live) {
   let busy = false;
-  setInterval(function() {
+  const running = D => !page.stopsWhenEnded || D.runs.some(r => r.status === "running");
+  document.body.dataset.live = running(JSON.parse(shown)) ? "polling" : "ended";
+  const timer = document.body.dataset.live === "ended" ? null : setInterval(function() {
     if (busy) return;
     busy = true;
     fetch(page.live, { cache: "no-store" }).then(r => r.ok ? r.text() : Promise.reject(r.status)).then(text => {
       if (text !== shown) {
         shown = text;
-        render(JSON.parse(text));
+        const D = JSON.parse(text);
+        render(D);
         document.body.dataset.updates = String(Number(document.body.dataset.updates || "0") + 1);
+        if (!running(D)) {
+          clearInterval(timer);
+          document.body.dataset.live = "ended";
+        }
       }
     }).catch(() => {}).finally(() => { busy = false; });
   }, page.pollMs);
@@ -927,7 +937,8 @@ std::string runsReportHtml(const std::vector<ReportRun>& runs, const std::string
                            const PageOptions& options) {
   const nlohmann::json data = runsReportData(runs);
   nlohmann::json page = {{"live", options.liveUrl.empty() ? nlohmann::json(nullptr) : nlohmann::json(options.liveUrl)},
-                         {"pollMs", options.pollMilliseconds}};
+                         {"pollMs", options.pollMilliseconds},
+                         {"stopsWhenEnded", options.liveStopsWhenEnded}};
   std::string html;
   html.reserve(200000);
   html += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>" + escapeHtml(title) + "</title>\n";

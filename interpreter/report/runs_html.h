@@ -60,6 +60,9 @@ struct PageOptions {
   // when it changed.
   std::string liveUrl;
   int pollMilliseconds = 2000;
+  // The live page shows a fixed set of runs (not a filter new runs may
+  // join): it stops asking once none of them is running.
+  bool liveStopsWhenEnded = false;
 };
 
 // `title`: the page's heading; `source`: where the runs came from (the store).

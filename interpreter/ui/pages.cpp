@@ -84,6 +84,7 @@ Reply runsPageOf(store::RunStore& st, std::vector<store::RunRecord> records, con
   report::PageOptions options;
   options.liveUrl = "/api/report-data?ids=" + ids;
   options.pollMilliseconds = pollMs;
+  options.liveStopsWhenEnded = true;   // these runs, by id
   const std::string section =
       "<section id=\"ui-details\" data-ids=\"" + report::escapeHtml(ids) + "\" data-poll-ms=\"" + std::to_string(pollMs) +
       "\"></section>\n<script src=\"/static/common.js\"></script>\n<script src=\"/static/details.js\"></script>\n";

@@ -204,6 +204,17 @@ async function main() {
     check(after !== "running" && await page.evaluate(() => Number(document.body.dataset.updates)) > updatesBefore,
           "the table shows the run's new status without a reload", after);
     await pageErrors("the live table");
+    // The run's page, now that it ended, stops asking for updates.
+    await page.goto(url + "runs/" + liveId, { waitUntil: "load" });
+    await page.waitForSelector('body[data-rendered="yes"]', { timeout: 20000 });
+    await page.waitForSelector('#ui-details[data-rendered="yes"]', { timeout: 20000 });
+    const asked = [];
+    const onRequest = r => { if (/\/api\/(report-data|compare)/.test(r.url())) asked.push(r.url()); };
+    page.on("request", onRequest);
+    await new Promise(r => setTimeout(r, 5000));
+    page.off("request", onRequest);
+    check(await page.evaluate(() => document.body.dataset.live) === "ended" && asked.length === 0,
+          "an ended run's page does not poll", asked.length);
 
     // ---- two runs compared
     await page.goto(url + "?where=" + encodeURIComponent(filter + " AND status = finished"), { waitUntil: "load" });

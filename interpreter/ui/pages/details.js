@@ -44,7 +44,8 @@ function render(d) {
   section.replaceChildren(...parts);
 }
 
-ui.every(Number(section.dataset.pollMs) || 2000, async () => {
+// Asked again until none of the runs is running (the report above stops then too).
+const timer = ui.every(Number(section.dataset.pollMs) || 2000, async () => {
   const r = await ui.get("/api/compare?ids=" + encodeURIComponent(ids));
   if (!r.ok) {
     section.replaceChildren(ui.el("p", { class: "ui-error", text: r.json.error }));
@@ -55,5 +56,6 @@ ui.every(Number(section.dataset.pollMs) || 2000, async () => {
   shown = r.text;
   render(r.json);
   section.dataset.rendered = "yes";
+  if (!r.json.runs.some(run => run.status === "running")) clearInterval(timer);
 });
 })();
