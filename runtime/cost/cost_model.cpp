@@ -363,8 +363,8 @@ class Model {
     e.fullCycles = full;
     double total = static_cast<double>(full) * maxBusy;
     std::vector<double> work(static_cast<std::size_t>(P));
-    for (long long c = 0; c < cycles; ++c) {
-      if (c >= firstFull && c < ga) continue;
+    // Only the ramps, cycle by cycle: the full cycles [firstFull, GA) are skipped whole.
+    for (long long c = 0; c < cycles; c = (c + 1 == firstFull && ga > firstFull) ? ga : c + 1) {
       std::fill(work.begin(), work.end(), 0.0);
       for (int s = 0; s < S; ++s) {
         const ir::StageCycle at = sch.at(s, c);
