@@ -773,8 +773,13 @@ std::vector<RegimeFlag> regimesOf(const Configuration& c, const std::vector<hw::
     if (!ran.empty() && ran.count(c.chip) == 0) {
       std::string names;
       for (const auto& n : ran) names += (names.empty() ? "`" : ", `") + n + "`";
+      // A chip derived from a calibrated one (`chip X = GC200 with { ... }`)
+      // keeps its calibration, whatever it changed: another clock only
+      // scales compute, and other tiles or arithmetic make the fitted
+      // efficiencies a guess.
       out.push_back({Regime::OtherChip, "no calibration row of this kind of model ran on chip `" + c.chip + "` (they ran on " +
-                                            names + ", the same architecture at another clock)"});
+                                            names + "): its estimate uses their fitted efficiencies, which another clock "
+                                            "scales only in compute, and another design only by guess"});
     }
   }
   const char* kind = otherModel ? "no calibration row" : "no calibration row of this kind of model";
