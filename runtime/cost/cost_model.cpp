@@ -579,29 +579,28 @@ class Model {
     if (d.hostWorkSeconds > 0 || d.sampleBytes > 0) {
       const double machines = std::max(1.0, static_cast<double>(p_.ipusUsed) / std::max(1, m.ipus));
       const double perMachine = static_cast<double>(p_.batch.globalBatch) / machines;   // samples each host prepares per step
+      // One stage of the host's: `amount` per sample at the machine's `rate`
+      // per second; false (and a problem) when the machine does not state it.
+      double cpu = 0, read = 0;
+      auto stage = [&](double amount, double rate, const char* datasetField, const char* machineField, const char* stdlib, double& out) {
+        if (!(amount > 0)) return true;
+        if (!(rate > 0)) {
+          problem(code::kMissingHardware,
+                  "machine `" + m.name + "` has no `" + machineField + "`, which pricing dataset `" + d.name + "`'s `" + datasetField + "` needs",
+                  "give the machine `" + std::string(machineField) + "` (std/pods states " + stdlib + "), or leave `" + datasetField +
+                      "` out of the dataset");
+          return false;
+        }
+        out = perMachine * amount / rate;
+        bound = std::max(bound, out);
+        return true;
+      };
+      if (!stage(d.hostWorkSeconds, m.hostCores, "host_work", "host_cores", "32", cpu) ||
+          !stage(d.sampleBytes, m.hostStorageBandwidth, "sample_bytes", "host_storage_bandwidth", "1.5 GB/s", read))
+        return;
       std::string said = "the host prepares " + fmt("%.4g", perMachine) + " samples per step for each machine:";
-      if (d.hostWorkSeconds > 0) {
-        if (m.hostCores <= 0) {
-          problem(code::kMissingHardware,
-                  "machine `" + m.name + "` has no `host_cores`, which pricing dataset `" + d.name + "`'s `host_work` needs",
-                  "give the machine `host_cores` (std/pods states 32), or leave `host_work` out of the dataset");
-          return;
-        }
-        const double cpu = perMachine * d.hostWorkSeconds / m.hostCores;
-        bound = std::max(bound, cpu);
-        said += " " + seconds(cpu) + " of host CPU (" + seconds(d.hostWorkSeconds) + " per sample on " + std::to_string(m.hostCores) + " cores)";
-      }
-      if (d.sampleBytes > 0) {
-        if (!(m.hostStorageBandwidth > 0)) {
-          problem(code::kMissingHardware,
-                  "machine `" + m.name + "` has no `host_storage_bandwidth`, which pricing dataset `" + d.name + "`'s `sample_bytes` needs",
-                  "give the machine `host_storage_bandwidth` (std/pods states 1.5 GB/s), or leave `sample_bytes` out of the dataset");
-          return;
-        }
-        const double read = perMachine * d.sampleBytes / m.hostStorageBandwidth;
-        bound = std::max(bound, read);
-        said += std::string(d.hostWorkSeconds > 0 ? "," : "") + " " + seconds(read) + " of storage reads at " + gbps(m.hostStorageBandwidth);
-      }
+      if (cpu > 0) said += " " + seconds(cpu) + " of host CPU (" + seconds(d.hostWorkSeconds) + " per sample on " + std::to_string(m.hostCores) + " cores)";
+      if (read > 0) said += std::string(cpu > 0 ? "," : "") + " " + seconds(read) + " of storage reads at " + gbps(m.hostStorageBandwidth);
       e.assumptions.push_back(said + (bound > pipelineTime ? ", longer than the pipeline's " + seconds(pipelineTime) + ": the host bounds the step"
                                                             : ", hidden behind the pipeline's " + seconds(pipelineTime)) +
                               " (the machine's `host_cores` and `host_storage_bandwidth`, assumptions)");
