@@ -17,6 +17,8 @@ class ArgumentReader {
   // Moves to the next word; false after the last.
   bool next() { return ++at_ < args_.size(); }
   const std::string& word() const { return args_[at_]; }
+  // The current word's index in the arguments.
+  std::size_t at() const { return at_; }
   // `-x` or `--name...`: an option (a lone `-` is a positional word).
   bool isOption() const { return word().size() > 1 && word()[0] == '-'; }
 

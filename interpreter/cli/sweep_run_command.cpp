@@ -59,9 +59,9 @@ or cancelled, after --count trials, or on Ctrl-C.
                      keep trained trials' checkpoints in the run store too
                      (default for a PostgreSQL store) or only in their run
                      directories (default for SQLite); docs/tracking.md
-  --instances N      (agent) run each trained trial as an MPI job of N
-                     instances on this host (mpirun; `mpirun -n N ipu agent`
-                     spans hosts); the trial is recorded once (docs/sweeps.md)
+  --instances N      run each trained trial as an MPI job of N instances on
+                     this host (mpirun; `mpirun -n N ipu agent` spans hosts);
+                     the trial is recorded once (docs/sweeps.md)
   --stale-after S    seconds without a heartbeat before a trial is presumed dead (default 60)
   --color auto|always|never
                      colour of the progress line (default auto: only on a terminal)
@@ -73,10 +73,11 @@ void onSweepInterrupt(int) { gInterrupt = true; }
 
 struct RunOptions {
   std::vector<std::string> positional;
+  std::vector<std::size_t> positionalAt;   // their indices in the arguments
   std::string store, runsDir = "runs", scriptDir;
   runner::AgentSettings agent;
   std::optional<store::ArtifactStorage> artifacts;  // --artifacts; none: the store's default
-  int instances = 1;                                // --instances N (agent)
+  int instances = 1;                                // --instances N (agent, sweep FILE)
   bool help = false;
 };
 
@@ -126,7 +127,7 @@ int parse(const std::string& command, const std::vector<std::string>& args, RunO
     } else if (in.value("--artifacts", v)) {
       o.artifacts = store::parseArtifactStorage(v);
       if (!o.artifacts) return usage(command, "`--artifacts` takes `store` or `files`");
-    } else if (std::string error; command == "agent" && readInstancesOption(in, o.instances, error)) {
+    } else if (std::string error; (command == "agent" || command == "sweep") && readInstancesOption(in, o.instances, error)) {
       if (!error.empty()) return usage(command, error);
     } else if (in.value("--color", v)) {
       if (!parseColor(v, o.agent.color)) return usage(command, "--color takes `auto`, `always` or `never`");
@@ -137,6 +138,7 @@ int parse(const std::string& command, const std::vector<std::string>& args, RunO
       return usage(command, "unknown option `" + a + "`");
     } else {
       o.positional.push_back(a);
+      o.positionalAt.push_back(in.at());
     }
   }
   return -1;
@@ -209,6 +211,8 @@ int sweepRunCommand(const std::vector<std::string>& args, SweepAgent agentToRun)
   if (o.positional.empty() || o.positional.size() > 2)
     return usage("sweep", std::string("`ipu sweep ") + (agentToRun == SweepAgent::None ? "create " : "") +
                               "FILE [NAME]` takes a script and, optionally, the sweep's name");
+  if (agentToRun == SweepAgent::None && o.instances > 1)
+    return usage("sweep", "`ipu sweep create` runs no agent: `--instances` is for `ipu sweep FILE` or `ipu agent SWEEP`");
   const std::string& path = o.positional[0];
   session::Session s;
   auto file = s.readFile(path);
@@ -267,6 +271,20 @@ int sweepRunCommand(const std::vector<std::string>& args, SweepAgent agentToRun)
       std::cout << "sweep " << c.sweep.name << " is in " << st->location() << "; agents join with `ipu agent "
                 << c.sweep.name << "`\n";
       return kOk;
+    }
+    if (o.instances > 1 && !underMpirun()) {
+      // The agent as an MPI job (`ipu agent SWEEP --instances N`): the same
+      // options, the sweep by name, its store, and the script's directory,
+      // where the stored script's imports resolve.
+      std::vector<std::string> agentArgs{c.sweep.name, "--store", location, "--script-dir",
+                                         std::filesystem::path(path).parent_path().empty()
+                                             ? std::string(".")
+                                             : std::filesystem::path(path).parent_path().string()};
+      for (std::size_t i = 0; i < args.size(); ++i)
+        if (std::find(o.positionalAt.begin(), o.positionalAt.end(), i) == o.positionalAt.end() && args[i] != "--store" &&
+            args[i].rfind("--store=", 0) != 0 && (i == 0 || args[i - 1] != "--store"))
+          agentArgs.push_back(args[i]);
+      return launchInstances(o.instances, agentArgs, "agent");
     }
     o.agent.artifacts = o.artifacts.value_or(store::defaultArtifactStorage(location));
     return agent(*st, location, c.sweep, o.agent, "sweep");

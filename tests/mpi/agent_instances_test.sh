@@ -69,5 +69,20 @@ for trial in 0 1; do
   [ "$(steps "$a")" = "$(steps "$b")" ] || { echo "FAIL: trial $trial: per-step metrics differ between 1 and 2 instances"; diff <(steps "$a") <(steps "$b") | head -5; fail=1; }
   cmp -s "$a/checkpoints/short/final.ipt" "$b/checkpoints/short/final.ipt" || { echo "FAIL: trial $trial: final checkpoints differ"; fail=1; }
 done
+# `ipu sweep FILE --instances N` creates the sweep, then runs its agent as
+# that MPI job (`ipu agent SWEEP --instances N`).
+mkdir -p "$TMP/three"
+(cd "$TMP" && "$IPU" sweep "$T" two_rates --store "$TMP/three/ipu.db" --runs-dir "$TMP/three/runs" --steps 6 --threads 1 --instances 2 \
+   >"$TMP/three/out" 2>"$TMP/three/err")
+rc=$?
+[ "$rc" = 0 ] || { echo "FAIL: ipu sweep --instances 2: exit $rc"; tail -20 "$TMP/three/err"; fail=1; }
+grep -q "this agent ran 2 trials (2 finished, 0 failed)" "$TMP/three/out" || { echo "FAIL: ipu sweep --instances did not finish both trials"; cat "$TMP/three/out" "$TMP/three/err"; fail=1; }
+for d in "$TMP"/three/runs/tiny_trial/*; do
+  python3 -c "import json,sys; s=json.load(open(sys.argv[1])); assert s['instances']['count'] == 2, s.get('instances')" "$d/summary.json" \
+    || { echo "FAIL: ipu sweep --instances: $d was not trained by 2 instances"; fail=1; }
+done
+"$IPU" sweep create "$T" two_rates --store "$TMP/three/ipu.db" --instances 2 >/dev/null 2>"$TMP/three/err2"
+rc=$?
+[ "$rc" = 2 ] || { echo "FAIL: ipu sweep create --instances: exit $rc, expected 2 (it runs no agent)"; fail=1; }
 [ "$fail" = 0 ] && echo "agent instances: ok"
 exit "$fail"
