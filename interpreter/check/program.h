@@ -34,10 +34,24 @@ struct StageSpec {
   std::vector<int> leaves;  // indices into the model's layers
 };
 
+// What the mapping search optimises (docs/search.md, "The objectives").
+enum class SearchObjective { Throughput, TimeToTrain, ThroughputPerIpu };
+inline constexpr SearchObjective kSearchObjectives[] = {SearchObjective::Throughput, SearchObjective::TimeToTrain,
+                                                        SearchObjective::ThroughputPerIpu};
+// Its name in scripts, options and JSON.
+inline const char* nameOf(SearchObjective o) {
+  switch (o) {
+    case SearchObjective::Throughput: return "throughput";
+    case SearchObjective::TimeToTrain: return "time_to_train";
+    case SearchObjective::ThroughputPerIpu: return "throughput_per_ipu";
+  }
+  return "throughput";
+}
+
 // `search { ... }` in a mapping: the mapping is chosen by the mapping search
 // for each phase that uses it (the session runs it after checking).
 struct SearchSpec {
-  std::string objective = "throughput";  // throughput, time_to_train, throughput_per_ipu
+  SearchObjective objective = SearchObjective::Throughput;
   int maxIpus = 0;                       // 0: the pod's
   double headroom = 0;
   Span span;

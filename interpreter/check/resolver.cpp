@@ -401,7 +401,9 @@ std::shared_ptr<const MappingSpec> Resolver::mapping(const Value& v) {
 
   if (const Value* sv = rec.get("search"); sv != nullptr && sv->kind == ValueKind::Record) {
     SearchSpec search;
-    search.objective = sym(*sv->record, "objective", "throughput");
+    const std::string objective = sym(*sv->record, "objective", "throughput");
+    for (SearchObjective o : kSearchObjectives)
+      if (objective == nameOf(o)) search.objective = o;
     search.maxIpus = static_cast<int>(num(*sv->record, "max_ipus", 0));
     search.headroom = num(*sv->record, "headroom", 0);
     search.span = spec->spanOf("search");

@@ -1,5 +1,6 @@
 #include "interpreter/check/schema.h"
 
+#include "interpreter/check/program.h"
 #include "runtime/ir/kinds.h"
 #include "runtime/ir/mapping_fields.h"
 #include "runtime/ir/schedule.h"
@@ -323,7 +324,7 @@ struct Schemas {
     wholeOrAll.symbols = {"all"};
     search.kind = "search";
     search.fields = {
-        opt("objective", enumOf({"throughput", "time_to_train", "throughput_per_ipu"}), Value::symbol("throughput"),
+        opt("objective", kindOf(kSearchObjectives, nameOf), Value::symbol("throughput"),
             "what the chosen mapping is best at"),
         opt("max_ipus", whole(true, Dim::none(), kMaxCount), Value(), "use at most this many IPUs", "the pod's"),
         opt("headroom", simple(TypeKind::Fraction), Value::num(0), "share of every IPU's memory to keep free"),

@@ -244,7 +244,7 @@ void putMapping(KeyWriter& k, const check::MappingSpec& m) {
   ir::writeMappingJson(m.mapping, settings);
   k.json("mapping.settings", settings);
   if (m.search) {
-    k.put("mapping.search.objective", m.search->objective);
+    k.put("mapping.search.objective", check::nameOf(m.search->objective));
     k.put("mapping.search.max_ipus", m.search->maxIpus);
     k.put("mapping.search.headroom", m.search->headroom);
   }

@@ -22,17 +22,10 @@ namespace ipu::search {
 
 using Field = ir::MappingField;
 
-const char* name(Objective o) {
-  switch (o) {
-    case Objective::Throughput: return "throughput";
-    case Objective::TimeToTrain: return "time_to_train";
-    case Objective::ThroughputPerIpu: return "throughput_per_ipu";
-  }
-  return "throughput";
-}
+const char* name(Objective o) { return check::nameOf(o); }
 
 std::optional<Objective> objectiveNamed(const std::string& text) {
-  for (Objective o : {Objective::Throughput, Objective::TimeToTrain, Objective::ThroughputPerIpu})
+  for (Objective o : check::kSearchObjectives)
     if (text == name(o)) return o;
   if (text == "cost") return Objective::ThroughputPerIpu;
   return std::nullopt;
@@ -92,7 +85,7 @@ void Fixed::merge(const Fixed& other) {
 Options optionsOf(const check::MappingSpec& m) {
   Options o;
   if (!m.search) return o;
-  o.objective = objectiveNamed(m.search->objective).value_or(Objective::Throughput);
+  o.objective = m.search->objective;
   o.maxIpus = m.search->maxIpus;
   o.headroom = m.search->headroom;
   // The settings written beside `search` stay as written: every field of

@@ -41,7 +41,7 @@
 
 namespace ipu::search {
 
-enum class Objective { Throughput, TimeToTrain, ThroughputPerIpu };
+using Objective = check::SearchObjective;
 const char* name(Objective o);
 std::optional<Objective> objectiveNamed(const std::string& text);
 

@@ -1112,9 +1112,9 @@ TEST(SearchCache, KeyCoversEveryFieldOfWhatItReads) {
   EXPECT_EQ(sizeof(ir::Mapping), 136u);
   EXPECT_EQ(sizeof(check::LayerFacts), 344u);
   EXPECT_EQ(sizeof(check::PhaseSpec), 1032u);
-  EXPECT_EQ(sizeof(check::MappingSpec), 864u);
+  EXPECT_EQ(sizeof(check::MappingSpec), 832u);
   EXPECT_EQ(sizeof(check::StageSpec), 48u);
-  EXPECT_EQ(sizeof(check::SearchSpec), 64u);
+  EXPECT_EQ(sizeof(check::SearchSpec), 32u);
   EXPECT_EQ(sizeof(check::ModelSpec), 128u);
   EXPECT_EQ(sizeof(search::Options), 304u);
   EXPECT_EQ(sizeof(search::Fixed), 208u);
