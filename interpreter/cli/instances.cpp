@@ -61,12 +61,22 @@ bool underMpirun() {
 #endif
 }
 
+bool instancesAvailable(const std::string& command) {
+#ifdef IPU_HAVE_MPI
+  (void)command;
+  return true;
+#else
+  std::cerr << "ipu " << command << ": error: this ipu was built without MPI, so it cannot run instances\n"
+               "  help: install openmpi-bin and libopenmpi-dev (`./dev`), then rebuild (CMake finds MPI: IPU_MPI=AUTO)\n";
+  return false;
+#endif
+}
+
 int launchInstances(int n, const std::vector<std::string>& args, const std::string& command) {
 #ifndef IPU_HAVE_MPI
   (void)n;
   (void)args;
-  std::cerr << "ipu " << command << ": error: this ipu was built without MPI, so it cannot run instances\n"
-               "  help: install openmpi-bin and libopenmpi-dev (`./dev`), then rebuild (CMake finds MPI: IPU_MPI=AUTO)\n";
+  instancesAvailable(command);
   return kUserError;
 #else
   char self[4096];

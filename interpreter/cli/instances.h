@@ -21,6 +21,9 @@ bool underMpirun();
 // for it, and returns the job's exit code as instance 0 left it (130 after
 // Ctrl-C), or mpirun's when the job did not reach its end.
 int launchInstances(int n, const std::vector<std::string>& args, const std::string& command = "run");
+// Whether this ipu can start instances (it was built with MPI); when not,
+// says so as `ipu COMMAND` and what to do.
+bool instancesAvailable(const std::string& command);
 
 // The job this process belongs to; null when mpirun did not start it (or
 // the build has no MPI), or when MPI failed to start (`error` then says why).

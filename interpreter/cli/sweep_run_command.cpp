@@ -213,6 +213,8 @@ int sweepRunCommand(const std::vector<std::string>& args, SweepAgent agentToRun)
                               "FILE [NAME]` takes a script and, optionally, the sweep's name");
   if (agentToRun == SweepAgent::None && o.instances > 1)
     return usage("sweep", "`ipu sweep create` runs no agent: `--instances` is for `ipu sweep FILE` or `ipu agent SWEEP`");
+  // Before the sweep is created: an ipu without MPI would leave it behind, unrun.
+  if (o.instances > 1 && !underMpirun() && !instancesAvailable("sweep")) return kUserError;
   const std::string& path = o.positional[0];
   session::Session s;
   auto file = s.readFile(path);
